@@ -1,0 +1,172 @@
+"""The one exception tree of acplink.
+
+Every error acplink raises is an :class:`AcpError`. Errors that travel on the wire are
+:class:`RequestError` subclasses, one per JSON-RPC / ACP error code, so ``except
+MethodNotFound`` works on both sides and ``RequestError.from_wire`` picks the right class.
+Users never need to catch a bare ``Exception`` or a pydantic error.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+__all__ = [
+    "AcpError",
+    "AuthRequired",
+    "CapabilityError",
+    "ConnectionClosed",
+    "InternalError",
+    "InvalidParams",
+    "InvalidRequest",
+    "MessageTooLarge",
+    "MethodNotFound",
+    "ParseError",
+    "RequestCancelled",
+    "RequestError",
+    "RequestTimeout",
+    "ResourceNotFound",
+    "SchemaValidationError",
+    "TransportError",
+    "UsageError",
+]
+
+
+class AcpError(Exception):
+    """Root of every acplink error."""
+
+
+class UsageError(AcpError):
+    """The acplink API was used wrongly (a bug in the calling code, not in the peer)."""
+
+
+class CapabilityError(AcpError):
+    """A method was called that the peer did not advertise (or we did not)."""
+
+
+class TransportError(AcpError):
+    """The byte stream to the peer failed."""
+
+
+class ConnectionClosed(TransportError):
+    """The connection is closed; pending and new calls fail with this."""
+
+
+class MessageTooLarge(TransportError):
+    """A message exceeded the configured size limit."""
+
+    def __init__(self, size: int, limit: int, direction: str = "outgoing") -> None:
+        super().__init__(f"{direction} message of {size} bytes exceeds the limit of {limit} bytes")
+        self.size = size
+        self.limit = limit
+        self.direction = direction
+
+
+class RequestTimeout(AcpError, TimeoutError):
+    """An outbound request got no response in time (``$/cancel_request`` was sent)."""
+
+
+class RequestError(AcpError):
+    """A JSON-RPC error response, received from the peer or to be sent to it."""
+
+    code: ClassVar[int] = -32603
+    default_message: ClassVar[str] = "Internal error"
+    _by_code: ClassVar[dict[int, type[RequestError]]] = {}
+
+    def __init__(self, message: str | None = None, data: Any = None, *, code: int | None = None) -> None:
+        self.message = message if message is not None else self.default_message
+        self.data = data
+        if code is not None:
+            self.code = code  # type: ignore[misc]
+        super().__init__(self.message)
+
+    def __init_subclass__(cls, **kw: Any) -> None:
+        super().__init_subclass__(**kw)
+        if "code" in cls.__dict__:
+            RequestError._by_code.setdefault(cls.code, cls)
+
+    def __str__(self) -> str:
+        return f"{self.message} (code {self.code})"
+
+    @property
+    def auth_methods(self) -> list[Any] | None:
+        """``Error.authMethods`` (seed extension), when the peer sent it in ``data``."""
+        if isinstance(self.data, dict):
+            methods = self.data.get("authMethods")
+            return methods if isinstance(methods, list) else None
+        return None
+
+    def to_wire(self) -> dict[str, Any]:
+        err: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            err["data"] = self.data
+        return err
+
+    @classmethod
+    def from_wire(cls, error: Any) -> RequestError:
+        """Build the matching subclass from a wire ``error`` object (tolerates junk)."""
+        if not isinstance(error, dict):
+            return InternalError(f"malformed error object: {error!r}"[:500])
+        code = error.get("code")
+        message = error.get("message")
+        if not isinstance(message, str):
+            message = str(message)
+        data = error.get("data")
+        if not isinstance(code, int) or isinstance(code, bool):
+            return InternalError(message, data)
+        klass = RequestError._by_code.get(code)
+        if klass is None:
+            return RequestError(message, data, code=code)
+        return klass(message, data)
+
+
+class ParseError(RequestError):
+    code = -32700
+    default_message = "Parse error"
+
+
+class InvalidRequest(RequestError):
+    code = -32600
+    default_message = "Invalid request"
+
+
+class MethodNotFound(RequestError):
+    code = -32601
+    default_message = "Method not found"
+
+
+class InvalidParams(RequestError):
+    code = -32602
+    default_message = "Invalid params"
+
+
+class InternalError(RequestError):
+    code = -32603
+    default_message = "Internal error"
+
+
+class AuthRequired(RequestError):
+    code = -32000
+    default_message = "Authentication required"
+
+
+class ResourceNotFound(RequestError):
+    code = -32002
+    default_message = "Resource not found"
+
+
+class RequestCancelled(RequestError):
+    code = -32800
+    default_message = "Request cancelled"
+
+
+class SchemaValidationError(InvalidParams):
+    """A value did not match its ACP type. ``errors`` lists each problem with its JSON path."""
+
+    def __init__(self, type_name: str, errors: list[dict[str, Any]]) -> None:
+        self.type_name = type_name
+        self.errors = errors
+        first = errors[0] if errors else {"path": "", "message": "invalid"}
+        more = f" (+{len(errors) - 1} more)" if len(errors) > 1 else ""
+        where = first["path"] or "<root>"
+        super().__init__(f"invalid {type_name} at {where}: {first['message']}{more}",
+                         {"type": type_name, "errors": errors[:20]})

@@ -1,0 +1,790 @@
+#!/usr/bin/env python3
+"""Generate ``acplink.schema`` from the official ACP JSON Schemas.
+
+Pipeline: load the inputs → merge them into one set of definitions (each tagged with where it
+came from) → parse that into an intermediate model (classes, aliases, methods) → emit Python
+source from the intermediate model. Nothing is ever patched in emitted text.
+
+    python tools/gen_schema.py            # write src/acplink/schema/_generated.py and _methods.py
+    python tools/gen_schema.py --check    # exit 1 when the committed files differ from a fresh run
+
+Inputs (relative to the schema folder, ``../shared/acp-schema`` by default, or $ACP_SCHEMA_DIR):
+``v1/schema.unstable.json`` (the superset), ``v1/schema.json`` (what is stable),
+``extra/v1-2026-08-nes.unstable.json`` (NES), ``extra/v0.10.3.schema.json`` (legacy model
+selector), and this repo's ``tools/acp_extensions.json`` (documented acplink extensions).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import hashlib
+import json
+import keyword
+import os
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+OUT_MODELS = ROOT / "src" / "acplink" / "schema" / "_generated.py"
+OUT_METHODS = ROOT / "src" / "acplink" / "schema" / "_methods.py"
+EXTENSIONS = ROOT / "tools" / "acp_extensions.json"
+
+#: (file, stability given to definitions first seen in it)
+INPUTS = [
+    ("v1/schema.unstable.json", "unstable"),
+    ("v1/schema.json", "stable"),
+    ("extra/v1-2026-08-nes.unstable.json", "nes"),
+    ("extra/v0.10.3.schema.json", "legacy"),
+]
+
+#: Which capability gates a method: (side that must advertise it, dotted wire path).
+#: "agent" paths are read from InitializeResponse.agentCapabilities, "client" paths from
+#: InitializeRequest.clientCapabilities. A test checks every path exists in the schema.
+CAPABILITIES: dict[str, str] = {
+    "fs/read_text_file": "client:fs.readTextFile",
+    "fs/write_text_file": "client:fs.writeTextFile",
+    "terminal/create": "client:terminal",
+    "terminal/output": "client:terminal",
+    "terminal/release": "client:terminal",
+    "terminal/wait_for_exit": "client:terminal",
+    "terminal/kill": "client:terminal",
+    "elicitation/create": "client:elicitation",
+    "elicitation/complete": "client:elicitation",
+    "auth/status_update": "client:auth",
+    "session/load": "agent:loadSession",
+    "session/list": "agent:sessionCapabilities.list",
+    "session/resume": "agent:sessionCapabilities.resume",
+    "session/close": "agent:sessionCapabilities.close",
+    "session/delete": "agent:sessionCapabilities.delete",
+    "session/fork": "agent:sessionCapabilities.fork",
+    "session/archive": "agent:sessionCapabilities.archive",
+    "session/unarchive": "agent:sessionCapabilities.archive",
+    "session/status": "agent:sessionCapabilities.status",
+    "session/set_title": "agent:sessionCapabilities.title",
+    "logout": "agent:auth.logout",
+    "auth/status": "agent:auth.status",
+    "providers/list": "agent:providers",
+    "providers/set": "agent:providers",
+    "providers/disable": "agent:providers",
+    "nes/start": "agent:nes",
+    "nes/suggest": "agent:nes",
+    "nes/close": "agent:nes",
+    "nes/accept": "agent:nes",
+    "nes/reject": "agent:nes",
+    "document/didOpen": "agent:nes",
+    "document/didChange": "agent:nes",
+    "document/didClose": "agent:nes",
+    "document/didSave": "agent:nes",
+    "document/didFocus": "agent:nes",
+    "mcp/connect": "agent:mcpCapabilities.acp",
+    "mcp/message": "agent:mcpCapabilities.acp",
+    "mcp/disconnect": "agent:mcpCapabilities.acp",
+}
+
+SPEC_URL = re.compile(r"https://agentclientprotocol\.com/[^\s)\]]+")
+RESERVED = {
+    "model_config", "model_fields", "model_dump", "model_validate", "schema", "json", "dict",
+    "copy", "construct", "validate", "fields", "parse_obj", "parse_raw", "from_orm",
+    "update_forward_refs", "to_wire", "to_json", "tag", "raw",
+}
+
+
+# --------------------------------------------------------------------------------------------
+# Intermediate model
+# --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class TypeIR:
+    """A type expression: kind is ref | prim | list | dict | literal | union."""
+
+    kind: str
+    name: str = ""  # ref target or primitive name
+    items: list[TypeIR] = field(default_factory=list)
+    values: list[Any] = field(default_factory=list)  # literal values
+
+    def nullable(self) -> bool:
+        if self.kind == "prim" and self.name in ("None", "Any"):
+            return True
+        return self.kind == "union" and any(t.nullable() for t in self.items)
+
+
+@dataclass
+class FieldIR:
+    wire: str
+    py: str
+    type: TypeIR
+    required: bool
+    default: Any = None
+    has_default: bool = False
+    lenient_error: bool = False
+    lenient_null: bool = False
+    skip_invalid: bool = False
+    is_tag: bool = False
+
+
+@dataclass
+class ClassIR:
+    name: str
+    base: str
+    fields: list[FieldIR]
+    doc: str
+    origin: str  # the schema definition this class stands for, or is part of
+    unknown_of: str = ""  # for unknown-variant classes: the union's name
+    tag_key: str = ""
+
+    def field(self, wire: str) -> FieldIR | None:
+        return next((f for f in self.fields if f.wire == wire), None)
+
+
+@dataclass
+class AliasIR:
+    name: str
+    doc: str
+    type: TypeIR | None = None  # plain alias
+    # tagged unions
+    tag_key: str = ""
+    tag_py: str = ""
+    alt_key: str = ""
+    members: list[tuple[str, str]] = field(default_factory=list)  # (tag, class name)
+    fallback: str = ""  # class for unknown tags
+    untagged: str = ""  # class for a missing tag
+
+
+@dataclass
+class MethodIR:
+    method: str
+    side: str
+    kind: str  # request | notification
+    params: str
+    result: str | None
+    stability: str
+    capability: str | None
+
+
+@dataclass
+class SchemaIR:
+    classes: dict[str, ClassIR] = field(default_factory=dict)
+    aliases: dict[str, AliasIR] = field(default_factory=dict)
+    methods: list[MethodIR] = field(default_factory=list)
+    stability: dict[str, str] = field(default_factory=dict)
+    definitions: dict[str, str] = field(default_factory=dict)  # schema def -> generated name
+
+
+# --------------------------------------------------------------------------------------------
+# Loading and merging
+# --------------------------------------------------------------------------------------------
+
+
+def schema_dir() -> Path:
+    env = os.environ.get("ACP_SCHEMA_DIR")
+    if env:
+        return Path(env)
+    return ROOT.parent / "shared" / "acp-schema"
+
+
+def load_inputs(base: Path) -> tuple[dict[str, Any], dict[str, str], dict[str, Any], list[tuple[str, str]]]:
+    """Merged definitions, the stability of each, the extension patches, and input digests."""
+    digests: list[tuple[str, str]] = []
+    loaded: dict[str, dict[str, Any]] = {}
+    for rel, _ in INPUTS:
+        raw = (base / rel).read_bytes()
+        digests.append((rel, hashlib.sha256(raw).hexdigest()))
+        loaded[rel] = json.loads(raw)["$defs"]
+    ext_raw = EXTENSIONS.read_bytes()
+    digests.append(("tools/acp_extensions.json", hashlib.sha256(ext_raw).hexdigest()))
+    ext = json.loads(ext_raw)
+
+    defs: dict[str, Any] = copy.deepcopy(loaded["v1/schema.unstable.json"])
+    stable = loaded["v1/schema.json"]
+    stability = {n: ("stable" if n in stable else "unstable") for n in defs}
+    for rel, tag in INPUTS[2:]:
+        for name, d in loaded[rel].items():
+            if name not in defs:
+                defs[name] = copy.deepcopy(d)
+                stability[name] = tag
+            else:
+                # properties that newer schemas dropped stay available (e.g. the legacy `models`)
+                props = defs[name].get("properties")
+                for pname, pschema in d.get("properties", {}).items():
+                    if props is not None and pname not in props:
+                        props[pname] = copy.deepcopy(pschema)
+    for name, d in ext["$defs"].items():
+        defs[name] = d
+        stability[name] = "extension"
+    for name, variants in ext.get("x-add-variants", {}).items():
+        key = "oneOf" if "oneOf" in defs[name] else "anyOf"
+        defs[name][key].extend(variants)
+    for name, props in ext.get("x-add-properties", {}).items():
+        defs[name]["properties"].update(props)
+    return defs, stability, ext, digests
+
+
+# --------------------------------------------------------------------------------------------
+# Parsing into the intermediate model
+# --------------------------------------------------------------------------------------------
+
+
+def snake(name: str) -> str:
+    if name == "_meta":
+        return "meta"
+    s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", s).lower()
+    s = re.sub(r"[^a-z0-9_]", "_", s)
+    if keyword.iskeyword(s) or s in RESERVED or s.startswith("model_"):
+        s += "_"
+    return s
+
+
+def pascal(text: str) -> str:
+    return "".join(p[:1].upper() + p[1:] for p in re.split(r"[^A-Za-z0-9]+", text) if p)
+
+
+def ref_name(s: dict[str, Any]) -> str | None:
+    if "$ref" in s:
+        return str(s["$ref"]).rsplit("/", 1)[-1]
+    all_of = s.get("allOf")
+    if isinstance(all_of, list) and len(all_of) == 1 and "$ref" in all_of[0]:
+        return str(all_of[0]["$ref"]).rsplit("/", 1)[-1]
+    return None
+
+
+def spec_link(s: dict[str, Any]) -> str:
+    m = SPEC_URL.search(str(s.get("description", "")))
+    return m.group(0) if m else ""
+
+
+PRIMS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
+
+
+class Parser:
+    def __init__(self, defs: dict[str, Any], stability: dict[str, str], ext: dict[str, Any]) -> None:
+        self.defs = defs
+        self.stability = stability
+        self.alt_keys: dict[str, str] = ext.get("x-alt-discriminator", {})
+        self.ir = SchemaIR(stability=dict(stability))
+        self.refcount: dict[str, int] = {}
+        self._count_refs(defs)
+        #: how many union variants reference each definition (tag goes on the class if one)
+        self.variant_uses: dict[str, int] = {}
+        for d in defs.values():
+            for v in self._variants(d):
+                r = ref_name(v)
+                if r and "properties" in v:
+                    self.variant_uses[r] = self.variant_uses.get(r, 0) + 1
+        # which definitions become unions (aliases) rather than classes
+        self.union_defs = {n for n, d in defs.items() if self._is_union(d)}
+
+    def _count_refs(self, node: Any) -> None:
+        if isinstance(node, dict):
+            if "$ref" in node:
+                n = str(node["$ref"]).rsplit("/", 1)[-1]
+                self.refcount[n] = self.refcount.get(n, 0) + 1
+            for v in node.values():
+                self._count_refs(v)
+        elif isinstance(node, list):
+            for v in node:
+                self._count_refs(v)
+
+    @staticmethod
+    def _variants(d: dict[str, Any]) -> list[dict[str, Any]]:
+        v = d.get("oneOf") or d.get("anyOf") or []
+        return list(v)
+
+    def _is_union(self, d: dict[str, Any]) -> bool:
+        return bool(self._variants(d))
+
+    # -- type expressions --------------------------------------------------------------------
+
+    def type_of(self, s: dict[str, Any]) -> TypeIR:
+        r = ref_name(s)
+        if r is not None:
+            return TypeIR("ref", r)
+        if "const" in s:
+            return TypeIR("literal", values=[s["const"]])
+        if "enum" in s:
+            return TypeIR("literal", values=list(s["enum"]))
+        variants = s.get("anyOf") or s.get("oneOf")
+        if variants:
+            return self._union([self.type_of(v) for v in variants])
+        t = s.get("type")
+        if isinstance(t, list):
+            return self._union([self.type_of({**s, "type": x}) for x in t])
+        if t == "array":
+            return TypeIR("list", items=[self.type_of(s.get("items", {}))])
+        if t == "object":
+            ap = s.get("additionalProperties")
+            value = self.type_of(ap) if isinstance(ap, dict) else TypeIR("prim", "Any")
+            return TypeIR("dict", items=[value])
+        if t in PRIMS:
+            return TypeIR("prim", PRIMS[t])
+        return TypeIR("prim", "Any")
+
+    @staticmethod
+    def _union(items: list[TypeIR]) -> TypeIR:
+        flat: list[TypeIR] = []
+        for t in items:
+            for x in t.items if t.kind == "union" else [t]:
+                if x not in flat:
+                    flat.append(x)
+        lits = [x for x in flat if x.kind == "literal"]
+        if len(lits) > 1:
+            merged = TypeIR("literal", values=[v for x in lits for v in x.values])
+            flat = [merged if x is lits[0] else x for x in flat if x not in lits[1:]]
+        if any(x.kind == "prim" and x.name == "Any" for x in flat):
+            return TypeIR("prim", "Any")
+        return flat[0] if len(flat) == 1 else TypeIR("union", items=flat)
+
+    # -- fields --------------------------------------------------------------------------------
+
+    def fields_of(self, props: dict[str, Any], required: list[str]) -> list[FieldIR]:
+        out: list[FieldIR] = []
+        for wire, ps in props.items():
+            t = self.type_of(ps)
+            req = wire in required
+            f = FieldIR(
+                wire=wire,
+                py=snake(wire),
+                type=t,
+                required=req,
+                lenient_error=bool(ps.get("x-deserialize-default-on-error")),
+                lenient_null=bool(ps.get("x-deserialize-default-on-null")),
+                skip_invalid=bool(ps.get("x-deserialize-skip-invalid-items")),
+            )
+            if "default" in ps:
+                f.default, f.has_default = ps["default"], True
+            elif f.lenient_null and t.kind == "list":
+                f.default, f.has_default = [], True
+            out.append(f)
+        return out
+
+    def tag_field(self, key: str, value: str | None) -> FieldIR:
+        t = TypeIR("literal", values=[value]) if value is not None else TypeIR("prim", "str")
+        return FieldIR(wire=key, py=snake(key), type=t, required=value is None,
+                       default=value, has_default=value is not None, is_tag=True)
+
+    # -- definitions ---------------------------------------------------------------------------
+
+    def run(self) -> SchemaIR:
+        for name in sorted(self.defs):  # plain classes and aliases first, then unions over them
+            d = self.defs[name]
+            self.ir.definitions[name] = name
+            if name in self.union_defs:
+                continue
+            if "properties" in d or d.get("type") == "object":
+                props = d.get("properties", {})
+                self.ir.classes[name] = ClassIR(
+                    name, "AcpModel", self.fields_of(props, d.get("required", [])),
+                    self.doc(name, d), name)
+            else:
+                self.ir.aliases[name] = AliasIR(name, self.doc(name, d), type=self.type_of(d))
+        for name in sorted(self.union_defs):
+            self.parse_union(name, self.defs[name])
+        self.methods()
+        return self.ir
+
+    def doc(self, name: str, d: dict[str, Any]) -> str:
+        parts = []
+        method, side = d.get("x-method"), d.get("x-side")
+        if method:
+            what = ("request params" if name.endswith("Request") else
+                    "result" if name.endswith("Response") else "notification params")
+            parts.append(f"`{method}` {what}; handled by the {side} side.")
+        else:
+            parts.append(f"ACP type `{name}`.")
+        parts.append({"stable": "Stable.", "unstable": "Unstable.",
+                      "nes": "Unstable (Next Edit Suggestions, schema 2026-08).",
+                      "legacy": "Legacy (schema 0.10.3).",
+                      "extension": "acplink extension (docs/extensions.md)."}[self.stability[name]])
+        link = spec_link(d)
+        if link:
+            parts.append(f"Spec: {link}")
+        return " ".join(parts)
+
+    def parse_union(self, name: str, d: dict[str, Any]) -> None:
+        variants = self._variants(d)
+        doc = self.doc(name, d)
+        base_props = d.get("properties", {})
+        if not base_props and not any("properties" in v for v in variants):
+            # closed sets of strings / integers, and unions of plain types or references
+            self.ir.aliases[name] = AliasIR(name, doc, type=self.type_of({"anyOf": variants}))
+            return
+        tag_key = (d.get("discriminator") or {}).get("propertyName")
+        if not tag_key:
+            keys = {k for v in variants for k, ps in v.get("properties", {}).items() if "const" in ps}
+            tag_key = keys.pop() if len(keys) == 1 else None
+        base_req = d.get("required", [])
+        alias = AliasIR(name, doc)
+        plain: list[TypeIR] = []
+        for v in variants:
+            if v == {"type": "null"} or v.get("type") == "null":
+                plain.append(TypeIR("prim", "None"))
+                continue
+            r = ref_name(v)
+            own = dict(v.get("properties", {}))
+            tag_schema = own.pop(tag_key, None) if tag_key else None
+            if tag_schema is None and r and not own and not base_props:
+                # a bare reference: a plain member, or the untagged default of a tagged union
+                if tag_key:
+                    alias.untagged = r
+                plain.append(TypeIR("ref", r))
+                continue
+            if tag_schema is None and not own and not r and not base_props:
+                plain.append(self.type_of(v))
+                continue
+            tag_value = tag_schema.get("const") if tag_schema else None
+            label = tag_value or v.get("title") or "variant"
+            fields = self.fields_of(base_props, base_req) + self.fields_of(own, v.get("required", []))
+            cls_name: str
+            if r and r in self.ir.classes and not base_props and not own and self.variant_uses.get(r, 0) == 1:
+                cls_name = r  # the referenced class is this variant: give it the tag directly
+                cls = self.ir.classes[r]
+            elif r and r in self.union_defs:
+                cls_name = ""  # nested union: push the tag into its classes below
+                cls = None
+            else:
+                if r and self.variant_uses.get(r, 0) > 1 and not base_props:
+                    cls_name = pascal(label)
+                    if cls_name in self.defs or cls_name in self.ir.classes:
+                        cls_name = name + pascal(label)
+                else:
+                    cls_name = name + pascal(label)
+                cls = ClassIR(cls_name, r or "AcpModel", fields, f"Variant `{label}` of `{name}`.", name)
+                self.ir.classes[cls_name] = cls
+            if tag_key and cls is not None:
+                self._set_tag(cls, tag_key, tag_value)
+            if tag_key and tag_schema is not None:
+                if tag_value is None:
+                    alias.fallback = cls_name
+                    alias.members.append(("__other__", cls_name))
+                elif cls is None and r:
+                    alias.members.append((tag_value, r))
+                    self._push_tag(r, tag_key, tag_value)
+                else:
+                    alias.members.append((tag_value, cls_name))
+            elif tag_key and tag_schema is None and r and cls is not None:
+                alias.untagged = cls_name
+                plain.append(TypeIR("ref", cls_name))
+            else:
+                plain.append(TypeIR("ref", cls_name))
+        if tag_key:
+            alias.tag_key, alias.tag_py = tag_key, snake(tag_key)
+            alias.alt_key = self.alt_keys.get(name, "")
+            if alias.untagged:
+                alias.members.append(("__untagged__", alias.untagged))
+            if not alias.fallback:
+                unk = "Unknown" + name
+                if unk in self.defs:
+                    unk = name + "Unknown"
+                self.ir.classes[unk] = ClassIR(unk, "UnknownVariant", [],
+                                               f"An unknown variant of `{name}`, kept as raw data.",
+                                               name, unknown_of=name, tag_key=tag_key)
+                alias.fallback = unk
+                alias.members.append(("__unknown__", unk))
+        else:
+            alias.type = self._union(plain)
+        self.ir.aliases[name] = alias
+
+    def _set_tag(self, cls: ClassIR, key: str, value: str | None) -> None:
+        cls.fields = [f for f in cls.fields if f.wire != key] + [self.tag_field(key, value)]
+
+    def _push_tag(self, union: str, key: str, value: str) -> None:
+        """A tagged variant that is itself a union: every class of that union carries the tag."""
+        self._pending_push = getattr(self, "_pending_push", [])
+        self._pending_push.append((union, key, value))
+
+    def finish(self) -> None:
+        for union, key, value in getattr(self, "_pending_push", []):
+            for cname, cls in self.ir.classes.items():
+                if cls.origin == union and cname != union:
+                    extra = self.tag_field(key, value)
+                    extra.is_tag = True
+                    cls.fields = [f for f in cls.fields if f.wire != key] + [extra]
+
+    # -- methods -------------------------------------------------------------------------------
+
+    def methods(self) -> None:
+        by_method: dict[str, dict[str, tuple[str, str]]] = {}
+        for name, d in self.defs.items():
+            if "x-method" not in d:
+                continue
+            m, side = d["x-method"], d["x-side"]
+            kind = ("request" if name.endswith("Request") else
+                    "response" if name.endswith("Response") else "notification")
+            slot = by_method.setdefault(m, {})
+            if kind in slot:
+                # a definition the current schema already covers (older name for the same method)
+                if self.stability[slot[kind][0]] in ("stable", "unstable", "extension"):
+                    continue
+            slot[kind] = (name, side)
+        for m in sorted(by_method):
+            slot = by_method[m]
+            if "request" in slot:
+                req, side = slot["request"]
+                res = slot.get("response", (None, side))[0]
+                self.ir.methods.append(MethodIR(m, side, "request", req, res,
+                                                self.stability[req], self.capability(m, side)))
+            if "notification" in slot:
+                note, side = slot["notification"]
+                self.ir.methods.append(MethodIR(m, side, "notification", note, None,
+                                                self.stability[note], self.capability(m, side)))
+
+    @staticmethod
+    def capability(method: str, side: str) -> str | None:
+        cap = CAPABILITIES.get(method)
+        if cap is None:
+            return None
+        # mcp/message is a request handled by the client and a notification handled by the agent
+        if method == "mcp/message" and side == "client":
+            return None
+        return cap
+
+
+# --------------------------------------------------------------------------------------------
+# Emission
+# --------------------------------------------------------------------------------------------
+
+
+def py_literal(v: Any) -> str:
+    return repr(v)
+
+
+class Emitter:
+    def __init__(self, ir: SchemaIR, digests: list[tuple[str, str]]) -> None:
+        self.ir = ir
+        self.digests = digests
+        self.factories: dict[str, str] = {}
+
+    def header(self, what: str) -> list[str]:
+        lines = [f'"""{what}', "", "GENERATED by tools/gen_schema.py. Do not edit: change the generator and rerun it.", "", "Inputs:"]
+        lines += [f"    {rel}  sha256={digest}" for rel, digest in self.digests]
+        lines += ['"""', "", "# ruff: noqa", "# mypy: ignore-errors", "", "from __future__ import annotations", ""]
+        return lines
+
+    def type_src(self, t: TypeIR) -> str:
+        if t.kind == "ref":
+            return t.name
+        if t.kind == "prim":
+            return t.name
+        if t.kind == "list":
+            return f"list[{self.type_src(t.items[0])}]"
+        if t.kind == "dict":
+            return f"dict[str, {self.type_src(t.items[0])}]"
+        if t.kind == "literal":
+            return "Literal[" + ", ".join(py_literal(v) for v in t.values) + "]"
+        return " | ".join(self.type_src(x) for x in t.items)
+
+    def default_src(self, f: FieldIR) -> str:
+        """The source of a default value, or of a default factory when it is mutable."""
+        v = f.default
+        target = f.type
+        if target.kind == "union":
+            refs = [x for x in target.items if x.kind == "ref"]
+            target = refs[0] if refs else target
+        if isinstance(v, dict) and target.kind == "ref":
+            return f"_model_factory({target.name!r}, {v!r})"
+        if isinstance(v, (dict, list)):
+            return f"_copy_factory({v!r})"
+        return f"_const_factory({v!r})"
+
+    def field_src(self, f: FieldIR) -> str:
+        t = self.type_src(f.type)
+        optional = not f.required and not f.has_default and not f.type.nullable()
+        if optional:
+            t = f"{t} | None"
+        validators = []
+        if f.lenient_null or f.lenient_error or f.skip_invalid:
+            fac = self.default_src(f) if f.has_default else "none_factory"
+            if f.skip_invalid:
+                validators.append("Lenient.skip_invalid_items()")
+            if f.lenient_null:
+                validators.append(f"Lenient.default_on_null({fac})")
+            if f.lenient_error and not f.required:
+                validators.append(f"Lenient.default_on_error({fac})")
+        if validators:
+            t = f"Annotated[{t}, {', '.join(validators)}]"
+        args = []
+        if f.required:
+            pass
+        elif f.has_default and isinstance(f.default, (dict, list)):
+            args.append(f"default_factory={self.default_src(f)}")
+        elif f.has_default:
+            args.append(f"default={py_literal(f.default)}")
+        else:
+            args.append("default=None")
+        if f.py != f.wire:
+            args.append(f"alias={f.wire!r}")
+        if args == ["default=None"]:
+            return f"    {f.py}: {t} = None"
+        if not args:
+            return f"    {f.py}: {t}"
+        if len(args) == 1 and args[0].startswith("default=") and not args[0].startswith("default_factory"):
+            return f"    {f.py}: {t} = {args[0][len('default='):]}"
+        return f"    {f.py}: {t} = Field({', '.join(args)})"
+
+    def class_order(self) -> list[ClassIR]:
+        done: set[str] = set()
+        order: list[ClassIR] = []
+
+        def visit(c: ClassIR) -> None:
+            if c.name in done:
+                return
+            if c.base in self.ir.classes:
+                visit(self.ir.classes[c.base])
+            done.add(c.name)
+            order.append(c)
+
+        for name in sorted(self.ir.classes):
+            visit(self.ir.classes[name])
+        return order
+
+    def alias_deps(self, a: AliasIR) -> set[str]:
+        names: set[str] = set()
+
+        def walk(t: TypeIR) -> None:
+            if t.kind == "ref":
+                names.add(t.name)
+            for x in t.items:
+                walk(x)
+
+        if a.type is not None:
+            walk(a.type)
+        names.update(c for _, c in a.members)
+        return {n for n in names if n in self.ir.aliases}
+
+    def alias_order(self) -> list[AliasIR]:
+        done: set[str] = set()
+        order: list[AliasIR] = []
+
+        def visit(a: AliasIR, stack: tuple[str, ...] = ()) -> None:
+            if a.name in done or a.name in stack:
+                return
+            for dep in sorted(self.alias_deps(a)):
+                visit(self.ir.aliases[dep], stack + (a.name,))
+            done.add(a.name)
+            order.append(a)
+
+        for name in sorted(self.ir.aliases):
+            visit(self.ir.aliases[name])
+        return order
+
+    def alias_src(self, a: AliasIR) -> list[str]:
+        out = []
+        if a.tag_key:
+            known = sorted(t for t, _ in a.members if not t.startswith("__"))
+            def tag_id(t: str) -> str:
+                special = {"__other__": "*", "__unknown__": "*", "__untagged__": "(none)"}
+                return f"{a.tag_key}={special.get(t, t)}"
+
+            members = ", ".join(f"Annotated[{c}, Tag({tag_id(t)!r})]" for t, c in a.members)
+            fallback = next((tag_id(t) for t, c in a.members if c == a.fallback), None)
+            untagged = repr(tag_id("__untagged__")) if a.untagged else "None"
+            alt = f", alt_key={a.alt_key!r}" if a.alt_key else ""
+            out.append(f"{a.name} = Annotated[")
+            out.append(f"    Union[{members}],")
+            out.append(f"    Discriminator(tag_of({a.tag_key!r}, {a.tag_py!r}, frozenset({known!r}), "
+                       f"fallback={fallback!r}, untagged={untagged}{alt})),")
+            out.append("]")
+        else:
+            assert a.type is not None
+            out.append(f"{a.name} = {self.type_src(a.type)}")
+        out.append(f'"""{a.doc}"""')
+        return out
+
+    def models(self) -> str:
+        lines = self.header("Typed models for every ACP schema definition.")
+        lines += [
+            "from typing import Annotated, Any, Literal, Union",
+            "",
+            "from pydantic import Discriminator, Field, Tag",
+            "",
+            "from ._base import AcpModel, Lenient, UnknownVariant, _TaggedMixin, none_factory, tag_of",
+            "from ._base import const_factory as _const_factory, copy_factory as _copy_factory",
+            "from ._base import model_factory as _model_factory_impl",
+            "",
+            "",
+            "def _model_factory(name: str, value: dict[str, Any]) -> Any:",
+            "    return _model_factory_impl(globals(), name, value)",
+            "",
+        ]
+        for c in self.class_order():
+            tags = tuple(f.py for f in c.fields if f.is_tag)
+            bases = c.base if not tags else f"_TaggedMixin, {c.base}"
+            lines += ["", f"class {c.name}({bases}):", f'    """{c.doc}"""', ""]
+            if c.unknown_of:
+                lines.append(f"    __acp_union__ = {c.unknown_of!r}")
+                lines.append(f"    __acp_tag_key__ = {c.tag_key!r}")
+            if tags:
+                lines.append(f"    __acp_tag_fields__ = {tags!r}")
+            for f in c.fields:
+                lines.append(self.field_src(f))
+            if not c.fields and not c.unknown_of and not tags:
+                lines.append("    pass")
+            lines.append("")
+        lines.append("")
+        for a in self.alias_order():
+            lines += self.alias_src(a)
+            lines.append("")
+        lines.append("")
+        lines.append("#: Every schema definition name -> 'stable' | 'unstable' | 'nes' | 'legacy' | 'extension'.")
+        lines.append("STABILITY: dict[str, str] = {")
+        for name in sorted(self.ir.stability):
+            lines.append(f"    {name!r}: {self.ir.stability[name]!r},")
+        lines.append("}")
+        lines.append("")
+        names = sorted(set(self.ir.classes) | set(self.ir.aliases))
+        lines.append("__all__ = [")
+        for n in names:
+            lines.append(f"    {n!r},")
+        lines.append("]")
+        lines.append("")
+        return "\n".join(lines)
+
+    def methods(self) -> str:
+        lines = self.header("The ACP method registry: every `x-method` of every input schema.")
+        lines.append("#: (method, side, kind, params type, result type or None, stability, capability or None)")
+        lines.append("METHOD_TABLE: tuple[tuple[str, str, str, str, str | None, str, str | None], ...] = (")
+        for m in self.ir.methods:
+            lines.append(f"    ({m.method!r}, {m.side!r}, {m.kind!r}, {m.params!r}, {m.result!r}, "
+                         f"{m.stability!r}, {m.capability!r}),")
+        lines.append(")")
+        lines.append("")
+        return "\n".join(lines)
+
+
+def generate(base: Path) -> dict[Path, str]:
+    defs, stability, ext, digests = load_inputs(base)
+    parser = Parser(defs, stability, ext)
+    ir = parser.run()
+    parser.finish()
+    em = Emitter(ir, digests)
+    return {OUT_MODELS: em.models(), OUT_METHODS: em.methods()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--check", action="store_true", help="fail when the committed output is stale")
+    ap.add_argument("--schema-dir", type=Path, default=None, help="folder of the ACP schemas")
+    args = ap.parse_args(argv)
+    base = args.schema_dir or schema_dir()
+    if not (base / INPUTS[0][0]).exists():
+        print(f"gen_schema: no schemas at {base} (set --schema-dir or ACP_SCHEMA_DIR)", file=sys.stderr)
+        return 2
+    outputs = generate(base)
+    if args.check:
+        stale = [p for p, text in outputs.items() if not p.exists() or p.read_text() != text]
+        for p in stale:
+            print(f"gen_schema: {p.relative_to(ROOT)} is stale; run python tools/gen_schema.py", file=sys.stderr)
+        return 1 if stale else 0
+    for p, text in outputs.items():
+        p.write_text(text)
+        print(f"wrote {p.relative_to(ROOT)} ({text.count(chr(10))} lines)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
