@@ -31,6 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 OUT_MODELS = ROOT / "src" / "acplink" / "schema" / "_generated.py"
 OUT_METHODS = ROOT / "src" / "acplink" / "schema" / "_methods.py"
+OUT_STUBS = ROOT / "src" / "acplink" / "connection" / "_stubs.py"
 EXTENSIONS = ROOT / "tools" / "acp_extensions.json"
 
 #: (file, stability given to definitions first seen in it)
@@ -756,13 +757,58 @@ class Emitter:
         return "\n".join(lines)
 
 
+def stub_name(method: str) -> str:
+    """Python name of a method stub: the wire name, snake_cased (`session/prompt` → `session_prompt`)."""
+    return snake(re.sub(r"[/$]+", "_", method).strip("_")).rstrip("_")
+
+
+def stubs(ir: SchemaIR, digests: list[tuple[str, str]]) -> str:
+    em = Emitter(ir, digests)
+    lines = em.header("Typed call stubs for every ACP method, one mixin per side.")
+    lines += [
+        "from typing import Any",
+        "",
+        "from ..schema import _generated as _s",
+        "",
+        "",
+        "class _Caller:",
+        "    async def _call(self, method: str, params: Any, fields: dict[str, Any]) -> Any:",
+        "        raise NotImplementedError",
+        "",
+        "    async def _notify(self, method: str, params: Any, fields: dict[str, Any]) -> None:",
+        "        raise NotImplementedError",
+        "",
+    ]
+    for cls, sides, who in (("AgentMethods", ("agent", "protocol"), "agent"),
+                            ("ClientMethods", ("client", "protocol"), "client")):
+        lines += ["", f"class {cls}(_Caller):",
+                  f'    """Calls of every method the {who} handles (used by the other side)."""', ""]
+        for m in ir.methods:
+            if m.side not in sides or m.method == "$/cancel_request":
+                continue
+            name = stub_name(m.method)
+            tag = {"stable": "", "unstable": " Unstable.", "nes": " Unstable (NES).",
+                   "legacy": " Legacy.", "extension": " acplink extension."}[m.stability]
+            if m.kind == "request":
+                ret = f"_s.{m.result}" if m.result else "Any"
+                lines.append(f"    async def {name}(self, params: _s.{m.params} | None = None, /, **fields: Any) -> {ret}:")
+                lines.append(f'        """Send `{m.method}` and return its typed result.{tag}"""')
+                lines.append(f"        return await self._call({m.method!r}, params, fields)")
+            else:
+                lines.append(f"    async def {name}(self, params: _s.{m.params} | None = None, /, **fields: Any) -> None:")
+                lines.append(f'        """Send the `{m.method}` notification.{tag}"""')
+                lines.append(f"        await self._notify({m.method!r}, params, fields)")
+            lines.append("")
+    return "\n".join(lines)
+
+
 def generate(base: Path) -> dict[Path, str]:
     defs, stability, ext, digests = load_inputs(base)
     parser = Parser(defs, stability, ext)
     ir = parser.run()
     parser.finish()
     em = Emitter(ir, digests)
-    return {OUT_MODELS: em.models(), OUT_METHODS: em.methods()}
+    return {OUT_MODELS: em.models(), OUT_METHODS: em.methods(), OUT_STUBS: stubs(ir, digests)}
 
 
 def main(argv: list[str] | None = None) -> int:

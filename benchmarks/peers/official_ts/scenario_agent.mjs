@@ -110,7 +110,7 @@ const app = agent({ name: "official-ts-scenario-agent" })
     }
     const start = performance.now();
     const meta = await runScenario(parts.at(-2), n, params.sessionId, client);
-    meta.total_s = Math.round(performance.now() - start) / 1000 === 0 ? 0 : Math.round((performance.now() - start) * 1000) / 1e6;
+    meta.total_s = Math.round((performance.now() - start) * 1000) / 1e6; // ms -> s, 6 decimals
     meta.maxrss_kb = maxrssKb();
     return { stopReason: "end_turn", _meta: meta };
   });

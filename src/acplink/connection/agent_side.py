@@ -1,0 +1,142 @@
+"""The agent's end of a connection: handles agent methods, calls client methods."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import InvalidRequest
+from ..schema import _generated as s
+from ._stubs import ClientMethods
+from .base import Connection, Router
+
+__all__ = ["PROTOCOL_VERSION", "AgentSideConnection", "Turn"]
+
+log = logging.getLogger("acplink.agent")
+
+#: The ACP protocol version acplink speaks.
+PROTOCOL_VERSION = 1
+
+_BEFORE_INIT_OK = frozenset({"initialize"})
+
+
+@dataclass
+class Turn:
+    """One running prompt turn of a session."""
+
+    session_id: str
+    task: asyncio.Task[Any]
+    cancel_event: asyncio.Event = field(default_factory=asyncio.Event)
+
+    @property
+    def cancelled(self) -> bool:
+        return self.cancel_event.is_set()
+
+
+class AgentSideConnection(Connection, ClientMethods):
+    """What an agent holds: typed calls of every client method, routing of agent methods.
+
+    ``session/cancel`` cancels exactly the named session's running prompt turn: its
+    :class:`Turn` is flagged at once (handlers can watch ``turn.cancel_event``), and after
+    ``cancel_grace`` seconds a handler that has not returned is cancelled. Either way the
+    prompt is answered with stopReason ``cancelled``.
+    """
+
+    side = "agent"
+
+    def __init__(self, transport: Any, router: Router, *, cancel_grace: float = 2.0, **kw: Any) -> None:
+        super().__init__(transport, router, **kw)
+        self.cancel_grace = cancel_grace
+        self.initialized = False
+        self.client_info: s.Implementation | None = None
+        self.protocol_version: int | None = None
+        self.turns: dict[str, Turn] = {}
+        user_prompt = router.requests.get("session/prompt")
+        if user_prompt is not None:
+            router.add_request("session/prompt", self._wrap_prompt(user_prompt), replace=True)
+        user_init = router.requests.get("initialize")
+        if user_init is not None:
+            router.add_request("initialize", self._wrap_initialize(user_init), replace=True)
+        user_cancel = router.notifications.get("session/cancel")
+
+        async def on_cancel(params: s.CancelNotification) -> None:
+            self.cancel_turn(params.session_id)
+            if user_cancel is not None:
+                await user_cancel(params)
+
+        router.add_notification("session/cancel", on_cancel, replace=True)
+        if "session/stop" in router.requests or user_prompt is not None:
+            router.requests.setdefault("session/stop", self._stop)
+
+    async def gate(self, method: str) -> None:
+        if not self.initialized and method not in _BEFORE_INIT_OK and not method.startswith("_"):
+            raise InvalidRequest(f"{method} before initialize: the client must call initialize first")
+
+    def _wrap_initialize(self, handler: Any) -> Any:
+        async def initialize(params: s.InitializeRequest) -> Any:
+            self.peer_capabilities = params.client_capabilities
+            self.client_info = params.client_info
+            result = await handler(params)
+            if isinstance(result, s.InitializeResponse):
+                self.own_capabilities = result.agent_capabilities
+                self.protocol_version = result.protocol_version
+            self.initialized = True
+            return result
+
+        return initialize
+
+    def _wrap_prompt(self, handler: Any) -> Any:
+        async def prompt(params: s.PromptRequest) -> Any:
+            sid = params.session_id
+            task = asyncio.current_task()
+            assert task is not None
+            if sid in self.turns:
+                raise InvalidRequest(f"session {sid!r} already has a prompt turn running")
+            turn = Turn(sid, task)
+            self.turns[sid] = turn
+            try:
+                result = await handler(params)
+            except asyncio.CancelledError:
+                if turn.cancelled and not self.closed:
+                    task.uncancel()
+                    return s.PromptResponse(stop_reason="cancelled")
+                raise
+            finally:
+                if self.turns.get(sid) is turn:
+                    del self.turns[sid]
+            if turn.cancelled:
+                # the spec: a cancelled turn is answered `cancelled`, whatever the handler said
+                if isinstance(result, s.PromptResponse):
+                    return result.model_copy(update={"stop_reason": "cancelled"})
+                return s.PromptResponse(stop_reason="cancelled")
+            return result
+
+        return prompt
+
+    def cancel_turn(self, session_id: str) -> bool:
+        """Cancel the running prompt turn of ``session_id`` (as ``session/cancel`` does)."""
+        turn = self.turns.get(session_id)
+        if turn is None or turn.cancelled:
+            return False
+        turn.cancel_event.set()
+        loop = asyncio.get_running_loop()
+
+        def force() -> None:
+            if not turn.task.done():
+                log.info("prompt turn of %s did not stop within %.1fs of cancel; cancelling it",
+                         session_id, self.cancel_grace)
+                turn.task.cancel()
+
+        loop.call_later(self.cancel_grace, force)
+        return True
+
+    async def _stop(self, params: s.StopSessionRequest) -> s.StopSessionResponse:
+        """``session/stop`` (acplink extension): cancel the running turn, return its stop reason."""
+        turn = self.turns.get(params.session_id)
+        if turn is None:
+            return s.StopSessionResponse()
+        self.cancel_turn(params.session_id)
+        await asyncio.wait({turn.task})
+        return s.StopSessionResponse(stop_reason="cancelled")

@@ -1,0 +1,220 @@
+"""The typed connection shared by both sides: registry-driven routing and calls.
+
+A :class:`Connection` turns wire traffic into typed calls of registered handlers and typed
+calls into wire traffic, using the method registry for every method's params and result
+types. Unknown methods answer -32601; ``_``-prefixed extension methods reach their handlers
+with their names untouched and their params as plain data.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import orjson
+from pydantic import BaseModel
+
+from ..errors import (
+    CapabilityError,
+    InvalidParams,
+    MethodNotFound,
+    SchemaValidationError,
+    UsageError,
+)
+from ..schema.parse import dump_json, parse
+from ..schema.registry import MethodInfo, method_info
+from ..transports.base import Transport
+from .peer import Peer, PeerLimits
+
+__all__ = ["Connection", "Handler", "Router"]
+
+log = logging.getLogger("acplink.connection")
+
+Handler = Callable[[Any], Awaitable[Any]]
+
+
+class Router:
+    """Method name → handler, for requests and for notifications.
+
+    A handler takes the typed params (the registry's params model; plain data for
+    extension methods) and returns the result (a model, a dict, or None for empty results).
+    """
+
+    def __init__(self) -> None:
+        self.requests: dict[str, Handler] = {}
+        self.notifications: dict[str, Handler] = {}
+
+    def add_request(self, method: str, handler: Handler, *, replace: bool = False) -> None:
+        if method in self.requests and not replace:
+            raise UsageError(f"a handler for request {method!r} is already registered")
+        self.requests[method] = handler
+
+    def add_notification(self, method: str, handler: Handler, *, replace: bool = False) -> None:
+        if method in self.notifications and not replace:
+            raise UsageError(f"a handler for notification {method!r} is already registered")
+        self.notifications[method] = handler
+
+
+def _get_path(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        if obj is None:
+            return None
+        if isinstance(obj, dict):
+            obj = obj.get(part)
+        else:
+            extra = getattr(obj, "__pydantic_extra__", None) or {}
+            fields = type(obj).model_fields if isinstance(obj, BaseModel) else {}
+            name = next((n for n, f in fields.items() if (f.alias or n) == part), None)
+            obj = getattr(obj, name) if name else extra.get(part)
+    return obj
+
+
+class Connection:
+    """A typed ACP connection. ``side`` is which side *we* are: "agent" or "client"."""
+
+    side: str = ""
+
+    def __init__(
+        self,
+        transport: Transport,
+        router: Router,
+        *,
+        limits: PeerLimits | None = None,
+        check_capabilities: bool = True,
+        strict: bool = False,
+        debug: bool = False,
+    ) -> None:
+        self.router = router
+        self.check_capabilities = check_capabilities
+        self.strict = strict
+        self.peer = Peer(transport, self, limits=limits, skip_noise=self.side == "client", debug=debug,
+                         name=self.side or "connection")
+        #: what the peer advertised at initialize (AgentCapabilities or ClientCapabilities)
+        self.peer_capabilities: Any = None
+        #: what we advertised
+        self.own_capabilities: Any = None
+
+    async def start(self) -> None:
+        await self.peer.start()
+
+    async def aclose(self) -> None:
+        await self.peer.aclose()
+
+    async def __aenter__(self) -> Connection:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    @property
+    def closed(self) -> bool:
+        return self.peer.closed
+
+    async def wait_closed(self) -> None:
+        await self.peer.wait_closed()
+
+    # -- inbound -------------------------------------------------------------------------------
+
+    def _params(self, info: MethodInfo | None, method: str, params: Any) -> Any:
+        if info is None:
+            return params
+        try:
+            return parse(info.params_type, params if params is not None else {}, strict=self.strict,
+                         name=info.params_name)
+        except SchemaValidationError as exc:
+            raise InvalidParams(f"Invalid params for {method}: {exc.message}", exc.data) from None
+
+    def _result_json(self, info: MethodInfo | None, method: str, result: Any) -> bytes:
+        if info is None or info.result_type is None:
+            return dump_json(result) if result is not None else b"null"
+        if result is None:
+            result = {}
+        if isinstance(result, BaseModel):
+            rt = info.result_type
+            if isinstance(rt, type) and not isinstance(result, rt):
+                raise UsageError(f"the {method} handler returned {type(result).__name__}, expected {rt.__name__}")
+            return dump_json(result)
+        try:
+            return dump_json(parse(info.result_type, result, name=info.result_name))
+        except SchemaValidationError as exc:
+            raise UsageError(f"the {method} handler returned an invalid result: {exc.message}") from None
+
+    async def gate(self, method: str) -> None:
+        """Hook: raise before handling ``method`` (e.g. before initialize). Default: allow."""
+
+    async def handle_request(self, method: str, params: Any) -> bytes:
+        handler = self.router.requests.get(method)
+        if handler is None:
+            raise MethodNotFound(f"Method not found: {method}", {"method": method})
+        await self.gate(method)
+        info = method_info(method, "request")
+        typed = self._params(info, method, params)
+        result = await handler(typed)
+        return self._result_json(info, method, result)
+
+    async def handle_notification(self, method: str, params: Any) -> None:
+        handler = self.router.notifications.get(method)
+        if handler is None:
+            if not method.startswith(("_", "$/")):
+                log.debug("%s: no handler for notification %s", self.side, method)
+            return
+        info = method_info(method, "notification")
+        typed = self._params(info, method, params)
+        await handler(typed)
+
+    # -- outbound ------------------------------------------------------------------------------
+
+    def _check_capability(self, info: MethodInfo | None, method: str) -> None:
+        if not self.check_capabilities or info is None or info.capability is None:
+            return
+        who, path = info.capability.split(":", 1)
+        caps = self.peer_capabilities if who != self.side else self.own_capabilities
+        if caps is None:
+            return  # not initialized yet: nothing to check against
+        if not _get_path(caps, path):
+            owner = "client" if who == "client" else "agent"
+            raise CapabilityError(f"{method} needs the {owner} capability {path!r}, which it did not advertise "
+                                  f"(pass check_capabilities=False to call it anyway)")
+
+    def _params_json(self, info: MethodInfo | None, method: str, params: Any, fields: dict[str, Any]) -> bytes:
+        if params is None:
+            if info is not None:
+                try:
+                    params = parse(info.params_type, fields, name=info.params_name)
+                except SchemaValidationError as exc:
+                    raise UsageError(f"bad params for {method}: {exc.message}") from None
+            else:
+                params = fields
+        elif fields:
+            raise UsageError("pass either a params model or keyword fields, not both")
+        elif isinstance(params, dict) and info is not None:
+            try:
+                params = parse(info.params_type, params, name=info.params_name)
+            except SchemaValidationError as exc:
+                raise UsageError(f"bad params for {method}: {exc.message}") from None
+        if isinstance(params, BaseModel):
+            return params.__pydantic_serializer__.to_json(params, by_alias=True, exclude_unset=True)
+        return orjson.dumps(params)
+
+    async def _call(self, method: str, params: Any, fields: dict[str, Any], *, timeout: float | None = None) -> Any:
+        info = method_info(method, "request")
+        self._check_capability(info, method)
+        raw = await self.peer.request(method, self._params_json(info, method, params, fields), timeout=timeout)
+        if info is None or info.result_type is None:
+            return raw
+        return parse(info.result_type, raw if raw is not None else {}, strict=self.strict, name=info.result_name)
+
+    async def _notify(self, method: str, params: Any, fields: dict[str, Any]) -> None:
+        info = method_info(method, "notification")
+        self._check_capability(info, method)
+        await self.peer.notify(method, self._params_json(info, method, params, fields))
+
+    async def call(self, method: str, params: Any = None, *, timeout: float | None = None, **fields: Any) -> Any:
+        """Send any request: typed through the registry, raw for extension methods."""
+        return await self._call(method, params, fields, timeout=timeout)
+
+    async def notify(self, method: str, params: Any = None, **fields: Any) -> None:
+        """Send any notification: typed through the registry, raw for extension methods."""
+        await self._notify(method, params, fields)

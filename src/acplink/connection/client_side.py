@@ -1,0 +1,40 @@
+"""The client's end of a connection: handles client methods, calls agent methods."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..schema import _generated as s
+from ._stubs import AgentMethods
+from .base import Connection
+
+__all__ = ["ClientSideConnection"]
+
+
+class ClientSideConnection(Connection, AgentMethods):
+    """What a client holds: typed calls of every agent method, routing of client methods.
+
+    After :meth:`initialize` the agent's capabilities are in :attr:`peer_capabilities`, and
+    calling a method the agent did not advertise raises :class:`CapabilityError`.
+    """
+
+    side = "client"
+    agent_info: s.Implementation | None = None
+    auth_methods: list[Any] = []  # noqa: RUF012  (replaced per instance at initialize)
+    protocol_version: int | None = None
+    initialize_response: s.InitializeResponse | None = None
+
+    async def _call(self, method: str, params: Any, fields: dict[str, Any], *, timeout: float | None = None) -> Any:
+        if method == "initialize":
+            request = params if params is not None else s.InitializeRequest.model_validate(fields)
+            if isinstance(request, dict):
+                request = s.InitializeRequest.model_validate(request)
+            self.own_capabilities = request.client_capabilities
+            result: s.InitializeResponse = await super()._call(method, request, {}, timeout=timeout)
+            self.initialize_response = result
+            self.peer_capabilities = result.agent_capabilities
+            self.agent_info = result.agent_info
+            self.auth_methods = list(result.auth_methods or [])
+            self.protocol_version = result.protocol_version
+            return result
+        return await super()._call(method, params, fields, timeout=timeout)

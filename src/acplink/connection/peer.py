@@ -1,0 +1,386 @@
+"""The async driver: binds the sans-I/O engine to a transport.
+
+One :class:`Peer` per connection owns every task it starts (one per inbound request, plus one
+ordered consumer for notifications), and closing it cancels and awaits them all.
+
+Ordering: notifications are handled one at a time in arrival order; a response is delivered to
+its caller only after every notification that arrived before it has been handled, so the reply
+to ``session/prompt`` never overtakes the ``session/update`` notifications of its turn.
+Requests run concurrently.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Protocol
+
+import orjson
+
+from ..errors import (
+    AcpError,
+    ConnectionClosed,
+    InternalError,
+    RequestCancelled,
+    RequestError,
+    RequestTimeout,
+    TransportError,
+)
+from ..rpc.engine import Engine, IncomingNotification, IncomingRequest, IncomingResponse, Violation
+from ..rpc.framing import DEFAULT_MAX_MESSAGE_SIZE
+from ..transports.base import Transport
+
+__all__ = ["Dispatcher", "Peer", "PeerLimits"]
+
+log = logging.getLogger("acplink.rpc")
+
+CANCEL_REQUEST = "$/cancel_request"
+
+
+class Dispatcher(Protocol):
+    """What a peer hands inbound traffic to (the typed connection layer)."""
+
+    async def handle_request(self, method: str, params: Any) -> bytes:
+        """Handle one request; return the result as JSON bytes or raise an AcpError."""
+        ...
+
+    async def handle_notification(self, method: str, params: Any) -> None: ...
+
+
+class PeerLimits:
+    """Resource limits of one connection (all configurable, all with safe defaults)."""
+
+    def __init__(
+        self,
+        *,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_pending_requests: int = 10_000,
+        max_concurrent_requests: int = 10_000,
+        max_queued_notifications: int = 10_000,
+    ) -> None:
+        self.max_message_size = max_message_size
+        self.max_pending_requests = max_pending_requests
+        self.max_concurrent_requests = max_concurrent_requests
+        self.max_queued_notifications = max_queued_notifications
+
+
+class Peer:
+    """A JSON-RPC connection to one peer over one transport."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        dispatcher: Dispatcher,
+        *,
+        limits: PeerLimits | None = None,
+        skip_noise: bool = False,
+        debug: bool = False,
+        name: str = "peer",
+    ) -> None:
+        self.transport = transport
+        self.dispatcher = dispatcher
+        self.limits = limits or PeerLimits()
+        self.engine = Engine(max_message_size=self.limits.max_message_size, skip_noise=skip_noise,
+                             max_pending=self.limits.max_pending_requests)
+        self.debug = debug
+        self.name = name
+        self._futures: dict[int | str, asyncio.Future[Any]] = {}
+        self._inbound: dict[int | str, asyncio.Task[None]] = {}
+        self._queue: collections.deque[IncomingNotification | IncomingResponse] = collections.deque()
+        self._queue_wakeup: asyncio.Event | None = None
+        self._consumer: asyncio.Task[None] | None = None
+        self._consumer_busy = False
+        self._reading_paused = False
+        self._closed = False
+        self._close_reason: BaseException | None = None
+        self._closed_event: asyncio.Event | None = None
+        self._started = False
+        self._close_callbacks: list[Callable[[], None]] = []
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        self._queue_wakeup = asyncio.Event()
+        self._closed_event = asyncio.Event()
+        self._consumer = asyncio.create_task(self._consume(), name=f"acplink-{self.name}-ordered")
+        try:
+            await self.transport.start(self)
+        except BaseException:
+            await self.aclose()
+            raise
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    async def wait_closed(self) -> None:
+        """Wait until the peer hangs up (or :meth:`aclose` is called)."""
+        assert self._closed_event is not None, "peer not started"
+        await self._closed_event.wait()
+
+    def on_close(self, callback: Callable[[], None]) -> None:
+        self._close_callbacks.append(callback)
+
+    def _mark_closed(self, reason: BaseException | None) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        self._close_reason = reason
+        err = ConnectionClosed(f"connection to {self.transport.description} closed"
+                               + (f": {reason}" if reason else ""))
+        for fut in self._futures.values():
+            if not fut.done():
+                fut.set_exception(err)
+        self._futures.clear()
+        self.engine.pending.clear()
+        if self._closed_event is not None:
+            self._closed_event.set()
+        for cb in self._close_callbacks:
+            try:
+                cb()
+            except Exception:  # a close callback must not break shutdown
+                log.exception("close callback failed")
+
+    async def aclose(self) -> None:
+        """Close the transport, fail pending calls, cancel and await every owned task."""
+        self._mark_closed(None)
+        tasks = [t for t in self._inbound.values() if not t.done()]
+        if self._consumer is not None and not self._consumer.done():
+            tasks.append(self._consumer)
+        for t in tasks:
+            t.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+        self._inbound.clear()
+        try:
+            await self.transport.aclose()
+        except (OSError, AcpError):
+            pass
+
+    # -- transport sink ------------------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        if self.transport.framed:
+            self._handle_event(self.engine.receive_message(data))
+            return
+        for event in self.engine.receive(data):
+            self._handle_event(event)
+
+    def eof_received(self, exc: BaseException | None) -> None:
+        if self._closed:
+            return
+        for event in self.engine.receive_eof():
+            self._handle_event(event)
+        # responses/notifications already queued are still delivered in order; then close
+        if self._queue or self._consumer_busy:
+            self._queue.append(_EOF)  # type: ignore[arg-type]
+            self._wake()
+        else:
+            self._mark_closed(exc)
+
+    def _handle_event(self, ev: Any) -> None:
+        t = type(ev)
+        if t is IncomingNotification:
+            if ev.method == CANCEL_REQUEST:
+                self._cancel_inbound(ev.params)
+                return
+            self._enqueue(ev)
+        elif t is IncomingResponse:
+            fut = self._futures.pop(ev.id, None)
+            if fut is None:
+                return
+            if not self._queue and not self._consumer_busy:
+                _resolve(fut, ev)
+            else:
+                self._queue.append(_Resolution(fut, ev))  # type: ignore[arg-type]
+                self._wake()
+        elif t is IncomingRequest:
+            if len(self._inbound) >= self.limits.max_concurrent_requests:
+                err = InternalError(f"too many concurrent requests (limit {self.limits.max_concurrent_requests})")
+                self._write_quiet(self.engine.error(ev.id, err))
+                return
+            if ev.id in self._inbound:
+                self._write_quiet(self.engine.error(ev.id, RequestError(
+                    f"Invalid request: duplicate request id {ev.id!r}", code=-32600)))
+                return
+            task = asyncio.get_running_loop().create_task(self._run_request(ev))
+            self._inbound[ev.id] = task
+        else:
+            self._violation(ev)
+
+    def _violation(self, v: Violation) -> None:
+        if v.noise:
+            log.warning("%s: %s", self.name, v.message)
+        else:
+            log.warning("%s: protocol violation: %s", self.name, v.message)
+        if v.reply is not None:
+            self._write_quiet(v.reply)
+        if v.pending_id is not None:
+            fut = self._futures.pop(v.pending_id, None)
+            if fut is not None and not fut.done():
+                fut.set_exception(v.error or InternalError(v.message))
+
+    def _enqueue(self, item: IncomingNotification) -> None:
+        self._queue.append(item)
+        self._wake()
+        if not self._reading_paused and len(self._queue) > self.limits.max_queued_notifications:
+            self._reading_paused = True
+            self.transport.pause_reading()
+
+    def _wake(self) -> None:
+        w = self._queue_wakeup
+        if w is not None and not w.is_set():
+            w.set()
+
+    async def _consume(self) -> None:
+        queue = self._queue
+        wakeup = self._queue_wakeup
+        assert wakeup is not None
+        handle = self.dispatcher.handle_notification
+        low = self.limits.max_queued_notifications // 2
+        while True:
+            if not queue:
+                self._consumer_busy = False
+                wakeup.clear()
+                await wakeup.wait()
+                continue
+            self._consumer_busy = True
+            item = queue.popleft()
+            if self._reading_paused and len(queue) <= low:
+                self._reading_paused = False
+                self.transport.resume_reading()
+            if type(item) is IncomingNotification:
+                try:
+                    await handle(item.method, item.params)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    log.warning("%s: notification handler for %s failed: %s", self.name, item.method, exc,
+                                exc_info=self.debug or not isinstance(exc, AcpError))
+            elif type(item) is _Resolution:
+                _resolve(item.future, item.event)  # type: ignore[attr-defined]
+            else:  # EOF marker
+                self._consumer_busy = False
+                self._mark_closed(None)
+                return
+
+    # -- inbound requests ----------------------------------------------------------------------
+
+    def _cancel_inbound(self, params: Any) -> None:
+        rid = params.get("requestId") if isinstance(params, dict) else None
+        task = self._inbound.get(rid) if isinstance(rid, (int, str)) else None
+        if task is not None and not task.done():
+            task.cancel(msg=_CANCELLED_BY_PEER)
+
+    async def _run_request(self, ev: IncomingRequest) -> None:
+        try:
+            try:
+                result = await self.dispatcher.handle_request(ev.method, ev.params)
+                data = self.engine.result(ev.id, result)
+            except asyncio.CancelledError:
+                if self._closed:
+                    raise
+                data = self.engine.error(ev.id, RequestCancelled("Request cancelled"))
+            except RequestError as exc:
+                data = self.engine.error(ev.id, exc)
+            except AcpError as exc:
+                data = self.engine.error(ev.id, InternalError(str(exc) if self.debug else _public(exc)))
+            except Exception as exc:
+                log.exception("%s: handler for %s raised", self.name, ev.method)
+                msg = f"Internal error: {type(exc).__name__}: {exc}" if self.debug else "Internal error"
+                data = self.engine.error(ev.id, InternalError(msg))
+            if not self._closed:
+                self._write_quiet(data)
+        finally:
+            self._inbound.pop(ev.id, None)
+
+    # -- outbound ------------------------------------------------------------------------------
+
+    def _write_quiet(self, data: bytes) -> None:
+        if self._closed:
+            return
+        try:
+            self.transport.write(data)
+        except (AcpError, OSError, RuntimeError) as exc:
+            self._mark_closed(exc)
+
+    async def _write(self, data: bytes) -> None:
+        if self._closed:
+            raise ConnectionClosed(f"connection to {self.transport.description} is closed")
+        try:
+            self.transport.write(data)
+            await self.transport.drain()
+        except (OSError, RuntimeError) as exc:
+            self._mark_closed(exc)
+            raise ConnectionClosed(f"connection to {self.transport.description} lost: {exc}") from None
+        except TransportError:
+            self._mark_closed(None)
+            raise
+
+    async def notify(self, method: str, params_json: bytes | None) -> None:
+        """Send a notification whose params are already JSON."""
+        await self._write(self.engine.notification(method, params_json))
+
+    async def request(self, method: str, params_json: bytes | None, *, timeout: float | None = None) -> Any:
+        """Send a request and wait for its result (raw JSON value).
+
+        Cancelling the caller sends ``$/cancel_request``; a ``timeout`` does the same and
+        raises :class:`RequestTimeout`. Error responses raise the matching RequestError.
+        """
+        if self._closed:
+            raise ConnectionClosed(f"connection to {self.transport.description} is closed")
+        rid, data = self.engine.request(method, params_json)
+        fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self._futures[rid] = fut
+        try:
+            await self._write(data)
+            if timeout is None:
+                return await fut
+            return await asyncio.wait_for(fut, timeout)
+        except TimeoutError:
+            self._abandon(rid)
+            raise RequestTimeout(f"{method} got no response within {timeout} s (cancel sent)") from None
+        except asyncio.CancelledError:
+            self._abandon(rid)
+            raise
+        finally:
+            self._futures.pop(rid, None)
+
+    def _abandon(self, rid: int | str) -> None:
+        if rid in self.engine.pending and not self._closed:
+            self.engine.forget(rid)
+            self._write_quiet(self.engine.notification(CANCEL_REQUEST, orjson.dumps({"requestId": rid})))
+
+
+class _Resolution:
+    __slots__ = ("event", "future")
+
+    def __init__(self, future: asyncio.Future[Any], event: IncomingResponse) -> None:
+        self.future = future
+        self.event = event
+
+
+_EOF = object()
+_CANCELLED_BY_PEER = "cancelled by the peer ($/cancel_request)"
+
+
+def _resolve(fut: asyncio.Future[Any], ev: IncomingResponse) -> None:
+    if fut.done():
+        return
+    if ev.error is not None:
+        fut.set_exception(ev.error)
+    else:
+        fut.set_result(ev.result)
+
+
+def _public(exc: BaseException) -> str:
+    """An error message fit for the peer: no traceback, no local paths."""
+    return f"Internal error: {type(exc).__name__}"
+
+
+Handler = Callable[..., Awaitable[Any]]

@@ -1,0 +1,226 @@
+"""The JSON-RPC 2.0 state machine: bytes in → events out; calls in → bytes out.
+
+No I/O and no asyncio: the async driver (``acplink.connection.peer``) feeds it what the
+transport read and writes what it returns. It owns request-id minting, the table of pending
+outbound requests, and every reply to malformed input.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from ..errors import InvalidRequest, MessageTooLarge, ParseError, RequestError
+from .framing import DEFAULT_MAX_MESSAGE_SIZE, LineDecoder, Oversized
+
+__all__ = [
+    "Engine",
+    "Event",
+    "IncomingNotification",
+    "IncomingRequest",
+    "IncomingResponse",
+    "Violation",
+    "encode",
+]
+
+RequestId = int | str | None
+
+
+@dataclass(slots=True)
+class IncomingRequest:
+    id: int | str
+    method: str
+    params: Any
+
+
+@dataclass(slots=True)
+class IncomingNotification:
+    method: str
+    params: Any
+
+
+@dataclass(slots=True)
+class IncomingResponse:
+    """A response to one of our requests. Exactly one of ``result``/``error`` is meaningful."""
+
+    id: int | str
+    method: str
+    result: Any = None
+    error: RequestError | None = None
+
+
+@dataclass(slots=True)
+class Violation:
+    """The peer sent something invalid. ``reply`` (if any) must be written back; ``pending_id``
+    names one of our requests that this broken message answered (it fails with ``error``)."""
+
+    message: str
+    reply: bytes | None = None
+    pending_id: int | str | None = None
+    error: RequestError | None = None
+    noise: bool = False
+
+
+Event = IncomingRequest | IncomingNotification | IncomingResponse | Violation
+
+_ID_RE = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
+_METHOD_RE = re.compile(rb'"method"\s*:\s*"')
+_HEAD = b'{"jsonrpc":"2.0",'
+
+
+def encode(obj: Any) -> bytes:
+    """Serialize one message as an NDJSON line."""
+    return orjson.dumps(obj, option=orjson.OPT_APPEND_NEWLINE)
+
+
+def _id_json(id_: RequestId) -> bytes:
+    return orjson.dumps(id_)
+
+
+class Engine:
+    """JSON-RPC state for one connection (either side).
+
+    ``skip_noise``: lines that do not even start like JSON (``{``/``[``) are dropped with a
+    :class:`Violation` flagged ``noise`` instead of being answered -32700 (clients use this
+    for agents that print to stdout).
+    """
+
+    def __init__(self, *, max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE, skip_noise: bool = False,
+                 max_pending: int = 10_000) -> None:
+        self.decoder = LineDecoder(max_message_size)
+        self.max_message_size = max_message_size
+        self.skip_noise = skip_noise
+        self.max_pending = max_pending
+        self._next_id = 0
+        #: id -> method of each request we sent and await a response for
+        self.pending: dict[int | str, str] = {}
+
+    # -- outgoing ------------------------------------------------------------------------------
+
+    def _check_size(self, data: bytes) -> bytes:
+        if len(data) > self.max_message_size + 1:
+            raise MessageTooLarge(len(data) - 1, self.max_message_size, "outgoing")
+        return data
+
+    def request(self, method: str, params_json: bytes | None) -> tuple[int, bytes]:
+        """Mint an id and encode a request whose params are already JSON."""
+        if len(self.pending) >= self.max_pending:
+            from ..errors import UsageError
+
+            raise UsageError(f"too many pending requests ({self.max_pending}); await some first")
+        self._next_id += 1
+        rid = self._next_id
+        data = self._check_size(
+            b'{"jsonrpc":"2.0","id":%d,"method":%b%b}\n'
+            % (rid, orjson.dumps(method), b',"params":' + params_json if params_json is not None else b"")
+        )
+        self.pending[rid] = method
+        return rid, data
+
+    def forget(self, rid: int | str) -> None:
+        """Stop waiting for a response (the caller gave up)."""
+        self.pending.pop(rid, None)
+
+    def notification(self, method: str, params_json: bytes | None) -> bytes:
+        return self._check_size(
+            b'{"jsonrpc":"2.0","method":%b%b}\n'
+            % (orjson.dumps(method), b',"params":' + params_json if params_json is not None else b"")
+        )
+
+    def result(self, rid: int | str, result_json: bytes) -> bytes:
+        return self._check_size(b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_id_json(rid), result_json))
+
+    @staticmethod
+    def error(rid: RequestId, err: RequestError) -> bytes:
+        return b'{"jsonrpc":"2.0","id":%b,"error":%b}\n' % (_id_json(rid), orjson.dumps(err.to_wire(), default=str))
+
+    # -- incoming ------------------------------------------------------------------------------
+
+    def receive(self, data: bytes) -> list[Event]:
+        """Feed bytes read from the peer; returns the events they complete."""
+        return [self._event(item) for item in self.decoder.feed(data)]
+
+    def receive_message(self, data: bytes) -> Event:
+        """Feed one whole message (message-framed transports such as WebSocket)."""
+        if len(data) > self.max_message_size:
+            return self._event(Oversized(len(data), data[:4096], data[-4096:]))
+        return self._event(data)
+
+    def receive_eof(self) -> list[Event]:
+        return [self._event(item) for item in self.decoder.eof()]
+
+    def _event(self, item: bytes | Oversized) -> Event:
+        if isinstance(item, Oversized):
+            return self._oversized(item)
+        try:
+            msg = orjson.loads(item)
+        except orjson.JSONDecodeError as exc:
+            first = item.lstrip()[:1]
+            preview = item[:120].decode("utf-8", "replace")
+            if self.skip_noise and first not in (b"{", b"["):
+                return Violation(f"skipped non-JSON output from the peer: {preview!r}", noise=True)
+            err = ParseError(f"Parse error: {exc}")
+            return Violation(f"invalid JSON from the peer: {preview!r}", reply=self.error(None, err))
+        if type(msg) is dict:
+            return self.classify(msg)
+        if isinstance(msg, list):
+            err = InvalidRequest("Invalid request: batch requests are not supported by ACP")
+        else:
+            err = InvalidRequest("Invalid request: a message must be a JSON object")
+        return Violation(f"invalid message from the peer: {err.message}", reply=self.error(None, err))
+
+    def classify(self, msg: dict[str, Any]) -> Event:
+        """Turn one decoded JSON object into an event."""
+        method = msg.get("method")
+        rid = msg.get("id", _MISSING)
+        if method is not None:
+            if type(method) is not str:
+                return self._invalid(rid, "method must be a string")
+            params = msg.get("params")
+            if rid is _MISSING:
+                return IncomingNotification(method, params)
+            if rid is None or type(rid) not in (int, str):
+                return self._invalid(None, "request id must be a string or an integer")
+            return IncomingRequest(rid, method, params)
+        if rid is _MISSING or ("result" not in msg and "error" not in msg):
+            return self._invalid(None if rid is _MISSING else rid, "not a request, notification or response")
+        if type(rid) not in (int, str):
+            if "error" in msg:
+                err = RequestError.from_wire(msg["error"])
+                return Violation(f"the peer reported an error without a request id: {err}")
+            return Violation(f"response with an invalid id {rid!r} ignored")
+        pending = self.pending.pop(rid, None)
+        if pending is None:
+            return Violation(f"response to unknown request id {rid!r} ignored")
+        if "error" in msg:
+            return IncomingResponse(rid, pending, error=RequestError.from_wire(msg["error"]))
+        return IncomingResponse(rid, pending, result=msg["result"])
+
+    def _invalid(self, rid: Any, why: str) -> Violation:
+        if rid is _MISSING or type(rid) not in (int, str):
+            rid = None
+        err = InvalidRequest(f"Invalid request: {why}")
+        return Violation(f"invalid message from the peer: {why}", reply=self.error(rid, err))
+
+    def _oversized(self, item: Oversized) -> Violation:
+        too_big = MessageTooLarge(item.size, self.max_message_size, "incoming")
+        rid: int | str | None = None
+        m = _ID_RE.search(item.head) or _ID_RE.search(item.tail)
+        if m:
+            raw = m.group(1)
+            rid = orjson.loads(raw)
+        is_request = bool(_METHOD_RE.search(item.head[:512]))
+        if is_request and rid is not None:
+            err = InvalidRequest(f"Invalid request: {too_big}", {"size": item.size, "limit": self.max_message_size})
+            return Violation(str(too_big), reply=self.error(rid, err))
+        if rid is not None and rid in self.pending:
+            self.pending.pop(rid)
+            err = InvalidRequest(f"response discarded: {too_big}", {"size": item.size, "limit": self.max_message_size})
+            return Violation(str(too_big), pending_id=rid, error=err)
+        return Violation(f"{too_big}; discarded")
+
+
+_MISSING: Any = object()

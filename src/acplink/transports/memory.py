@@ -1,0 +1,84 @@
+"""An in-memory transport pair: two connections in one event loop, for tests and in-process use."""
+
+from __future__ import annotations
+
+import asyncio
+
+from ..errors import ConnectionClosed
+from .base import Transport, TransportSink
+
+__all__ = ["MemoryTransport", "memory_pair"]
+
+
+class MemoryTransport(Transport):
+    """One end of an in-memory pipe. Data written here arrives at the other end."""
+
+    def __init__(self, name: str = "memory") -> None:
+        self.name = name
+        self.other: MemoryTransport | None = None
+        self._sink: TransportSink | None = None
+        self._backlog: list[bytes] = []
+        self._closed = False
+        self._paused = False
+
+    async def start(self, sink: TransportSink) -> None:
+        self._sink = sink
+        backlog, self._backlog = self._backlog, []
+        for data in backlog:
+            sink.data_received(data)
+
+    def _deliver(self, data: bytes) -> None:
+        if self._closed:
+            return
+        if self._sink is None or self._paused or self._backlog:
+            self._backlog.append(data)
+            return
+        self._sink.data_received(data)
+
+    def write(self, data: bytes) -> None:
+        if self._closed:
+            raise ConnectionClosed("in-memory transport is closed")
+        other = self.other
+        if other is not None and not other._closed:
+            asyncio.get_running_loop().call_soon(other._deliver, data)
+
+    async def drain(self) -> None:
+        await asyncio.sleep(0)
+
+    def pause_reading(self) -> None:
+        self._paused = True
+
+    def resume_reading(self) -> None:
+        self._paused = False
+        backlog, self._backlog = self._backlog, []
+        for i, data in enumerate(backlog):
+            if self._paused or self._sink is None:
+                self._backlog = backlog[i:] + self._backlog
+                return
+            self._sink.data_received(data)
+
+    def _peer_closed(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._sink is not None:
+            self._sink.eof_received(None)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        other = self.other
+        if other is not None:
+            asyncio.get_running_loop().call_soon(other._peer_closed)
+
+    @property
+    def description(self) -> str:
+        return f"in-memory ({self.name})"
+
+
+def memory_pair() -> tuple[MemoryTransport, MemoryTransport]:
+    """Two connected in-memory transports (e.g. client end, agent end)."""
+    a, b = MemoryTransport("a"), MemoryTransport("b")
+    a.other, b.other = b, a
+    return a, b

@@ -1,0 +1,90 @@
+"""This process's stdin/stdout as a transport (how an agent is served to an editor)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+
+from ..errors import ConnectionClosed
+from ._pipes import ReadProtocol, WriteProtocol
+from .base import Transport, TransportSink
+
+__all__ = ["StdioTransport"]
+
+
+class StdioTransport(Transport):
+    """Reads NDJSON from stdin and writes it to stdout.
+
+    ``protect_stdout`` (default on) moves the real stdout aside for the protocol and points
+    file descriptor 1 (and ``sys.stdout``) at stderr, so a stray ``print`` in user code, or
+    in a child process, cannot corrupt the protocol stream.
+    """
+
+    def __init__(self, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
+                 protect_stdout: bool = True) -> None:
+        self._stdin_fd = stdin_fd
+        self._stdout_fd = stdout_fd
+        self._protect = protect_stdout and stdout_fd is None
+        self._reader: asyncio.ReadTransport | None = None
+        self._writer: asyncio.WriteTransport | None = None
+        self._wproto: WriteProtocol | None = None
+        self._closed = False
+        self._saved_stdout: object | None = None
+
+    async def start(self, sink: TransportSink) -> None:
+        loop = asyncio.get_running_loop()
+        in_fd = os.dup(self._stdin_fd if self._stdin_fd is not None else sys.stdin.fileno())
+        if self._protect:
+            sys.stdout.flush()
+            out_fd = os.dup(1)
+            os.dup2(2, 1)
+            self._saved_stdout = sys.stdout
+            sys.stdout = sys.stderr
+        else:
+            out_fd = os.dup(self._stdout_fd if self._stdout_fd is not None else sys.stdout.fileno())
+        self._wproto = WriteProtocol()
+        self._writer, _ = await loop.connect_write_pipe(lambda: self._wproto, os.fdopen(out_fd, "wb", 0))  # type: ignore[arg-type, return-value]
+        self._reader, _ = await loop.connect_read_pipe(lambda: ReadProtocol(sink), os.fdopen(in_fd, "rb", 0))  # type: ignore[assignment]
+
+    def write(self, data: bytes) -> None:
+        if self._closed or self._writer is None or self._writer.is_closing():
+            raise ConnectionClosed("stdout is closed")
+        self._writer.write(data)
+
+    async def drain(self) -> None:
+        if self._wproto is not None:
+            await self._wproto.wait_writable()
+
+    def pause_reading(self) -> None:
+        if self._reader is not None:
+            self._reader.pause_reading()
+
+    def resume_reading(self) -> None:
+        if self._reader is not None:
+            self._reader.resume_reading()
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._reader is not None:
+            self._reader.close()
+        if self._writer is not None:
+            if not self._writer.is_closing():
+                try:
+                    await asyncio.wait_for(self.drain(), 2.0)
+                except (TimeoutError, ConnectionError, OSError):
+                    pass
+            self._writer.close()
+            if self._wproto is not None:
+                try:
+                    await asyncio.wait_for(asyncio.shield(self._wproto.closed), 1.0)
+                except TimeoutError:
+                    self._writer.abort()
+        if self._saved_stdout is not None:
+            sys.stdout = self._saved_stdout  # type: ignore[assignment]
+
+    @property
+    def description(self) -> str:
+        return "stdio"

@@ -1,0 +1,225 @@
+"""A spawned agent (or client) as a transport: its stdin/stdout carry the protocol.
+
+The child's stderr is always drained (passed through, captured, or handed to a callback) so
+a chatty child can never block on a full pipe. Shutdown is a bounded ladder: close stdin →
+wait → SIGTERM → wait → SIGKILL (to the child's whole process group).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import os
+import shlex
+import signal
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from typing import Literal
+
+from ..errors import ConnectionClosed, TransportError
+from .base import FlowControl, Transport, TransportSink
+
+__all__ = ["SubprocessTransport"]
+
+StderrMode = Literal["inherit", "capture", "discard"] | Callable[[bytes], None]
+
+
+class _ChildProtocol(FlowControl, asyncio.SubprocessProtocol):
+    def __init__(self, owner: SubprocessTransport) -> None:
+        FlowControl.__init__(self)
+        self.owner = owner
+        self.exited = asyncio.get_running_loop().create_future()
+        self.stdout_closed = False
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd == 1:
+            sink = self.owner._sink
+            if sink is not None:
+                sink.data_received(data)
+        else:
+            self.owner._on_stderr(data)
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 0:
+            self.flow_lost(exc)
+        elif fd == 1 and not self.stdout_closed:
+            self.stdout_closed = True
+            sink = self.owner._sink
+            if sink is not None:
+                sink.eof_received(exc)
+
+    def process_exited(self) -> None:
+        if not self.exited.done():
+            self.exited.set_result(None)
+        self.flow_lost(None)
+
+
+class SubprocessTransport(Transport):
+    """Spawn ``command`` and talk to it over its stdin/stdout.
+
+    ``env`` entries are added to (or, with ``inherit_env=False``, replace) this process's
+    environment. ``stderr``: "inherit" copies it to our stderr (default), "capture" keeps it
+    only in :attr:`stderr_tail`, "discard" drops it, or a callable gets each chunk. The last
+    ``stderr_lines`` lines are always kept for error reports.
+    """
+
+    def __init__(
+        self,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        inherit_env: bool = True,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: StderrMode = "inherit",
+        stderr_lines: int = 50,
+        close_timeout: float = 2.0,
+        term_timeout: float = 2.0,
+    ) -> None:
+        if not command:
+            raise TransportError("no command given to spawn")
+        self.command = [str(c) for c in command]
+        self.env = dict(env or {})
+        self.inherit_env = inherit_env
+        self.cwd = cwd
+        self.stderr_mode = stderr
+        self._tail: collections.deque[str] = collections.deque(maxlen=stderr_lines)
+        self._partial = b""
+        self.close_timeout = close_timeout
+        self.term_timeout = term_timeout
+        self._sink: TransportSink | None = None
+        self._transport: asyncio.SubprocessTransport | None = None
+        self._proto: _ChildProtocol | None = None
+        self._stdin: asyncio.WriteTransport | None = None
+        self._closed = False
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def start(self, sink: TransportSink) -> None:
+        self._sink = sink
+        loop = asyncio.get_running_loop()
+        env = {**os.environ, **self.env} if self.inherit_env else dict(self.env)
+        try:
+            transport, proto = await loop.subprocess_exec(
+                lambda: _ChildProtocol(self),
+                *self.command,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                env=env,
+                cwd=self.cwd,
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:
+            raise TransportError(f"cannot start agent {self.command_line!r}: {exc}") from None
+        self._transport = transport
+        self._proto = proto
+        self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]
+
+    @property
+    def command_line(self) -> str:
+        return shlex.join(self.command)
+
+    @property
+    def pid(self) -> int | None:
+        return self._transport.get_pid() if self._transport is not None else None
+
+    @property
+    def returncode(self) -> int | None:
+        return self._transport.get_returncode() if self._transport is not None else None
+
+    @property
+    def stderr_tail(self) -> list[str]:
+        """The child's last stderr lines (for error reports)."""
+        lines = list(self._tail)
+        if self._partial:
+            lines.append(self._partial.decode("utf-8", "replace"))
+        return lines
+
+    def _on_stderr(self, data: bytes) -> None:
+        mode = self.stderr_mode
+        if mode == "inherit":
+            try:
+                sys.stderr.buffer.write(data)
+                sys.stderr.flush()
+            except (OSError, ValueError, AttributeError):
+                pass
+        elif callable(mode):
+            mode(data)
+        buf = self._partial + data
+        *lines, self._partial = buf.split(b"\n")
+        for line in lines:
+            self._tail.append(line.decode("utf-8", "replace"))
+        if len(self._partial) > 4096:
+            self._tail.append(self._partial[:4096].decode("utf-8", "replace"))
+            self._partial = b""
+
+    # -- I/O -------------------------------------------------------------------------------------
+
+    def write(self, data: bytes) -> None:
+        stdin = self._stdin
+        if self._closed or stdin is None or stdin.is_closing():
+            raise ConnectionClosed(f"agent {self.command_line!r} is not running")
+        stdin.write(data)
+
+    async def drain(self) -> None:
+        if self._proto is not None:
+            await self._proto.wait_writable()
+
+    def pause_reading(self) -> None:
+        if self._transport is not None:
+            out = self._transport.get_pipe_transport(1)
+            if out is not None:
+                out.pause_reading()  # type: ignore[attr-defined]
+
+    def resume_reading(self) -> None:
+        if self._transport is not None:
+            out = self._transport.get_pipe_transport(1)
+            if out is not None:
+                out.resume_reading()  # type: ignore[attr-defined]
+
+    async def wait(self) -> int | None:
+        """Wait for the child to exit; returns its exit code."""
+        if self._proto is not None:
+            await asyncio.shield(self._proto.exited)
+        return self.returncode
+
+    async def aclose(self) -> None:
+        """close stdin → wait → SIGTERM → wait → SIGKILL; bounded by the two timeouts."""
+        if self._closed:
+            return
+        self._closed = True
+        transport, proto = self._transport, self._proto
+        if transport is None or proto is None:
+            return
+        try:
+            if self._stdin is not None and not self._stdin.is_closing():
+                self._stdin.close()
+            for sig, timeout in ((None, self.close_timeout), (signal.SIGTERM, self.term_timeout),
+                                 (signal.SIGKILL, 5.0)):
+                if sig is not None and transport.get_returncode() is None:
+                    self._signal(sig)
+                try:
+                    await asyncio.wait_for(asyncio.shield(proto.exited), timeout)
+                    break
+                except TimeoutError:
+                    continue
+        finally:
+            transport.close()
+            # let the pipes' connection_lost callbacks run, so no fd outlives us
+            await asyncio.sleep(0)
+
+    def _signal(self, sig: int) -> None:
+        pid = self.pid
+        if pid is None:
+            return
+        try:
+            os.killpg(pid, sig)
+        except (ProcessLookupError, PermissionError):
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+
+    @property
+    def description(self) -> str:
+        return f"subprocess {self.command_line}"
