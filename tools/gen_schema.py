@@ -88,7 +88,9 @@ CAPABILITIES: dict[str, str] = {
 
 SPEC_URL = re.compile(r"https://agentclientprotocol\.com/[^\s)\]]+")
 RESERVED = {
-    "model_config", "model_fields", "model_dump", "model_validate", "schema", "json", "dict",
+    "model_config", "model_fields", "model_computed_fields", "model_extra", "model_fields_set",
+    "model_construct", "model_copy", "model_dump_json", "model_json_schema", "model_parametrized_name",
+    "model_post_init", "model_rebuild", "model_validate_json", "model_validate_strings", "model_fields", "model_dump", "model_validate", "schema", "json", "dict",
     "copy", "construct", "validate", "fields", "parse_obj", "parse_raw", "from_orm",
     "update_forward_refs", "to_wire", "to_json", "tag", "raw",
 }
@@ -236,7 +238,7 @@ def snake(name: str) -> str:
     s = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
     s = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", s).lower()
     s = re.sub(r"[^a-z0-9_]", "_", s)
-    if keyword.iskeyword(s) or s in RESERVED or s.startswith("model_"):
+    if keyword.iskeyword(s) or s in RESERVED:
         s += "_"
     return s
 
@@ -270,6 +272,11 @@ class Parser:
         self.ir = SchemaIR(stability=dict(stability))
         self.refcount: dict[str, int] = {}
         self._count_refs(defs)
+        #: which definitions reference each definition
+        self.users: dict[str, set[str]] = {}
+        for dname, d in defs.items():
+            for target in self._refs_in(d):
+                self.users.setdefault(target, set()).add(dname)
         #: how many union variants reference each definition (tag goes on the class if one)
         self.variant_uses: dict[str, int] = {}
         for d in defs.values():
@@ -290,6 +297,18 @@ class Parser:
         elif isinstance(node, list):
             for v in node:
                 self._count_refs(v)
+
+    def _refs_in(self, node: Any) -> set[str]:
+        found: set[str] = set()
+        if isinstance(node, dict):
+            if "$ref" in node:
+                found.add(str(node["$ref"]).rsplit("/", 1)[-1])
+            for v in node.values():
+                found |= self._refs_in(v)
+        elif isinstance(node, list):
+            for v in node:
+                found |= self._refs_in(v)
+        return found
 
     @staticmethod
     def _variants(d: dict[str, Any]) -> list[dict[str, Any]]:
@@ -441,7 +460,8 @@ class Parser:
             label = tag_value or v.get("title") or "variant"
             fields = self.fields_of(base_props, base_req) + self.fields_of(own, v.get("required", []))
             cls_name: str
-            if r and r in self.ir.classes and not base_props and not own and self.variant_uses.get(r, 0) == 1:
+            if (r and r in self.ir.classes and not base_props and not own and self.variant_uses.get(r, 0) == 1
+                    and self.users.get(r) == {name}):
                 cls_name = r  # the referenced class is this variant: give it the tag directly
                 cls = self.ir.classes[r]
             elif r and r in self.union_defs:
@@ -456,7 +476,7 @@ class Parser:
                     cls_name = name + pascal(label)
                 cls = ClassIR(cls_name, r or "AcpModel", fields, f"Variant `{label}` of `{name}`.", name)
                 self.ir.classes[cls_name] = cls
-            if tag_key and cls is not None:
+            if tag_key and cls is not None and tag_schema is not None:
                 self._set_tag(cls, tag_key, tag_value)
             if tag_key and tag_schema is not None:
                 if tag_value is None:
@@ -467,7 +487,7 @@ class Parser:
                     self._push_tag(r, tag_key, tag_value)
                 else:
                     alias.members.append((tag_value, cls_name))
-            elif tag_key and tag_schema is None and r and cls is not None:
+            elif tag_key and tag_schema is None and cls is not None:
                 alias.untagged = cls_name
                 plain.append(TypeIR("ref", cls_name))
             else:

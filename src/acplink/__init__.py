@@ -1,1 +1,116 @@
-"""acplink."""
+"""acplink: the Agent Client Protocol (ACP) for Python.
+
+Build an agent in a few lines (:class:`AgentApp`, :func:`run_agent`), drive any agent from
+Python (:func:`connect`), or work one level down with the typed connections and transports.
+Every ACP type lives in :mod:`acplink.schema`.
+"""
+
+from . import builders, schema
+from .agent import (
+    Agent,
+    AgentApp,
+    AgentSession,
+    Context,
+    PermissionAnswer,
+    PromptContext,
+    TerminalHandle,
+    ToolCallHandle,
+    run_agent,
+    serve,
+)
+from .client import (
+    Client,
+    FileSystemHandler,
+    PermissionPolicy,
+    PermissionRule,
+    PromptTurn,
+    Session,
+    SessionState,
+    TerminalHandler,
+    connect,
+)
+from .connection import (
+    PROTOCOL_VERSION,
+    AgentSideConnection,
+    ClientSideConnection,
+    Connection,
+    PeerLimits,
+    Router,
+)
+from .errors import (
+    AcpError,
+    AuthRequired,
+    CapabilityError,
+    ConnectionClosed,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MessageTooLarge,
+    MethodNotFound,
+    ParseError,
+    ProtocolError,
+    RequestCancelled,
+    RequestError,
+    RequestTimeout,
+    ResourceNotFound,
+    SchemaValidationError,
+    TransportError,
+    UsageError,
+)
+from .transports import MemoryTransport, StdioTransport, SubprocessTransport, Transport, memory_pair
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "PROTOCOL_VERSION",
+    "AcpError",
+    "Agent",
+    "AgentApp",
+    "AgentSession",
+    "AgentSideConnection",
+    "AuthRequired",
+    "CapabilityError",
+    "Client",
+    "ClientSideConnection",
+    "Connection",
+    "ConnectionClosed",
+    "Context",
+    "FileSystemHandler",
+    "InternalError",
+    "InvalidParams",
+    "InvalidRequest",
+    "MemoryTransport",
+    "MessageTooLarge",
+    "MethodNotFound",
+    "ParseError",
+    "PeerLimits",
+    "PermissionAnswer",
+    "PermissionPolicy",
+    "PermissionRule",
+    "PromptContext",
+    "PromptTurn",
+    "ProtocolError",
+    "RequestCancelled",
+    "RequestError",
+    "RequestTimeout",
+    "ResourceNotFound",
+    "Router",
+    "SchemaValidationError",
+    "Session",
+    "SessionState",
+    "StdioTransport",
+    "SubprocessTransport",
+    "TerminalHandle",
+    "TerminalHandler",
+    "ToolCallHandle",
+    "Transport",
+    "TransportError",
+    "UsageError",
+    "__version__",
+    "builders",
+    "connect",
+    "memory_pair",
+    "run_agent",
+    "schema",
+    "serve",
+]

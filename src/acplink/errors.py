@@ -21,6 +21,7 @@ __all__ = [
     "MessageTooLarge",
     "MethodNotFound",
     "ParseError",
+    "ProtocolError",
     "RequestCancelled",
     "RequestError",
     "RequestTimeout",
@@ -37,6 +38,10 @@ class AcpError(Exception):
 
 class UsageError(AcpError):
     """The acplink API was used wrongly (a bug in the calling code, not in the peer)."""
+
+
+class ProtocolError(AcpError):
+    """The peer broke the protocol (e.g. answered with an option that was not offered)."""
 
 
 class CapabilityError(AcpError):

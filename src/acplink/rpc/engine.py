@@ -66,8 +66,12 @@ class Violation:
 
 Event = IncomingRequest | IncomingNotification | IncomingResponse | Violation
 
-_ID_RE = re.compile(rb'"id"\s*:\s*(-?\d+|"(?:[^"\\]|\\.){0,200}")')
+_ID_RE = re.compile(rb'"id"\s*:\s*(-?\d{1,20}(?![\d.eE])|"(?:[^"\\]|\\.){0,200}")')
 _METHOD_RE = re.compile(rb'"method"\s*:\s*"')
+#: top-level keys whose (big) values follow the id in a well-ordered message
+_BODY_RE = re.compile(rb'"(?:params|result|error)"\s*:')
+_RESPONSE_RE = re.compile(rb'"(?:result|error)"\s*:')
+_TAIL_END_RE = re.compile(rb'\s*\}\s*$')
 _HEAD = b'{"jsonrpc":"2.0",'
 
 
@@ -207,12 +211,11 @@ class Engine:
 
     def _oversized(self, item: Oversized) -> Violation:
         too_big = MessageTooLarge(item.size, self.max_message_size, "incoming")
-        rid: int | str | None = None
-        m = _ID_RE.search(item.head) or _ID_RE.search(item.tail)
-        if m:
-            raw = m.group(1)
-            rid = orjson.loads(raw)
-        is_request = bool(_METHOD_RE.search(item.head[:512]))
+        rid = _find_id(item)
+        method = _METHOD_RE.search(item.head[:512])
+        body = _RESPONSE_RE.search(item.head[:512])
+        # a "method" key nested in a response's result does not make it a request
+        is_request = method is not None and (body is None or method.start() < body.start())
         if is_request and rid is not None:
             err = InvalidRequest(f"Invalid request: {too_big}", {"size": item.size, "limit": self.max_message_size})
             return Violation(str(too_big), reply=self.error(rid, err))
@@ -221,6 +224,34 @@ class Engine:
             err = InvalidRequest(f"response discarded: {too_big}", {"size": item.size, "limit": self.max_message_size})
             return Violation(str(too_big), pending_id=rid, error=err)
         return Violation(f"{too_big}; discarded")
+
+
+def _id_value(raw: bytes) -> int | str | None:
+    try:
+        rid = orjson.loads(raw)
+    except orjson.JSONDecodeError:  # a bad escape or invalid UTF-8 in a discarded message
+        return None
+    return rid if type(rid) in (int, str) else None
+
+
+def _find_id(item: Oversized) -> int | str | None:
+    """The top-level ``id`` of a discarded message, from its kept head or tail.
+
+    In the head the id must come before the params/result/error value (ids nested in that
+    value come after it); in the tail it must be the object's last member.
+    """
+    body = _BODY_RE.search(item.head)
+    for m in _ID_RE.finditer(item.head):
+        if body is not None and m.start() > body.start():
+            break
+        rid = _id_value(m.group(1))
+        if rid is not None:
+            return rid
+    for m in reversed(list(_ID_RE.finditer(item.tail))):
+        if _TAIL_END_RE.match(item.tail, m.end()):
+            return _id_value(m.group(1))
+        break
+    return None
 
 
 _MISSING: Any = object()

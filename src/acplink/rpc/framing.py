@@ -52,6 +52,8 @@ class LineDecoder:
                 end = n if nl < 0 else nl
                 piece = data[start:end]
                 self._discard_size += len(piece)
+                if len(self._head) < _KEEP:  # the head may start short when the limit is small
+                    self._head += piece[:_KEEP - len(self._head)]
                 self._tail = (self._tail + piece)[-_KEEP:]
                 if nl < 0:
                     return out

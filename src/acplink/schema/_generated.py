@@ -1118,7 +1118,7 @@ class ModelInfo(AcpModel):
 
     meta: dict[str, Any] | None = Field(default=None, alias='_meta')
     description: str | None = None
-    model_id_: ModelId = Field(alias='modelId')
+    model_id: ModelId = Field(alias='modelId')
     name: str
 
 
@@ -2032,6 +2032,28 @@ class SessionTitleCapabilities(AcpModel):
     meta: Annotated[dict[str, Any] | None, Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
 
 
+class ToolCallUpdate(AcpModel):
+    """ACP type `ToolCallUpdate`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/tool-calls#updating"""
+
+    tool_call_id: ToolCallId = Field(alias='toolCallId')
+    kind: Annotated[ToolKind | None, Lenient.default_on_error(none_factory)] = None
+    status: Annotated[ToolCallStatus | None, Lenient.default_on_error(none_factory)] = None
+    title: Annotated[str | None, Lenient.default_on_error(none_factory)] = None
+    name: Annotated[str | None, Lenient.default_on_error(none_factory)] = None
+    content: Annotated[list[ToolCallContent] | None, Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = None
+    locations: Annotated[list[ToolCallLocation] | None, Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = None
+    raw_input: Annotated[Any, Lenient.default_on_error(none_factory)] = Field(default=None, alias='rawInput')
+    raw_output: Annotated[Any, Lenient.default_on_error(none_factory)] = Field(default=None, alias='rawOutput')
+    meta: Annotated[dict[str, Any] | None, Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+
+
+class SessionUpdateToolCallUpdate(_TaggedMixin, ToolCallUpdate):
+    """Variant `tool_call_update` of `SessionUpdate`."""
+
+    __acp_tag_fields__ = ('session_update',)
+    session_update: Literal['tool_call_update'] = Field(default='tool_call_update', alias='sessionUpdate')
+
+
 class SetProviderRequest(AcpModel):
     """`providers/set` request params; handled by the agent side. Unstable."""
 
@@ -2059,15 +2081,13 @@ class SetSessionConfigOptionRequestBoolean(_TaggedMixin, AcpModel):
     type: Literal['boolean'] = 'boolean'
 
 
-class SetSessionConfigOptionRequestValueId(_TaggedMixin, AcpModel):
+class SetSessionConfigOptionRequestValueId(AcpModel):
     """Variant `value_id` of `SetSessionConfigOptionRequest`."""
 
-    __acp_tag_fields__ = ('type',)
     session_id: SessionId = Field(alias='sessionId')
     config_id: SessionConfigId = Field(alias='configId')
     meta: Annotated[dict[str, Any] | None, Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
     value: SessionConfigValueId
-    type: str
 
 
 class SetSessionConfigOptionResponse(AcpModel):
@@ -2095,7 +2115,7 @@ class SetSessionModelRequest(AcpModel):
     """`session/set_model` request params; handled by the agent side. Legacy (schema 0.10.3)."""
 
     meta: dict[str, Any] | None = Field(default=None, alias='_meta')
-    model_id_: ModelId = Field(alias='modelId')
+    model_id: ModelId = Field(alias='modelId')
     session_id: SessionId = Field(alias='sessionId')
 
 
@@ -2330,23 +2350,6 @@ class ToolCallLocation(AcpModel):
     path: str
     line: Annotated[int | None, Lenient.default_on_error(none_factory)] = None
     meta: Annotated[dict[str, Any] | None, Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
-
-
-class ToolCallUpdate(_TaggedMixin, AcpModel):
-    """ACP type `ToolCallUpdate`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/tool-calls#updating"""
-
-    __acp_tag_fields__ = ('session_update',)
-    tool_call_id: ToolCallId = Field(alias='toolCallId')
-    kind: Annotated[ToolKind | None, Lenient.default_on_error(none_factory)] = None
-    status: Annotated[ToolCallStatus | None, Lenient.default_on_error(none_factory)] = None
-    title: Annotated[str | None, Lenient.default_on_error(none_factory)] = None
-    name: Annotated[str | None, Lenient.default_on_error(none_factory)] = None
-    content: Annotated[list[ToolCallContent] | None, Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = None
-    locations: Annotated[list[ToolCallLocation] | None, Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = None
-    raw_input: Annotated[Any, Lenient.default_on_error(none_factory)] = Field(default=None, alias='rawInput')
-    raw_output: Annotated[Any, Lenient.default_on_error(none_factory)] = Field(default=None, alias='rawOutput')
-    meta: Annotated[dict[str, Any] | None, Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
-    session_update: Literal['tool_call_update'] = Field(default='tool_call_update', alias='sessionUpdate')
 
 
 class UnarchiveSessionRequest(AcpModel):
@@ -2745,14 +2748,14 @@ SessionStatus = Literal['open', 'saved'] | str
 """ACP type `SessionStatus`. Unstable."""
 
 SessionUpdate = Annotated[
-    Union[Annotated[UserMessageChunk, Tag('sessionUpdate=user_message_chunk')], Annotated[AgentMessageChunk, Tag('sessionUpdate=agent_message_chunk')], Annotated[AgentThoughtChunk, Tag('sessionUpdate=agent_thought_chunk')], Annotated[ToolCall, Tag('sessionUpdate=tool_call')], Annotated[ToolCallUpdate, Tag('sessionUpdate=tool_call_update')], Annotated[Plan, Tag('sessionUpdate=plan')], Annotated[PlanUpdate, Tag('sessionUpdate=plan_update')], Annotated[PlanRemoved, Tag('sessionUpdate=plan_removed')], Annotated[AvailableCommandsUpdate, Tag('sessionUpdate=available_commands_update')], Annotated[CurrentModeUpdate, Tag('sessionUpdate=current_mode_update')], Annotated[ConfigOptionUpdate, Tag('sessionUpdate=config_option_update')], Annotated[SessionInfoUpdate, Tag('sessionUpdate=session_info_update')], Annotated[UsageUpdate, Tag('sessionUpdate=usage_update')], Annotated[Notice, Tag('sessionUpdate=notice')], Annotated[CompactionUpdate, Tag('sessionUpdate=compaction_update')], Annotated[CompactionSummaryChunk, Tag('sessionUpdate=compaction_summary_chunk')], Annotated[SubagentUpdate, Tag('sessionUpdate=subagent_update')], Annotated[SessionMessage, Tag('sessionUpdate=session_message')], Annotated[SessionMessageChunk, Tag('sessionUpdate=session_message_chunk')], Annotated[UnknownSessionUpdate, Tag('sessionUpdate=*')]],
+    Union[Annotated[UserMessageChunk, Tag('sessionUpdate=user_message_chunk')], Annotated[AgentMessageChunk, Tag('sessionUpdate=agent_message_chunk')], Annotated[AgentThoughtChunk, Tag('sessionUpdate=agent_thought_chunk')], Annotated[ToolCall, Tag('sessionUpdate=tool_call')], Annotated[SessionUpdateToolCallUpdate, Tag('sessionUpdate=tool_call_update')], Annotated[Plan, Tag('sessionUpdate=plan')], Annotated[PlanUpdate, Tag('sessionUpdate=plan_update')], Annotated[PlanRemoved, Tag('sessionUpdate=plan_removed')], Annotated[AvailableCommandsUpdate, Tag('sessionUpdate=available_commands_update')], Annotated[CurrentModeUpdate, Tag('sessionUpdate=current_mode_update')], Annotated[ConfigOptionUpdate, Tag('sessionUpdate=config_option_update')], Annotated[SessionInfoUpdate, Tag('sessionUpdate=session_info_update')], Annotated[UsageUpdate, Tag('sessionUpdate=usage_update')], Annotated[Notice, Tag('sessionUpdate=notice')], Annotated[CompactionUpdate, Tag('sessionUpdate=compaction_update')], Annotated[CompactionSummaryChunk, Tag('sessionUpdate=compaction_summary_chunk')], Annotated[SubagentUpdate, Tag('sessionUpdate=subagent_update')], Annotated[SessionMessage, Tag('sessionUpdate=session_message')], Annotated[SessionMessageChunk, Tag('sessionUpdate=session_message_chunk')], Annotated[UnknownSessionUpdate, Tag('sessionUpdate=*')]],
     Discriminator(tag_of('sessionUpdate', 'session_update', frozenset(['agent_message_chunk', 'agent_thought_chunk', 'available_commands_update', 'compaction_summary_chunk', 'compaction_update', 'config_option_update', 'current_mode_update', 'notice', 'plan', 'plan_removed', 'plan_update', 'session_info_update', 'session_message', 'session_message_chunk', 'subagent_update', 'tool_call', 'tool_call_update', 'usage_update', 'user_message_chunk']), fallback='sessionUpdate=*', untagged=None)),
 ]
 """ACP type `SessionUpdate`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#3-agent-reports-output"""
 
 SetSessionConfigOptionRequest = Annotated[
-    Union[Annotated[SetSessionConfigOptionRequestBoolean, Tag('type=boolean')], Annotated[UnknownSetSessionConfigOptionRequest, Tag('type=*')]],
-    Discriminator(tag_of('type', 'type', frozenset(['boolean']), fallback='type=*', untagged=None)),
+    Union[Annotated[SetSessionConfigOptionRequestBoolean, Tag('type=boolean')], Annotated[SetSessionConfigOptionRequestValueId, Tag('type=(none)')], Annotated[UnknownSetSessionConfigOptionRequest, Tag('type=*')]],
+    Discriminator(tag_of('type', 'type', frozenset(['boolean']), fallback='type=*', untagged='type=(none)')),
 ]
 """`session/set_config_option` request params; handled by the agent side. Stable."""
 
@@ -3425,6 +3428,7 @@ __all__ = [
     'SessionSystemPromptOverrideCapabilities',
     'SessionTitleCapabilities',
     'SessionUpdate',
+    'SessionUpdateToolCallUpdate',
     'SetProviderRequest',
     'SetProviderResponse',
     'SetSessionConfigOptionRequest',

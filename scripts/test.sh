@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install everything the tests need (in .venv, .peers-venv and tests/interop/js/node_modules)
+# and run the checks and the test suite. Works on a fresh machine with Python 3.11, pip, node/npm.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "python environment (.venv)"
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
+
+step "official Python SDK for interop tests (.peers-venv)"
+[ -x .peers-venv/bin/python ] || "$PY" -m venv .peers-venv
+.peers-venv/bin/python -m pip install -q --disable-pip-version-check 'agent-client-protocol==0.12.1'
+
+step "official TypeScript SDK for interop tests (npm ci)"
+if command -v npm >/dev/null 2>&1; then
+  (cd tests/interop/js && npm ci --no-audit --no-fund --loglevel=error)
+else
+  echo "npm not found: TypeScript interop tests will be skipped"
+fi
+
+step "generated code is up to date"
+.venv/bin/python tools/gen_schema.py --check
+
+step "ruff"
+.venv/bin/ruff check src tests tools benchmarks examples
+
+step "mypy --strict (src/)"
+.venv/bin/mypy
+
+step "tests"
+.venv/bin/python -m pytest -q -p no:cacheprovider "$@"

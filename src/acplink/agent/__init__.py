@@ -1,0 +1,19 @@
+"""The agent side: build an agent from handlers and serve it."""
+
+from .app import HOOKS, Agent, AgentApp
+from .context import AgentSession, Context, PermissionAnswer, PromptContext, TerminalHandle, ToolCallHandle
+from .serve import run_agent, serve
+
+__all__ = [
+    "HOOKS",
+    "Agent",
+    "AgentApp",
+    "AgentSession",
+    "Context",
+    "PermissionAnswer",
+    "PromptContext",
+    "TerminalHandle",
+    "ToolCallHandle",
+    "run_agent",
+    "serve",
+]

@@ -1,0 +1,305 @@
+"""What an agent's handlers get: a context for the request, with everything a turn needs."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+
+from ..errors import ConnectionClosed, ProtocolError, UsageError
+from ..schema import _generated as s
+from ..schema.parse import parse
+
+if TYPE_CHECKING:
+    from ..connection.agent_side import AgentSideConnection, Turn
+    from .app import AgentApp
+
+__all__ = [
+    "AgentSession",
+    "Context",
+    "PermissionAnswer",
+    "PromptContext",
+    "TerminalHandle",
+    "ToolCallHandle",
+]
+
+P = TypeVar("P")
+
+
+@dataclass
+class AgentSession:
+    """An agent-side session: what the framework knows about it, plus ``data`` for yours."""
+
+    session_id: str
+    cwd: str
+    mcp_servers: list[Any] = field(default_factory=list)
+    additional_directories: list[str] = field(default_factory=list)
+    mode_id: str | None = None
+    model_id: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    title: str | None = None
+    updated_at: str | None = None
+    #: tool calls started in this session (id → last status)
+    tool_calls: dict[str, str] = field(default_factory=dict)
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+class Context(Generic[P]):
+    """Per-request context: the typed ``params``, the connection, the app, the session."""
+
+    def __init__(self, app: AgentApp, conn: AgentSideConnection, params: P,
+                 session: AgentSession | None = None) -> None:
+        self.app = app
+        self.connection = conn
+        self.params = params
+        self.session = session
+
+    @property
+    def client_capabilities(self) -> s.ClientCapabilities | None:
+        """What the client advertised at initialize."""
+        caps = self.connection.peer_capabilities
+        return caps if isinstance(caps, s.ClientCapabilities) else None
+
+    @property
+    def session_id(self) -> str:
+        if self.session is None:
+            raise UsageError("this request has no session")
+        return self.session.session_id
+
+    async def send_update(self, update: Any) -> None:
+        """Send any ``session/update`` for this context's session."""
+        await self.connection.session_update(s.SessionNotification(session_id=self.session_id, update=update))
+
+    async def send_text(self, text: str, *, message_id: str | None = None) -> None:
+        """Stream a chunk of the agent's reply."""
+        await self.send_update(s.AgentMessageChunk(content=s.TextContent(text=text), message_id=message_id))
+
+    async def send_thought(self, text: str) -> None:
+        """Stream a chunk of the agent's reasoning."""
+        await self.send_update(s.AgentThoughtChunk(content=s.TextContent(text=text)))
+
+    async def send_plan(self, entries: Sequence[s.PlanEntry | str]) -> None:
+        """Publish the plan (replaces the previous one). Strings become pending entries."""
+        items = [e if isinstance(e, s.PlanEntry) else s.PlanEntry(content=e, priority="medium", status="pending")
+                 for e in entries]
+        await self.send_update(s.Plan(entries=items))
+
+    async def send_commands(self, commands: Sequence[s.AvailableCommand]) -> None:
+        """Announce the slash commands available in this session."""
+        await self.send_update(s.AvailableCommandsUpdate(available_commands=list(commands)))
+
+    async def send_mode(self, mode_id: str) -> None:
+        """Tell the client the session's mode changed."""
+        if self.session is not None:
+            self.session.mode_id = mode_id
+        await self.send_update(s.CurrentModeUpdate(current_mode_id=mode_id))
+
+    async def send_title(self, title: str) -> None:
+        """Update the session's title (``session_info_update``)."""
+        if self.session is not None:
+            self.session.title = title
+        await self.send_update(s.SessionInfoUpdate(title=title))
+
+
+@dataclass
+class PermissionAnswer:
+    """The client's answer to a permission request."""
+
+    outcome: Literal["selected", "cancelled", "timeout"]
+    option: s.PermissionOption | None = None
+
+    @property
+    def option_id(self) -> str | None:
+        return self.option.option_id if self.option else None
+
+    @property
+    def allowed(self) -> bool:
+        """True when the user picked an allow option."""
+        return self.option is not None and str(self.option.kind).startswith("allow")
+
+
+DEFAULT_PERMISSION_OPTIONS = (
+    ("allow", "Allow", "allow_once"),
+    ("allow_always", "Always allow", "allow_always"),
+    ("reject", "Reject", "reject_once"),
+)
+
+
+class ToolCallHandle:
+    """A tool call started by :meth:`PromptContext.start_tool_call`."""
+
+    def __init__(self, ctx: PromptContext, tool_call_id: str) -> None:
+        self.ctx = ctx
+        self.tool_call_id = tool_call_id
+
+    async def update(self, **fields: Any) -> None:
+        """Send a ``tool_call_update`` (status, title, content, locations, raw_output, ...)."""
+        await self.ctx.update_tool_call(self.tool_call_id, **fields)
+
+    async def complete(self, **fields: Any) -> None:
+        await self.update(status="completed", **fields)
+
+    async def fail(self, **fields: Any) -> None:
+        await self.update(status="failed", **fields)
+
+
+class TerminalHandle:
+    """A command running in the client's terminal (``terminal/*``). Released automatically
+    at the end of the turn; ``async with`` releases it at the end of the block."""
+
+    def __init__(self, ctx: PromptContext, terminal_id: str) -> None:
+        self.ctx = ctx
+        self.terminal_id = terminal_id
+        self.released = False
+
+    def _ids(self) -> dict[str, Any]:
+        return {"session_id": self.ctx.session_id, "terminal_id": self.terminal_id}
+
+    async def output(self) -> s.TerminalOutputResponse:
+        return await self.ctx.connection.terminal_output(**self._ids())
+
+    async def wait(self) -> s.WaitForTerminalExitResponse:
+        return await self.ctx.connection.terminal_wait_for_exit(**self._ids())
+
+    async def kill(self) -> None:
+        await self.ctx.connection.terminal_kill(**self._ids())
+
+    async def release(self) -> None:
+        if self.released:
+            return
+        self.released = True
+        self.ctx._terminals.discard(self)
+        await self.ctx.connection.terminal_release(**self._ids())
+
+    async def __aenter__(self) -> TerminalHandle:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.release()
+
+
+class PromptContext(Context[s.PromptRequest]):
+    """Everything a prompt turn can do: stream, tool calls, plans, permission, files,
+    terminals, elicitation, and whether the turn was cancelled."""
+
+    def __init__(self, app: AgentApp, conn: AgentSideConnection, params: s.PromptRequest,
+                 session: AgentSession, turn: Turn | None) -> None:
+        super().__init__(app, conn, params, session)
+        self.turn = turn
+        self._terminals: set[TerminalHandle] = set()
+
+    @property
+    def text(self) -> str:
+        """The prompt's text blocks joined."""
+        return "".join(b.text for b in self.params.prompt if isinstance(b, s.TextContent))
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the client sent ``session/cancel`` for this turn."""
+        return self.turn is not None and self.turn.cancelled
+
+    async def wait_cancelled(self) -> None:
+        """Wait until the turn is cancelled."""
+        if self.turn is None:
+            await asyncio.Event().wait()
+        else:
+            await self.turn.cancel_event.wait()
+
+    # -- tool calls --------------------------------------------------------------------------
+
+    async def start_tool_call(self, title: str, *, kind: str = "other", status: str = "pending",
+                              tool_call_id: str | None = None, **fields: Any) -> ToolCallHandle:
+        """Announce a tool call; returns a handle to update it."""
+        tcid = tool_call_id or f"call_{uuid.uuid4().hex[:12]}"
+        await self.send_update(s.ToolCall(tool_call_id=tcid, title=title, kind=kind, status=status, **fields))
+        self.session.tool_calls[tcid] = status  # type: ignore[union-attr]
+        return ToolCallHandle(self, tcid)
+
+    async def update_tool_call(self, tool_call_id: str, **fields: Any) -> None:
+        """Send a ``tool_call_update``; the id must be one this session started."""
+        assert self.session is not None
+        if tool_call_id not in self.session.tool_calls:
+            raise UsageError(f"tool-call update for unknown id {tool_call_id!r}: start it with start_tool_call first")
+        await self.send_update(s.SessionUpdateToolCallUpdate(tool_call_id=tool_call_id, **fields))
+        if "status" in fields:
+            self.session.tool_calls[tool_call_id] = fields["status"]
+
+    # -- permission --------------------------------------------------------------------------
+
+    async def request_permission(
+        self,
+        tool_call: ToolCallHandle | s.ToolCallUpdate | str,
+        options: Sequence[s.PermissionOption] | None = None,
+        *,
+        accepts_timeout: bool = False,
+        timeout: float | None = None,
+    ) -> PermissionAnswer:
+        """Ask the user; returns which option they picked (or cancelled / timeout).
+
+        ``accepts_timeout`` opts in to the seed-era ``timeout`` outcome (acplink extension).
+        """
+        if isinstance(tool_call, ToolCallHandle):
+            tc = s.ToolCallUpdate(tool_call_id=tool_call.tool_call_id)
+        elif isinstance(tool_call, str):
+            tc = s.ToolCallUpdate(tool_call_id=tool_call)
+        else:
+            tc = tool_call
+        opts = list(options) if options is not None else [
+            s.PermissionOption(option_id=i, name=n, kind=k) for i, n, k in DEFAULT_PERMISSION_OPTIONS]
+        meta = {"acplink": {"acceptsTimeout": True}} if accepts_timeout else None
+        req = s.RequestPermissionRequest(session_id=self.session_id, tool_call=tc, options=opts, meta=meta)
+        resp = await self.connection.session_request_permission(req) if timeout is None else \
+            await self.connection.call("session/request_permission", req, timeout=timeout)
+        outcome = resp.outcome
+        tag = getattr(outcome, "outcome", None)
+        if tag == "selected":
+            chosen = next((o for o in opts if o.option_id == outcome.option_id), None)
+            if chosen is None:
+                raise ProtocolError(f"the client selected option {outcome.option_id!r}, which was not offered "
+                                    f"(offered: {[o.option_id for o in opts]})")
+            return PermissionAnswer("selected", chosen)
+        if tag == "timeout":
+            return PermissionAnswer("timeout")
+        if tag == "cancelled":
+            return PermissionAnswer("cancelled")
+        raise ProtocolError(f"unknown permission outcome from the client: {outcome!r}")
+
+    # -- files and terminals -----------------------------------------------------------------
+
+    async def read_file(self, path: str, *, line: int | None = None, limit: int | None = None) -> str:
+        """Read a text file through the client (``fs/read_text_file``)."""
+        resp = await self.connection.fs_read_text_file(session_id=self.session_id, path=path, line=line, limit=limit)
+        return resp.content
+
+    async def write_file(self, path: str, content: str) -> None:
+        """Write a text file through the client (``fs/write_text_file``)."""
+        await self.connection.fs_write_text_file(session_id=self.session_id, path=path, content=content)
+
+    async def run(self, command: str, *args: str, cwd: str | None = None, env: dict[str, str] | None = None,
+                  output_byte_limit: int | None = None) -> TerminalHandle:
+        """Start a command in a client terminal (``terminal/create``)."""
+        env_list = [s.EnvVariable(name=k, value=v) for k, v in (env or {}).items()]
+        resp = await self.connection.terminal_create(
+            session_id=self.session_id, command=command, args=list(args), cwd=cwd or self.session.cwd,  # type: ignore[union-attr]
+            env=env_list, output_byte_limit=output_byte_limit)
+        handle = TerminalHandle(self, resp.terminal_id)
+        self._terminals.add(handle)
+        return handle
+
+    async def elicit(self, message: str, requested_schema: dict[str, Any]) -> Any:
+        """Ask the user for structured input (``elicitation/create``, form mode)."""
+        req = parse(s.CreateElicitationRequest, {
+            "mode": "form", "message": message, "sessionId": self.session_id, "requestedSchema": requested_schema})
+        return await self.connection.elicitation_create(req)
+
+    async def _finish(self) -> None:
+        """End of turn: release the terminals the handler left open."""
+        for term in list(self._terminals):
+            try:
+                await term.release()
+            except (ConnectionClosed, asyncio.CancelledError):
+                break
+            except Exception:  # best effort: the turn's result matters more
+                continue

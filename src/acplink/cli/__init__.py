@@ -1,0 +1,1 @@
+"""The `acplink` command line."""

@@ -1,0 +1,37 @@
+"""``acplink demo-agent``: serve the built-in demo agent on stdio (for editors)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from typing import Any
+
+HELP = "serve the built-in demo agent on stdio (no LLM, no API key)"
+EXAMPLES = """examples:
+  acplink demo-agent                       # an editor spawns this
+  acplink prompt "help"                    # talk to it from the terminal
+Zed (settings.json):
+  "agent_servers": {"acplink demo": {"command": "acplink", "args": ["demo-agent"]}}"""
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("demo-agent", help=HELP, description=HELP, epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--store", metavar="DIR", help="where sessions are kept (default: $ACPLINK_DEMO_STORE or "
+                                                   "~/.local/state/acplink/demo)")
+    p.add_argument("--delay", type=float, default=0.02, help="seconds between streamed chunks (default 0.02)")
+    p.add_argument("--debug", action="store_true", help="log protocol details to stderr")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from ..agent.serve import run_agent
+    from ..demo.agent import DemoStore, create_demo_agent
+
+    if args.store:
+        os.environ["ACPLINK_DEMO_STORE"] = args.store
+    run_agent(create_demo_agent(DemoStore(Path(args.store)) if args.store else None, delay=args.delay),
+              debug=args.debug)
+    return 0

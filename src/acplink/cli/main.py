@@ -1,0 +1,52 @@
+"""The ``acplink`` console script (also ``python -m acplink``)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+#: subcommand modules, each with ``add_parser(subparsers)``; imported only when present
+SUBCOMMANDS = ("chat", "prompt", "demo", "record", "inspect", "check")
+
+DESCRIPTION = """acplink: talk to any ACP agent, serve the demo agent, record, inspect and check ACP traffic.
+
+Run `acplink chat` to talk to the built-in demo agent, or `acplink chat -- AGENT_CMD...` for any agent."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="acplink", description=DESCRIPTION,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--version", action="version", version=f"acplink {_version()}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in SUBCOMMANDS:
+        try:
+            mod = importlib.import_module(f"acplink.cli.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name and exc.name.startswith("acplink.cli"):
+                continue
+            raise
+        mod.add_parser(sub)
+    return parser
+
+
+def _version() -> str:
+    from .. import __version__
+
+    return __version__
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    run = getattr(args, "run", None)
+    if run is None:
+        parser.print_help()
+        return 2
+    code: int = run(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

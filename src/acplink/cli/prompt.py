@@ -1,0 +1,96 @@
+"""``acplink prompt "TEXT"``: one-shot, non-interactive, for scripts and CI."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from typing import Any
+
+import orjson
+
+from ..client.permissions import PermissionPolicy
+from ..errors import AcpError
+from ..schema import _generated as s
+from ..schema.parse import dump
+from .common import add_client_options, fail, open_client
+
+HELP = "send one prompt to an agent and print its reply"
+EXAMPLES = """examples:
+  acplink prompt "hello"                          # the built-in demo agent
+  acplink prompt --json "read README.md"          # every update as a JSON line
+  acplink prompt --allow "write notes.txt hi" -- my-agent --acp
+exit status: 0 when the turn ends with end_turn, 1 for any other stop reason or error."""
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("prompt", help=HELP, description=HELP, epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("text", help="the prompt text")
+    p.add_argument("--json", action="store_true", help="print every update as one JSON line on stdout")
+    group = p.add_mutually_exclusive_group()
+    group.add_argument("--allow", action="store_true", help="allow every permission request")
+    group.add_argument("--deny", action="store_true", help="deny every permission request (default)")
+    add_client_options(p)
+    p.set_defaults(run=run)
+
+
+def _summary(update: Any) -> str | None:
+    """One stderr line for updates that are not reply text."""
+    if isinstance(update, s.ToolCall):
+        return f"[tool] {update.title} ({update.kind or 'other'}): {update.status or 'pending'}"
+    if isinstance(update, s.SessionUpdateToolCallUpdate):
+        if update.status:
+            return f"[tool] {update.title or update.tool_call_id}: {update.status}"
+        return None
+    if isinstance(update, s.Plan):
+        marks = {"completed": "x", "in_progress": ">", "pending": " "}
+        return "[plan] " + "  ".join(f"[{marks.get(str(e.status), ' ')}] {e.content}" for e in update.entries)
+    if isinstance(update, s.CurrentModeUpdate):
+        return f"[mode] {update.current_mode_id}"
+    return None
+
+
+async def _run(args: argparse.Namespace) -> int:
+    policy = PermissionPolicy.allow_all() if args.allow else PermissionPolicy.deny_all()
+    out = sys.stdout
+    async with open_client(args, policy) as client:
+        if args.auth_method:
+            await client.authenticate(args.auth_method)
+        session = await client.new_session(args.cwd, additional_directories=args.add_dir)
+        turn = session.prompt(args.text)
+        ended_with_newline = True
+        async for update in turn:
+            if args.json:
+                out.write(orjson.dumps({"sessionId": session.session_id, "update": dump(update)}).decode() + "\n")
+                out.flush()
+                continue
+            if isinstance(update, s.AgentMessageChunk) and isinstance(update.content, s.TextContent):
+                out.write(update.content.text)
+                out.flush()
+                ended_with_newline = update.content.text.endswith("\n")
+                continue
+            line = _summary(update)
+            if line:
+                print(line, file=sys.stderr)
+        response = await turn
+        if args.json:
+            out.write(orjson.dumps({"sessionId": session.session_id, "stopReason": response.stop_reason}).decode()
+                      + "\n")
+        elif not ended_with_newline:
+            out.write("\n")
+        out.flush()
+        if response.stop_reason != "end_turn":
+            return fail(f"the turn ended with stop reason {response.stop_reason!r}")
+        return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        return asyncio.run(_run(args))
+    except AcpError as exc:
+        if args.debug:
+            raise
+        return fail(str(exc))
+    except KeyboardInterrupt:
+        return fail("interrupted", 130)

@@ -1,0 +1,185 @@
+"""Answering ``session/request_permission``: rules, a default, remembered choices, a timeout.
+
+:meth:`PermissionPolicy.decide` picks, in this order:
+
+1. a remembered choice: once an ``allow_always`` (or ``reject_always``) option was selected
+   for a tool kind, later requests of that kind select an allow (or reject) option again,
+   without asking (``remember=True``; a request without ``kind`` counts as ``"other"``);
+2. the first matching :class:`PermissionRule` (``kind`` equal, ``title_pattern`` a
+   shell-style glob matched against the whole tool-call title, case-sensitive);
+3. the ``default``: ``"deny"``, ``"allow"`` or ``"ask"`` (call the ``ask`` callback).
+
+"allow" selects ``allow_once`` if offered, else ``allow_always``; "deny" selects
+``reject_once``, else ``reject_always``. When no option of the wanted kind is offered the
+answer is ``cancelled`` (the agent must treat that as "not allowed").
+
+The ``ask`` callback returns an ``optionId`` or ``None`` (= cancelled). An ``optionId`` that
+was not offered is answered as ``cancelled`` and logged (a UI bug must not approve anything
+by accident, nor crash the agent's turn). With ``timeout`` set, an ``ask`` that does not
+answer in time is answered ``cancelled``; when the request's ``_meta`` has
+``{"acplink": {"acceptsTimeout": true}}`` the agent opted in to the seed-era ``timeout``
+outcome and gets that instead (a documented extension; see ``seeds/README.md``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from ..errors import UsageError
+from ..schema import (
+    PermissionOption,
+    RequestPermissionOutcomeCancelled,
+    RequestPermissionOutcomeTimeout,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    SelectedPermissionOutcome,
+    ToolKind,
+)
+
+__all__ = ["AskCallback", "Decision", "PermissionPolicy", "PermissionRule"]
+
+log = logging.getLogger("acplink.client.permissions")
+
+Decision = Literal["allow", "deny"]
+AskCallback = Callable[[RequestPermissionRequest], Awaitable[str | None]]
+
+_PREFERENCE: dict[str, tuple[str, str]] = {
+    "allow": ("allow_once", "allow_always"),
+    "deny": ("reject_once", "reject_always"),
+}
+
+
+@dataclass(frozen=True)
+class PermissionRule:
+    """Allow or deny tool calls of one ``kind`` and/or whose title matches a glob."""
+
+    kind: ToolKind | None = None
+    title_pattern: str | None = None
+    decision: Decision = "deny"
+
+    def __post_init__(self) -> None:
+        if self.decision not in ("allow", "deny"):
+            raise UsageError(f"PermissionRule decision must be 'allow' or 'deny', not {self.decision!r}")
+
+    def matches(self, params: RequestPermissionRequest) -> bool:
+        """True when the request's tool call fits this rule."""
+        call = params.tool_call
+        if self.kind is not None and (call.kind or "other") != self.kind:
+            return False
+        if self.title_pattern is not None:
+            return fnmatch.fnmatchcase(call.title or "", self.title_pattern)
+        return True
+
+
+def _cancelled() -> RequestPermissionResponse:
+    return RequestPermissionResponse(outcome=RequestPermissionOutcomeCancelled())
+
+
+def _selected(option: PermissionOption) -> RequestPermissionResponse:
+    return RequestPermissionResponse(outcome=SelectedPermissionOutcome(option_id=option.option_id))
+
+
+def _accepts_timeout(meta: dict[str, Any] | None) -> bool:
+    ours = meta.get("acplink") if isinstance(meta, dict) else None
+    return isinstance(ours, dict) and ours.get("acceptsTimeout") is True
+
+
+class PermissionPolicy:
+    """Decides permission requests (see the module doc for the order and the rules).
+
+    ``remembered`` maps a tool kind to the decision recorded from an ``*_always`` choice.
+    """
+
+    def __init__(
+        self,
+        *,
+        default: Literal["deny", "allow", "ask"] = "deny",
+        rules: Iterable[PermissionRule] = (),
+        remember: bool = True,
+        timeout: float | None = None,
+        ask: AskCallback | None = None,
+    ) -> None:
+        if default not in ("deny", "allow", "ask"):
+            raise UsageError(f"default must be 'deny', 'allow' or 'ask', not {default!r}")
+        if default == "ask" and ask is None:
+            raise UsageError("default='ask' needs an ask callback")
+        if timeout is not None and timeout <= 0:
+            raise UsageError("timeout must be positive (or None)")
+        self.default = default
+        self.rules = tuple(rules)
+        self.remember = remember
+        self.timeout = timeout
+        self.ask = ask
+        self.remembered: dict[str, Decision] = {}
+
+    @classmethod
+    def allow_all(cls) -> PermissionPolicy:
+        """A policy that allows everything (``allow_once`` when offered)."""
+        return cls(default="allow", remember=False)
+
+    @classmethod
+    def deny_all(cls) -> PermissionPolicy:
+        """A policy that rejects everything (``reject_once`` when offered)."""
+        return cls(default="deny", remember=False)
+
+    def forget(self) -> None:
+        """Drop every remembered ``*_always`` choice."""
+        self.remembered.clear()
+
+    async def decide(self, params: RequestPermissionRequest) -> RequestPermissionResponse:
+        """Answer one ``session/request_permission`` request."""
+        kind = params.tool_call.kind or "other"
+        remembered = self.remembered.get(kind) if self.remember else None
+        if remembered is not None:
+            option = self._pick(params.options, remembered, prefer_always=True)
+            if option is not None:
+                return _selected(option)
+        for rule in self.rules:
+            if rule.matches(params):
+                return self._answer(params, self._pick(params.options, rule.decision))
+        if self.default == "ask":
+            return await self._ask(params)
+        return self._answer(params, self._pick(params.options, self.default))
+
+    def _pick(self, options: list[PermissionOption], decision: Decision, *,
+              prefer_always: bool = False) -> PermissionOption | None:
+        order = _PREFERENCE[decision][::-1] if prefer_always else _PREFERENCE[decision]
+        for wanted in order:
+            for option in options:
+                if option.kind == wanted:
+                    return option
+        return None
+
+    def _answer(self, params: RequestPermissionRequest, option: PermissionOption | None) -> RequestPermissionResponse:
+        if option is None:
+            return _cancelled()
+        if self.remember and option.kind in ("allow_always", "reject_always"):
+            self.remembered[params.tool_call.kind or "other"] = (
+                "allow" if option.kind == "allow_always" else "deny")
+        return _selected(option)
+
+    async def _ask(self, params: RequestPermissionRequest) -> RequestPermissionResponse:
+        assert self.ask is not None
+        deadline = asyncio.timeout(self.timeout)
+        try:
+            async with deadline:
+                option_id = await self.ask(params)
+        except TimeoutError:
+            if not deadline.expired():
+                raise
+            if _accepts_timeout(params.meta):
+                return RequestPermissionResponse(outcome=RequestPermissionOutcomeTimeout())
+            return _cancelled()
+        if option_id is None:
+            return _cancelled()
+        for option in params.options:
+            if option.option_id == option_id:
+                return self._answer(params, option)
+        log.warning("permission callback chose option %r, which the agent did not offer; answering cancelled",
+                    option_id)
+        return _cancelled()

@@ -1,0 +1,452 @@
+"""The built-in demo agent: a small, honest coding assistant that needs no LLM and no key.
+
+It really works on the client's files and terminal through ACP, and exercises every
+client-facing feature of the protocol, so client authors can test against it:
+
+    read FILE            read a file through the client (tool call + content)
+    write FILE TEXT      write a file: shows a diff, asks permission (in "ask" mode)
+    run CMD [ARGS...]    run a command in a client terminal (asks permission in "ask" mode)
+    plan [STEPS...]      publish a plan and work through it (steps separated by ';')
+    think TEXT           stream reasoning, then an answer
+    slow [N]             stream N chunks slowly (try cancelling it)
+    title TEXT           set the session title
+    ask                  ask the user a question (elicitation), if the client supports it
+    help                 this list
+    anything else        echoed back, streamed word by word
+
+Slash commands (``/read``, ``/run``, ...) work too. Sessions are stored on disk (list, load,
+resume, fork, close, delete): ``$ACPLINK_DEMO_STORE`` or ``~/.local/state/acplink/demo``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shlex
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from ..agent.app import AgentApp
+from ..agent.context import Context, PromptContext
+from ..errors import InvalidParams, ResourceNotFound
+from ..schema import _generated as s
+from ..schema.parse import parse
+
+__all__ = ["COMMANDS", "DemoStore", "create_demo_agent", "main"]
+
+COMMANDS: list[tuple[str, str, str | None]] = [
+    ("read", "Read a file through the client", "FILE"),
+    ("write", "Write a file (shows a diff, asks permission)", "FILE TEXT"),
+    ("run", "Run a command in a client terminal", "COMMAND [ARGS...]"),
+    ("plan", "Publish a plan and work through it", "STEP; STEP; ..."),
+    ("think", "Think out loud, then answer", "TEXT"),
+    ("slow", "Stream slowly (try cancelling)", "N"),
+    ("title", "Set the session title", "TEXT"),
+    ("ask", "Ask you a question (elicitation)", None),
+    ("help", "List what the demo agent can do", None),
+]
+
+MODES = [
+    s.SessionMode(id="ask", name="Ask", description="Ask permission before writing files or running commands"),
+    s.SessionMode(id="auto", name="Auto", description="Write and run without asking"),
+]
+
+STYLE = parse(s.SessionConfigOption, {
+    "type": "select", "id": "style", "name": "Reply style", "category": "other", "currentValue": "plain",
+    "options": [{"value": "plain", "name": "Plain"}, {"value": "shouty", "name": "Shouty (upper case)"}],
+})
+
+MODELS = [
+    s.ModelInfo(model_id="demo-small", name="Demo small", description="Echoes quickly"),
+    s.ModelInfo(model_id="demo-large", name="Demo large", description="Echoes, but bigger"),
+]
+
+
+def _default_store() -> Path:
+    env = os.environ.get("ACPLINK_DEMO_STORE")
+    if env:
+        return Path(env)
+    base = os.environ.get("XDG_STATE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "state")
+    return Path(base) / "acplink" / "demo"
+
+
+class DemoStore:
+    """Sessions on disk: one JSON file per session (cwd, title, history)."""
+
+    def __init__(self, root: Path | None = None) -> None:
+        self.root = root or _default_store()
+
+    def _path(self, session_id: str) -> Path:
+        if not session_id.replace("_", "").replace("-", "").isalnum():
+            raise InvalidParams(f"invalid session id {session_id!r}")
+        return self.root / f"{session_id}.json"
+
+    def save(self, record: dict[str, Any]) -> None:
+        self.root.mkdir(parents=True, exist_ok=True)
+        path = self._path(record["sessionId"])
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record))
+        tmp.replace(path)
+
+    def load(self, session_id: str) -> dict[str, Any]:
+        try:
+            data: dict[str, Any] = json.loads(self._path(session_id).read_text())
+            return data
+        except (OSError, ValueError):
+            raise ResourceNotFound(f"no stored session {session_id!r}", {"sessionId": session_id}) from None
+
+    def delete(self, session_id: str) -> None:
+        try:
+            self._path(session_id).unlink()
+        except FileNotFoundError:
+            raise ResourceNotFound(f"no stored session {session_id!r}", {"sessionId": session_id}) from None
+
+    def all(self) -> list[dict[str, Any]]:
+        out = []
+        if self.root.is_dir():
+            for p in sorted(self.root.glob("*.json")):
+                try:
+                    out.append(json.loads(p.read_text()))
+                except (OSError, ValueError):
+                    continue
+        out.sort(key=lambda r: r.get("updatedAt", ""), reverse=True)
+        return out
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02) -> AgentApp:
+    """Build the demo agent app. ``delay`` is the pause between streamed chunks."""
+    store = store or DemoStore()
+    app = AgentApp(
+        "acplink-demo", "0.1.0", title="acplink demo agent",
+        prompt_capabilities=s.PromptCapabilities(image=True, audio=True, embedded_context=True),
+        auth_methods=[s.AuthMethodAgent(id="demo", name="Demo login", description="Always succeeds; no key needed")],
+        modes=MODES, default_mode="ask", config_options=[STYLE], models=MODELS,
+    )
+
+    def record(sess: Any) -> dict[str, Any]:
+        return {"sessionId": sess.session_id, "cwd": sess.cwd, "title": sess.title,
+                "updatedAt": sess.updated_at or _now(), "history": sess.data.setdefault("history", []),
+                "mode": sess.mode_id, "config": sess.config, "model": sess.model_id}
+
+    def restore(rec: dict[str, Any], session_id: str, cwd: str) -> Any:
+        sess = app.create_session(cwd, session_id=session_id)
+        sess.title = rec.get("title")
+        sess.updated_at = rec.get("updatedAt")
+        sess.data["history"] = list(rec.get("history", []))
+        sess.mode_id = rec.get("mode") or sess.mode_id
+        sess.config.update(rec.get("config") or {})
+        sess.model_id = rec.get("model") or sess.model_id
+        return sess
+
+    async def announce(ctx: Context[Any]) -> None:
+        cmds = [s.AvailableCommand(name=n, description=d,
+                                   input=s.UnstructuredCommandInput(hint=h) if h else None) for n, d, h in COMMANDS]
+        await ctx.send_commands(cmds)
+
+    def later(ctx: Context[Any], coro: Any) -> None:
+        # runs after the response is written (the handler's task does not yield before that)
+        task = asyncio.get_running_loop().create_task(coro)
+        ctx.session.data.setdefault("tasks", set()).add(task)  # type: ignore[union-attr]
+        task.add_done_callback(ctx.session.data["tasks"].discard)  # type: ignore[union-attr]
+
+    @app.authenticate
+    async def authenticate(ctx: Context[s.AuthenticateRequest]) -> s.AuthenticateResponse:
+        if ctx.params.method_id != "demo":
+            raise InvalidParams(f"unknown auth method {ctx.params.method_id!r} (the demo agent offers 'demo')")
+        return s.AuthenticateResponse()
+
+    @app.new_session
+    async def new_session(ctx: Context[s.NewSessionRequest]) -> None:
+        assert ctx.session is not None
+        ctx.session.updated_at = _now()
+        store.save(record(ctx.session))
+        later(ctx, announce(ctx))
+
+    async def replay(ctx: Context[Any]) -> None:
+        for entry in ctx.session.data.get("history", []):  # type: ignore[union-attr]
+            block = s.TextContent(text=entry["text"])
+            if entry["role"] == "user":
+                await ctx.send_update(s.UserMessageChunk(content=block, message_id=entry.get("id")))
+            else:
+                await ctx.send_update(s.AgentMessageChunk(content=block, message_id=entry.get("id")))
+
+    @app.load_session
+    async def load_session(ctx: Context[s.LoadSessionRequest]) -> s.LoadSessionResponse:
+        rec = store.load(ctx.params.session_id)
+        sess = restore(rec, ctx.params.session_id, ctx.params.cwd)
+        lctx = Context(app, ctx.connection, ctx.params, sess)
+        await replay(lctx)  # the spec: history is streamed before the load response
+        later(lctx, announce(lctx))
+        return s.LoadSessionResponse(**app.session_setup(sess))
+
+    @app.resume_session
+    async def resume_session(ctx: Context[s.ResumeSessionRequest]) -> s.ResumeSessionResponse:
+        rec = store.load(ctx.params.session_id)
+        sess = restore(rec, ctx.params.session_id, ctx.params.cwd)
+        later(Context(app, ctx.connection, ctx.params, sess), announce(Context(app, ctx.connection, ctx.params, sess)))
+        return s.ResumeSessionResponse(**app.session_setup(sess))
+
+    @app.fork_session
+    async def fork_session(ctx: Context[s.ForkSessionRequest]) -> s.ForkSessionResponse:
+        rec = store.load(ctx.params.session_id)
+        new_id = f"sess_{uuid.uuid4().hex}"
+        sess = restore(rec, new_id, ctx.params.cwd)
+        sess.title = f"fork of {rec.get('title') or ctx.params.session_id}"
+        store.save(record(sess))
+        return s.ForkSessionResponse(session_id=new_id, **app.session_setup(sess))
+
+    @app.list_sessions
+    async def list_sessions(ctx: Context[s.ListSessionsRequest]) -> s.ListSessionsResponse:
+        cwd = ctx.params.cwd
+        infos = [s.SessionInfo(session_id=r["sessionId"], cwd=r["cwd"], title=r.get("title"),
+                               updated_at=r.get("updatedAt"))
+                 for r in store.all() if cwd is None or r.get("cwd") == cwd]
+        start = int(ctx.params.cursor or 0)
+        page = infos[start:start + 50]
+        nxt = str(start + 50) if start + 50 < len(infos) else None
+        return s.ListSessionsResponse(sessions=page, next_cursor=nxt)
+
+    @app.close_session
+    async def close_session(ctx: Context[s.CloseSessionRequest]) -> s.CloseSessionResponse:
+        app.sessions.pop(ctx.params.session_id, None)
+        return s.CloseSessionResponse()
+
+    @app.delete_session
+    async def delete_session(ctx: Context[s.DeleteSessionRequest]) -> s.DeleteSessionResponse:
+        app.sessions.pop(ctx.params.session_id, None)
+        store.delete(ctx.params.session_id)
+        return s.DeleteSessionResponse()
+
+    @app.prompt
+    async def prompt(ctx: PromptContext) -> str:
+        sess = ctx.session
+        assert sess is not None
+        history = sess.data.setdefault("history", [])
+        text = ctx.text.strip()
+        extra = [b for b in ctx.params.prompt if not isinstance(b, s.TextContent)]
+        history.append({"role": "user", "text": ctx.text, "id": uuid.uuid4().hex})
+        reply = _Reply(ctx, delay, shouty=sess.config.get("style") == "shouty")
+        cmd, _, rest = text.lstrip("/").partition(" ")
+        cmd = cmd.lower()
+        try:
+            if cmd == "read":
+                await do_read(ctx, reply, rest.strip())
+            elif cmd == "write":
+                await do_write(ctx, reply, rest)
+            elif cmd == "run":
+                await do_run(ctx, reply, rest)
+            elif cmd == "plan":
+                await do_plan(ctx, reply, rest)
+            elif cmd == "think":
+                for word in ["Let", "me", "think", "about", f"{rest or 'that'!r}..."]:
+                    await ctx.send_thought(word + " ")
+                    await asyncio.sleep(delay)
+                await reply.stream(f"I thought about it. {rest}".strip())
+            elif cmd == "slow":
+                n = int(rest) if rest.strip().isdigit() else 20
+                for i in range(n):
+                    if ctx.cancelled:
+                        return "cancelled"
+                    await reply.send(f"chunk {i + 1}/{n} ")
+                    await asyncio.sleep(max(delay, 0.05))
+            elif cmd == "title":
+                await ctx.send_title(rest.strip() or "untitled")
+                await reply.stream(f"Title set to {rest.strip()!r}.")
+            elif cmd == "ask":
+                await do_ask(ctx, reply)
+            elif cmd == "help":
+                lines = [f"  {n} {h or ''} - {d}" for n, d, h in COMMANDS]
+                await reply.stream("I am the acplink demo agent. Try:\n" + "\n".join(lines))
+            else:
+                await reply.stream(f"You said: {text}" if text else "You said nothing.")
+                if extra:
+                    kinds = ", ".join(getattr(b, "type", "?") for b in extra)
+                    await reply.stream(f"\n(and attached: {kinds})")
+        finally:
+            history.append({"role": "agent", "text": reply.text, "id": reply.message_id})
+            sess.updated_at = _now()
+            if not sess.title:
+                sess.title = text[:40] or "untitled"
+                await ctx.send_update(s.SessionInfoUpdate(title=sess.title, updated_at=sess.updated_at))
+            store.save(record(sess))
+            used = sum(len(h["text"]) for h in history) // 4
+            await ctx.send_update(s.UsageUpdate(used=used, size=100_000))
+        return "cancelled" if ctx.cancelled else "end_turn"
+
+    async def allowed(ctx: PromptContext, tool: Any) -> bool:
+        if ctx.session is not None and ctx.session.mode_id == "auto":
+            return True
+        answer = await ctx.request_permission(tool)
+        if answer.option_id == "allow_always" and ctx.session is not None:
+            ctx.session.mode_id = "auto"
+            await ctx.send_mode("auto")
+        return answer.allowed
+
+    def resolve(ctx: PromptContext, path: str) -> str:
+        assert ctx.session is not None
+        return path if os.path.isabs(path) else os.path.normpath(os.path.join(ctx.session.cwd, path))
+
+    async def do_read(ctx: PromptContext, reply: _Reply, arg: str) -> None:
+        if not arg:
+            await reply.stream("Usage: read FILE")
+            return
+        path = resolve(ctx, arg)
+        tool = await ctx.start_tool_call(f"Read {arg}", kind="read", status="in_progress",
+                                         locations=[s.ToolCallLocation(path=path)])
+        try:
+            content = await ctx.read_file(path)
+        except Exception as exc:
+            await tool.fail(content=[_text_content(f"Could not read {arg}: {exc}")])
+            await reply.stream(f"I could not read {arg}: {exc}")
+            return
+        await tool.complete(content=[_text_content(content)])
+        lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
+        await reply.stream(f"{arg} has {lines} lines and {len(content)} characters.")
+
+    async def do_write(ctx: PromptContext, reply: _Reply, rest: str) -> None:
+        arg, _, body = rest.strip().partition(" ")
+        if not arg:
+            await reply.stream("Usage: write FILE TEXT")
+            return
+        path = resolve(ctx, arg)
+        new = body.replace("\\n", "\n")
+        if new and not new.endswith("\n"):
+            new += "\n"
+        try:
+            old: str | None = await ctx.read_file(path)
+        except Exception:
+            old = None
+        diff = s.Diff(path=path, old_text=old, new_text=new)
+        tool = await ctx.start_tool_call(f"Write {arg}", kind="edit", status="pending", content=[diff],
+                                         locations=[s.ToolCallLocation(path=path)])
+        if not await allowed(ctx, tool):
+            await tool.fail()
+            await reply.stream(f"Permission denied: I did not write {arg}.")
+            return
+        await tool.update(status="in_progress")
+        try:
+            await ctx.write_file(path, new)
+        except Exception as exc:
+            await tool.fail(content=[_text_content(f"Could not write {arg}: {exc}")])
+            await reply.stream(f"I could not write {arg}: {exc}")
+            return
+        await tool.complete()
+        await reply.stream(f"Wrote {len(new)} characters to {arg}.")
+
+    async def do_run(ctx: PromptContext, reply: _Reply, rest: str) -> None:
+        try:
+            argv = shlex.split(rest)
+        except ValueError as exc:
+            await reply.stream(f"Could not parse the command: {exc}")
+            return
+        if not argv:
+            await reply.stream("Usage: run COMMAND [ARGS...]")
+            return
+        tool = await ctx.start_tool_call(f"Run {shlex.join(argv)}", kind="execute", status="pending",
+                                         raw_input={"command": argv})
+        if not await allowed(ctx, tool):
+            await tool.fail()
+            await reply.stream("Permission denied: I did not run it.")
+            return
+        try:
+            term = await ctx.run(argv[0], *argv[1:])
+        except Exception as exc:
+            await tool.fail(content=[_text_content(f"Could not start it: {exc}")])
+            await reply.stream(f"I could not run it: {exc}")
+            return
+        async with term:
+            await tool.update(status="in_progress", content=[s.Terminal(terminal_id=term.terminal_id)])
+            waiter = asyncio.ensure_future(term.wait())
+            cancel = asyncio.ensure_future(ctx.wait_cancelled())
+            await asyncio.wait({waiter, cancel}, return_when=asyncio.FIRST_COMPLETED)
+            if not waiter.done():
+                await term.kill()
+                await waiter
+            cancel.cancel()
+            exit_status = waiter.result()
+            out = await term.output()
+        ok = exit_status.exit_code == 0
+        status_text = (f"exit code {exit_status.exit_code}" if exit_status.exit_code is not None
+                       else f"signal {exit_status.signal}")
+        await (tool.complete if ok else tool.fail)(raw_output={"output": out.output, "truncated": out.truncated})
+        await reply.stream(f"`{shlex.join(argv)}` finished with {status_text}.\n```\n{out.output.rstrip()}\n```")
+
+    async def do_plan(ctx: PromptContext, reply: _Reply, rest: str) -> None:
+        steps = [p.strip() for p in rest.split(";") if p.strip()] or ["Understand the request", "Make the change",
+                                                                        "Check the result"]
+        entries = [s.PlanEntry(content=st, priority="medium", status="pending") for st in steps]
+        await ctx.send_plan(entries)
+        for i, st in enumerate(steps):
+            if ctx.cancelled:
+                return
+            entries[i] = entries[i].model_copy(update={"status": "in_progress"})
+            await ctx.send_plan(entries)
+            await reply.stream(f"Working on: {st}\n")
+            entries[i] = entries[i].model_copy(update={"status": "completed"})
+            await ctx.send_plan(entries)
+        await reply.stream("All steps done.")
+
+    async def do_ask(ctx: PromptContext, reply: _Reply) -> None:
+        caps = ctx.client_capabilities
+        if caps is None or caps.elicitation is None:
+            await reply.stream("Your client does not support elicitation, so I cannot ask.")
+            return
+        resp = await ctx.elicit("What is your favourite colour?", {
+            "type": "object", "properties": {"colour": {"type": "string", "title": "Colour"}},
+            "required": ["colour"]})
+        action = getattr(resp, "action", None)
+        if action == "accept":
+            content = getattr(resp, "content", None) or {}
+            await reply.stream(f"Nice, {content.get('colour', 'that')} it is.")
+        else:
+            await reply.stream(f"You chose not to answer ({action}).")
+
+    return app
+
+
+def _text_content(text: str) -> Any:
+    return s.Content(content=s.TextContent(text=text))
+
+
+class _Reply:
+    """Streams the agent's reply in word-sized chunks under one message id."""
+
+    def __init__(self, ctx: PromptContext, delay: float, *, shouty: bool = False) -> None:
+        self.ctx = ctx
+        self.delay = delay
+        self.shouty = shouty
+        self.text = ""
+        self.message_id = uuid.uuid4().hex
+
+    async def send(self, chunk: str) -> None:
+        if self.shouty:
+            chunk = chunk.upper()
+        self.text += chunk
+        await self.ctx.send_text(chunk, message_id=self.message_id)
+
+    async def stream(self, text: str) -> None:
+        words = text.split(" ")
+        for i, word in enumerate(words):
+            if self.ctx.cancelled:
+                return
+            await self.send(word + (" " if i < len(words) - 1 else ""))
+            if self.delay:
+                await asyncio.sleep(self.delay)
+
+
+def main() -> None:
+    """Serve the demo agent on stdio."""
+    from ..agent.serve import run_agent
+
+    run_agent(create_demo_agent())
+
+
+if __name__ == "__main__":
+    main()
