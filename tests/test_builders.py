@@ -25,7 +25,7 @@ from acplink.schema import (
 
 
 def roundtrip(tp: Any, value: Any) -> dict[str, Any]:
-    wire = orjson.loads(dump_json(value))
+    wire: dict[str, Any] = orjson.loads(dump_json(value))
     assert wire == dump(value)
     again = parse(tp, wire, strict=True)
     assert dump(again) == wire

@@ -696,34 +696,42 @@ class Emitter:
     def alias_src(self, a: AliasIR) -> list[str]:
         out = []
         if a.tag_key:
-            known = sorted(t for t, _ in a.members if not t.startswith("__"))
-            def tag_id(t: str) -> str:
-                special = {"__other__": "*", "__unknown__": "*", "__untagged__": "(none)"}
-                return f"{a.tag_key}={special.get(t, t)}"
-
-            members = ", ".join(f"Annotated[{c}, Tag({tag_id(t)!r})]" for t, c in a.members)
-            fallback = next((tag_id(t) for t, c in a.members if c == a.fallback), None)
-            untagged = repr(tag_id("__untagged__")) if a.untagged else "None"
-            alt = f", alt_key={a.alt_key!r}" if a.alt_key else ""
-            out.append(f"{a.name} = Annotated[")
-            out.append(f"    Union[{members}],")
-            out.append(f"    Discriminator(tag_of({a.tag_key!r}, {a.tag_py!r}, frozenset({known!r}), "
-                       f"fallback={fallback!r}, untagged={untagged}{alt})),")
-            out.append("]")
+            out.append(f"{a.name} = {self.tagged_union_src(a)}")
         else:
             assert a.type is not None
             out.append(f"{a.name} = {self.type_src(a.type)}")
         out.append(f'"""{a.doc}"""')
         return out
 
+    def tagged_union_src(self, a: AliasIR) -> str:
+        """A tagged union: pydantic's native discriminated union over the tagged classes (fast,
+        no Python on the hot path), then, left to right, nested unions, the untagged variant
+        and the "other"/unknown fallback (which refuses known tags, so a malformed known
+        variant is an error, not an unknown one)."""
+        tagged = [c for t, c in a.members if not t.startswith("__") and c in self.ir.classes]
+        nested = [c for t, c in a.members if not t.startswith("__") and c not in self.ir.classes]
+        chain: list[str] = []
+        if len(tagged) > 1:
+            chain.append(f"Annotated[Union[{', '.join(tagged)}], Field(discriminator={a.tag_py!r})]")
+        else:
+            chain.extend(tagged)
+        chain.extend(nested)
+        if a.untagged:
+            chain.append(a.untagged)
+        chain.append(a.fallback)
+        src = f"Annotated[Union[{', '.join(chain)}], Field(union_mode='left_to_right')]"
+        if a.alt_key:
+            src = f"Annotated[{src}, BeforeValidator(alt_tag({a.tag_key!r}, {a.alt_key!r}))]"
+        return src
+
     def models(self) -> str:
         lines = self.header("Typed models for every ACP schema definition.")
         lines += [
             "from typing import Annotated, Any, Literal, Union",
             "",
-            "from pydantic import Discriminator, Field, Tag",
+            "from pydantic import BeforeValidator, Field",
             "",
-            "from ._base import AcpModel, Lenient, UnknownVariant, _TaggedMixin, none_factory, tag_of",
+            "from ._base import AcpModel, FallbackVariant, Lenient, UnknownVariant, _TaggedMixin, alt_tag, none_factory",
             "from ._base import const_factory as _const_factory, copy_factory as _copy_factory",
             "from ._base import model_factory as _model_factory_impl",
             "",
@@ -732,18 +740,26 @@ class Emitter:
             "    return _model_factory_impl(globals(), name, value)",
             "",
         ]
+        fallback_of = {a.fallback: a for a in self.ir.aliases.values() if a.tag_key and a.fallback}
         for c in self.class_order():
             tags = tuple(f.py for f in c.fields if f.is_tag)
-            bases = c.base if not tags else f"_TaggedMixin, {c.base}"
-            lines += ["", f"class {c.name}({bases}):", f'    """{c.doc}"""', ""]
-            if c.unknown_of:
-                lines.append(f"    __acp_union__ = {c.unknown_of!r}")
-                lines.append(f"    __acp_tag_key__ = {c.tag_key!r}")
+            bases = [c.base]
+            union = fallback_of.get(c.name)
+            if union is not None and not c.unknown_of:
+                bases.insert(0, "FallbackVariant")
+            if tags:
+                bases.insert(0, "_TaggedMixin")
+            lines += ["", f"class {c.name}({', '.join(bases)}):", f'    """{c.doc}"""', ""]
+            if union is not None:
+                known = sorted(t for t, _ in union.members if not t.startswith("__"))
+                lines.append(f"    __acp_union__ = {union.name!r}")
+                lines.append(f"    __acp_tag_key__ = {union.tag_key!r}")
+                lines.append(f"    __acp_known__ = frozenset({known!r})")
             if tags:
                 lines.append(f"    __acp_tag_fields__ = {tags!r}")
             for f in c.fields:
                 lines.append(self.field_src(f))
-            if not c.fields and not c.unknown_of and not tags:
+            if not c.fields and union is None and not tags:
                 lines.append("    pass")
             lines.append("")
         lines.append("")

@@ -33,6 +33,7 @@ from .schema import (
     PlanEntryStatus,
     ResourceLink,
     SessionInfoUpdate,
+    SessionUpdateToolCallUpdate,
     Terminal,
     TextContent,
     TextResourceContents,
@@ -40,7 +41,6 @@ from .schema import (
     ToolCallContent,
     ToolCallLocation,
     ToolCallStatus,
-    ToolCallUpdate,
     ToolKind,
     UnstructuredCommandInput,
     UsageUpdate,
@@ -235,9 +235,9 @@ def tool_call_update(
     locations: Iterable[ToolCallLocation | str] | None = None,
     raw_input: Any = None,
     raw_output: Any = None,
-) -> ToolCallUpdate:
+) -> SessionUpdateToolCallUpdate:
     """A ``tool_call_update`` session update; only the fields given go on the wire."""
-    return ToolCallUpdate(
+    return SessionUpdateToolCallUpdate(
         tool_call_id=tool_call_id,
         **_given(
             title=title,

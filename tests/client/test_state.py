@@ -7,10 +7,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from pydantic import BaseModel
 
 from acplink import builders as b
 from acplink.client.state import SessionState
 from acplink.schema import (
+    AgentMessageChunk,
     ForkSessionResponse,
     LoadSessionResponse,
     NewSessionResponse,
@@ -18,18 +20,22 @@ from acplink.schema import (
     SessionNotification,
     SessionUpdate,
     TextContent,
+    dump,
     parse,
 )
 
 
 def schema_tags() -> set[str]:
-    union = typing.get_args(SessionUpdate)[0]
-    tags = set()
-    for member in typing.get_args(union):
-        for extra in getattr(member, "__metadata__", ()):
-            tag = getattr(extra, "tag", None)
-            if isinstance(tag, str) and tag.startswith("sessionUpdate=") and tag != "sessionUpdate=*":
-                tags.add(tag.removeprefix("sessionUpdate="))
+    """The ``sessionUpdate`` values of every variant model of the ``SessionUpdate`` union."""
+    tags: set[str] = set()
+
+    def walk(tp: Any) -> None:
+        for arg in typing.get_args(tp):
+            walk(arg)
+        if isinstance(tp, type) and issubclass(tp, BaseModel) and "session_update" in tp.model_fields:
+            tags.add(tp.model_fields["session_update"].default)
+
+    walk(SessionUpdate)
     return tags
 
 
@@ -68,7 +74,7 @@ def check_tool_call_update(st: SessionState) -> None:
     tc = st.tool_calls["c1"]
     assert (tc.title, tc.kind, tc.status) == ("Read a.py", "read", "completed")
     assert tc.raw_input == {"p": 1} and tc.raw_output == "ok"
-    assert [c.type for c in tc.content] == ["content"]
+    assert [dump(c)["type"] for c in tc.content] == ["content"]
     assert st.warnings == []
 
 
@@ -99,7 +105,7 @@ def check_mode(st: SessionState) -> None:
 
 
 def check_config(st: SessionState) -> None:
-    assert [o.id for o in st.config_options] == ["thinking"]
+    assert [dump(o)["id"] for o in st.config_options] == ["thinking"]
 
 
 def check_info(st: SessionState) -> None:
@@ -269,7 +275,8 @@ def test_accepts_a_whole_notification() -> None:
 
 def test_message_grouping_without_ids() -> None:
     st = SessionState()
-    for u in [b.user_text("q1"), b.agent_text("a"), b.agent_text("b"), b.user_text("q2"), b.agent_text("c")]:
+    updates: list[Any] = [b.user_text("q1"), b.agent_text("a"), b.agent_text("b"), b.user_text("q2"), b.agent_text("c")]
+    for u in updates:
         st.apply(u)
     assert [(m.role, m.text) for m in st.messages] == [("user", "q1"), ("agent", "ab"), ("user", "q2"),
                                                         ("agent", "c")]
@@ -279,7 +286,8 @@ def test_message_grouping_without_ids() -> None:
 
 def test_message_ids_group_chunks_even_when_interleaved() -> None:
     st = SessionState()
-    for u in [b.agent_text("a", "m1"), b.agent_text("x", "m2"), b.agent_text("b", "m1")]:
+    updates: list[Any] = [b.agent_text("a", "m1"), b.agent_text("x", "m2"), b.agent_text("b", "m1")]
+    for u in updates:
         st.apply(u)
     assert [(m.message_id, m.text) for m in st.messages] == [("m1", "ab"), ("m2", "x")]
     st.apply(b.agent_text("c"))  # no id: continues the latest agent message
@@ -288,11 +296,12 @@ def test_message_ids_group_chunks_even_when_interleaved() -> None:
 
 def test_thoughts_split_by_turn_and_keep_non_text_blocks() -> None:
     st = SessionState()
-    for u in [b.user_text("q1"), b.thought("t1"), b.agent_text("a"), b.thought("t2"), b.user_text("q2"),
-              b.thought("t3")]:
+    updates: list[Any] = [b.user_text("q1"), b.thought("t1"), b.agent_text("a"), b.thought("t2"), b.user_text("q2"),
+              b.thought("t3")]
+    for u in updates:
         st.apply(u)
     assert [(t.text, t.turn) for t in st.thoughts] == [("t1t2", 1), ("t3", 2)]
-    st.apply(b.AgentMessageChunk(content=b.image(b"x", "image/png")))
+    st.apply(AgentMessageChunk(content=b.image(b"x", "image/png")))
     assert st.messages[-1].role == "agent" and st.messages[-1].text == ""
     assert not isinstance(st.messages[-1].blocks[0], TextContent)
 
@@ -302,7 +311,7 @@ def test_tool_call_replace_and_unknown_update() -> None:
     st.apply(b.tool_call("c1", "First", kind="edit", content=["x"], locations=["/a"]))
     st.apply(b.tool_call_update("c1", locations=["/b"]))
     assert [loc.path for loc in st.tool_calls["c1"].locations] == ["/b"]
-    assert [c.type for c in st.tool_calls["c1"].content] == ["content"]
+    assert [dump(c)["type"] for c in st.tool_calls["c1"].content] == ["content"]
     st.apply(b.tool_call("c1", "Second"))  # tool_call replaces
     tc = st.tool_calls["c1"]
     assert (tc.title, tc.kind, tc.content, tc.locations) == ("Second", "other", [], [])
@@ -361,7 +370,7 @@ def test_apply_session_setup(tp: Any) -> None:
     st.apply_session_setup(parse(tp, data))
     assert st.current_mode_id == "ask" and [m.id for m in st.available_modes] == ["ask", "code"]
     assert st.current_mode is not None and st.current_mode.name == "Ask"
-    assert [o.id for o in st.config_options] == ["model"]
+    assert [dump(o)["id"] for o in st.config_options] == ["model"]
     assert st.current_model_id == "m1" and [m.name for m in st.available_models] == ["M1"]
     assert st.session_id == ("sess1" if "sessionId" in data else None)
     st.apply(b.mode_update("code"))
@@ -372,9 +381,10 @@ def test_apply_session_setup(tp: Any) -> None:
 
 def test_summary_mentions_the_essentials() -> None:
     st = SessionState()
-    for u in [b.session_info(title="Refactor"), b.user_text("go"), b.agent_text("ok"),
+    updates: list[Any] = [b.session_info(title="Refactor"), b.user_text("go"), b.agent_text("ok"),
               b.tool_call("c", "t", status="completed"), b.plan([b.plan_entry("a", status="completed"), "b"]),
-              b.usage_update(10, 100)]:
+              b.usage_update(10, 100)]
+    for u in updates:
         st.apply(u)
     s = st.summary()
     for part in ("'Refactor'", "1 user / 1 agent messages", "1 tool calls (1 done)", "plan 1/2 done",

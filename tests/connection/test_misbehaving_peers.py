@@ -66,7 +66,7 @@ async def test_acplink_agent_dying_mid_prompt_fails_the_prompt() -> None:
         assert started.is_set()
         with pytest.raises(ConnectionClosed):
             await guard(other)
-        assert conn.peer.transport.returncode == 3  # type: ignore[attr-defined]
+        assert await guard(conn.peer.transport.wait()) == 3  # type: ignore[attr-defined]
 
 
 async def test_peer_that_stops_reading_is_noticed_when_its_pipe_closes() -> None:

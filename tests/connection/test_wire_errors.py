@@ -6,7 +6,6 @@ A raw JSON-RPC client writes exact bytes to the agent's stdin and reads its stdo
 from __future__ import annotations
 
 import orjson
-
 from connhelpers import RawPeer
 
 

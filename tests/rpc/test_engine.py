@@ -10,7 +10,14 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from acplink.errors import InternalError, InvalidRequest, MessageTooLarge, MethodNotFound, RequestError, UsageError
+from acplink.errors import (
+    InternalError,
+    InvalidRequest,
+    MessageTooLarge,
+    MethodNotFound,
+    RequestError,
+    UsageError,
+)
 from acplink.rpc import Engine, IncomingNotification, IncomingRequest, IncomingResponse, Violation
 
 
@@ -233,7 +240,7 @@ def check_events(events: list[Any]) -> None:
 
 @given(chunks=st.lists(st.binary(max_size=300), max_size=20), limit=st.integers(min_value=40, max_value=400),
        skip_noise=st.booleans())
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 def test_random_bytes_never_raise(chunks: list[bytes], limit: int, skip_noise: bool) -> None:
     e = Engine(max_message_size=limit, skip_noise=skip_noise)
     e.request("m", None)
@@ -256,7 +263,7 @@ messages = st.fixed_dictionaries(
 
 
 @given(msg=messages, cut=st.integers(min_value=0), junk=st.binary(max_size=4), limit=st.integers(40, 2000))
-@settings(max_examples=400, deadline=None)
+@settings(max_examples=200, deadline=None)
 def test_mangled_messages_never_raise(msg: dict[str, Any], cut: int, junk: bytes, limit: int) -> None:
     data = json.dumps(msg).encode()  # json, not orjson: integers of any size
     e = Engine(max_message_size=limit)
@@ -270,7 +277,7 @@ def test_mangled_messages_never_raise(msg: dict[str, Any], cut: int, junk: bytes
 
 
 @given(msg=messages)
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=150, deadline=None)
 def test_truncated_message_is_parse_error(msg: dict[str, Any]) -> None:
     data = json.dumps(msg).encode()
     ev = one(Engine().receive(data[:-1] + b"\n"))

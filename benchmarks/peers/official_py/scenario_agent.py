@@ -17,7 +17,14 @@ import resource
 import time
 from typing import Any
 
-from acp import InitializeResponse, NewSessionResponse, PromptResponse, RequestError, run_agent, update_agent_message_text
+from acp import (
+    InitializeResponse,
+    NewSessionResponse,
+    PromptResponse,
+    RequestError,
+    run_agent,
+    update_agent_message_text,
+)
 from acp.interfaces import Client
 from acp.schema import Implementation
 

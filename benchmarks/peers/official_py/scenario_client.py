@@ -122,7 +122,7 @@ def main() -> None:
             raise ValueError(f"unknown scenario {scenario!r}")
         runner = run_startup(n, command) if scenario == "startup" else run_prompt(scenario, n, command)
         result.update(asyncio.run(asyncio.wait_for(runner, TIMEOUT_S)))
-    except BaseException as exc:  # noqa: BLE001 - one JSON line whatever happens
+    except BaseException as exc:
         result.update(ok=False, error=f"{type(exc).__name__}: {exc}")
     result["client_maxrss_kb"] = maxrss_kb()
     print(json.dumps(result), flush=True)

@@ -74,7 +74,8 @@ class Context(Generic[P]):
 
     async def send_text(self, text: str, *, message_id: str | None = None) -> None:
         """Stream a chunk of the agent's reply."""
-        await self.send_update(s.AgentMessageChunk(content=s.TextContent(text=text), message_id=message_id))
+        extra = {"message_id": message_id} if message_id is not None else {}  # no `"messageId": null`
+        await self.send_update(s.AgentMessageChunk(content=s.TextContent(text=text), **extra))
 
     async def send_thought(self, text: str) -> None:
         """Stream a chunk of the agent's reasoning."""
@@ -130,9 +131,12 @@ DEFAULT_PERMISSION_OPTIONS = (
 class ToolCallHandle:
     """A tool call started by :meth:`PromptContext.start_tool_call`."""
 
-    def __init__(self, ctx: PromptContext, tool_call_id: str) -> None:
+    def __init__(self, ctx: PromptContext, tool_call_id: str, *, title: str | None = None,
+                 kind: str | None = None) -> None:
         self.ctx = ctx
         self.tool_call_id = tool_call_id
+        self.title = title
+        self.kind = kind
 
     async def update(self, **fields: Any) -> None:
         """Send a ``tool_call_update`` (status, title, content, locations, raw_output, ...)."""
@@ -215,7 +219,7 @@ class PromptContext(Context[s.PromptRequest]):
         tcid = tool_call_id or f"call_{uuid.uuid4().hex[:12]}"
         await self.send_update(s.ToolCall(tool_call_id=tcid, title=title, kind=kind, status=status, **fields))
         self.session.tool_calls[tcid] = status  # type: ignore[union-attr]
-        return ToolCallHandle(self, tcid)
+        return ToolCallHandle(self, tcid, title=title, kind=kind)
 
     async def update_tool_call(self, tool_call_id: str, **fields: Any) -> None:
         """Send a ``tool_call_update``; the id must be one this session started."""
@@ -241,7 +245,8 @@ class PromptContext(Context[s.PromptRequest]):
         ``accepts_timeout`` opts in to the seed-era ``timeout`` outcome (acplink extension).
         """
         if isinstance(tool_call, ToolCallHandle):
-            tc = s.ToolCallUpdate(tool_call_id=tool_call.tool_call_id)
+            # title and kind let the client show the call and match its rules (e.g. by kind)
+            tc = s.ToolCallUpdate(tool_call_id=tool_call.tool_call_id, title=tool_call.title, kind=tool_call.kind)
         elif isinstance(tool_call, str):
             tc = s.ToolCallUpdate(tool_call_id=tool_call)
         else:

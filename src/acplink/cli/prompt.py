@@ -9,11 +9,13 @@ from typing import Any
 
 import orjson
 
+from ..client.client import Client
 from ..client.permissions import PermissionPolicy
-from ..errors import AcpError
+from ..client.session import Session
+from ..errors import AcpError, RequestError, TransportError
 from ..schema import _generated as s
 from ..schema.parse import dump
-from .common import add_client_options, fail, open_client
+from .common import add_client_options, describe_failure, fail, open_client, start_session
 
 HELP = "send one prompt to an agent and print its reply"
 EXAMPLES = """examples:
@@ -35,13 +37,15 @@ def add_parser(sub: Any) -> None:
     p.set_defaults(run=run)
 
 
-def _summary(update: Any) -> str | None:
+def _summary(update: Any, session: Session | None = None) -> str | None:
     """One stderr line for updates that are not reply text."""
     if isinstance(update, s.ToolCall):
         return f"[tool] {update.title} ({update.kind or 'other'}): {update.status or 'pending'}"
     if isinstance(update, s.SessionUpdateToolCallUpdate):
         if update.status:
-            return f"[tool] {update.title or update.tool_call_id}: {update.status}"
+            known = session.state.tool_calls.get(update.tool_call_id) if session is not None else None
+            title = update.title or (known.title if known is not None and known.title else update.tool_call_id)
+            return f"[tool] {title}: {update.status}"
         return None
     if isinstance(update, s.Plan):
         marks = {"completed": "x", "in_progress": ">", "pending": " "}
@@ -53,13 +57,21 @@ def _summary(update: Any) -> str | None:
 
 async def _run(args: argparse.Namespace) -> int:
     policy = PermissionPolicy.allow_all() if args.allow else PermissionPolicy.deny_all()
-    out = sys.stdout
     async with open_client(args, policy) as client:
-        if args.auth_method:
-            await client.authenticate(args.auth_method)
-        session = await client.new_session(args.cwd, additional_directories=args.add_dir)
-        turn = session.prompt(args.text)
-        ended_with_newline = True
+        try:
+            return await _turn(args, client)
+        except TransportError as exc:  # the agent died or hung up mid-session
+            if args.debug:
+                raise
+            return fail(await describe_failure(client, exc))
+
+
+async def _turn(args: argparse.Namespace, client: Client) -> int:
+    out = sys.stdout
+    session = await start_session(client, args)
+    turn = session.prompt(args.text)
+    ended_with_newline = True
+    try:
         async for update in turn:
             if args.json:
                 out.write(orjson.dumps({"sessionId": session.session_id, "update": dump(update)}).decode() + "\n")
@@ -70,19 +82,24 @@ async def _run(args: argparse.Namespace) -> int:
                 out.flush()
                 ended_with_newline = update.content.text.endswith("\n")
                 continue
-            line = _summary(update)
+            line = _summary(update, session)
             if line:
                 print(line, file=sys.stderr)
         response = await turn
-        if args.json:
-            out.write(orjson.dumps({"sessionId": session.session_id, "stopReason": response.stop_reason}).decode()
-                      + "\n")
-        elif not ended_with_newline:
+    except RequestError as exc:
+        if not ended_with_newline:
             out.write("\n")
         out.flush()
-        if response.stop_reason != "end_turn":
-            return fail(f"the turn ended with stop reason {response.stop_reason!r}")
-        return 0
+        return fail(f"the agent failed the prompt: {exc}")
+    if args.json:
+        out.write(orjson.dumps({"sessionId": session.session_id, "stopReason": response.stop_reason}).decode()
+                  + "\n")
+    elif not ended_with_newline:
+        out.write("\n")
+    out.flush()
+    if response.stop_reason != "end_turn":
+        return fail(f"the turn ended with stop reason {response.stop_reason!r}, not 'end_turn'")
+    return 0
 
 
 def run(args: argparse.Namespace) -> int:

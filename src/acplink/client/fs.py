@@ -26,13 +26,15 @@ the open can still redirect the operation; guard against hostile local processes
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import os
 import stat
 import tempfile
-from collections.abc import Sequence
+import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO, TypeVar
 
 from ..errors import InternalError, InvalidParams, ResourceNotFound
 from ..schema import ReadTextFileRequest, ReadTextFileResponse, WriteTextFileRequest, WriteTextFileResponse
@@ -40,7 +42,7 @@ from ..schema import ReadTextFileRequest, ReadTextFileResponse, WriteTextFileReq
 __all__ = ["DEFAULT_MAX_READ_BYTES", "FileAccessDenied", "FileSystemHandler"]
 
 DEFAULT_MAX_READ_BYTES = 16 * 1024 * 1024
-_CHUNK = 64 * 1024
+T = TypeVar("T")
 
 
 class FileAccessDenied(InvalidParams):
@@ -105,7 +107,7 @@ class FileSystemHandler:
         if limit is not None and limit < 0:
             raise InvalidParams("limit must not be negative", {"reason": "invalid_limit"})
         real = self.resolve(params.path)
-        content = await asyncio.to_thread(self._read, real, params.path, line, limit)
+        content = await _in_thread(self._read, real, params.path, line, limit)
         return ReadTextFileResponse(content=content)
 
     def _read(self, real: str, shown: str, line: int | None, limit: int | None) -> str:
@@ -155,7 +157,7 @@ class FileSystemHandler:
         if self.read_only:
             raise FileAccessDenied("access denied: file writes are disabled (read-only)", "read_only")
         real = self.resolve(params.path)
-        await asyncio.to_thread(self._write, real, params.path, params.content)
+        await _in_thread(self._write, real, params.path, params.content)
         return WriteTextFileResponse()
 
     def _write(self, real: str, shown: str, content: str) -> None:
@@ -192,6 +194,37 @@ class FileSystemHandler:
         except BaseException:
             _unlink_quietly(tmp)
             raise
+
+
+async def _in_thread(fn: Callable[..., T], *args: Any) -> T:
+    """Run blocking file I/O in a short-lived thread of its own.
+
+    Not the loop's shared executor: each call's thread ends with the call, so no worker
+    thread outlives the handler. A cancelled caller stops waiting; the (atomic) operation
+    still runs to its end.
+    """
+    loop = asyncio.get_running_loop()
+    future: asyncio.Future[T] = loop.create_future()
+
+    def deliver(ok: bool, value: Any) -> None:
+        if future.done():
+            return
+        if ok:
+            future.set_result(value)
+        else:
+            future.set_exception(value)
+
+    def work() -> None:
+        try:
+            result: Any = fn(*args)
+            outcome = (True, result)
+        except BaseException as exc:  # handed to the awaiting task
+            outcome = (False, exc)
+        with contextlib.suppress(RuntimeError):  # the loop may be closed by now
+            loop.call_soon_threadsafe(deliver, *outcome)
+
+    threading.Thread(target=work, name="acplink-fs", daemon=True).start()
+    return await future
 
 
 def _open(real: str, flags: int, shown: str) -> int:

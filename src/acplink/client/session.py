@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import uuid
 from collections.abc import AsyncIterator, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,7 +63,14 @@ class Session:
         self._check_open()
         if self._turn is not None and not self._turn.done:
             raise UsageError(f"session {self.session_id} already has a prompt turn running")
-        turn = PromptTurn(self, s.PromptRequest(session_id=self.session_id, prompt=_content(prompt), **fields))
+        request = s.PromptRequest(session_id=self.session_id, prompt=_content(prompt), **fields)
+        # the user's message is part of the conversation (agents do not echo it back): record
+        # it, so the agent's reply starts a new message in :attr:`state` (a local id keeps two
+        # prompts in a row apart; it is not sent)
+        local_id = f"local-{uuid.uuid4().hex}"
+        for block in request.prompt:
+            self.state.apply(s.UserMessageChunk(content=block, message_id=local_id))
+        turn = PromptTurn(self, request)
         self._turn = turn
         return turn
 

@@ -302,12 +302,15 @@ class TerminalHandler:
         return KillTerminalResponse()
 
     async def _kill(self, term: _Terminal) -> None:
-        if not term.exited.is_set():
+        was_running = not term.exited.is_set()
+        if was_running:
             _signal_group(term.pid, signal.SIGTERM)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(term.exited.wait(), self.kill_grace)
-        if not term.swept:
-            # Whatever is left of the group (children that ignored SIGTERM, background jobs).
+        if not term.swept and (was_running or not term.eof.is_set()):
+            # Whatever is left of the group (children that ignored SIGTERM, background jobs
+            # holding the pipe). Skipped when the process ended long ago and the pipe is
+            # closed: the group is then most likely gone and its id could be reused.
             term.swept = True
             _signal_group(term.pid, signal.SIGKILL)
         if not term.exited.is_set():

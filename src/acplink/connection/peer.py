@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol
@@ -210,6 +211,7 @@ class Peer:
                 return
             task = asyncio.get_running_loop().create_task(self._run_request(ev))
             self._inbound[ev.id] = task
+            task.add_done_callback(functools.partial(self._request_done, ev.id))
         else:
             self._violation(ev)
 
@@ -276,6 +278,14 @@ class Peer:
         task = self._inbound.get(rid) if isinstance(rid, (int, str)) else None
         if task is not None and not task.done():
             task.cancel(msg=_CANCELLED_BY_PEER)
+
+    def _request_done(self, rid: int | str, task: asyncio.Task[None]) -> None:
+        # A task cancelled before its first step (a request and its $/cancel_request read in
+        # one chunk) never runs _run_request's body: answer it here and forget it.
+        if self._inbound.get(rid) is task:
+            del self._inbound[rid]
+            if task.cancelled():
+                self._write_quiet(self.engine.error(rid, RequestCancelled("Request cancelled")))
 
     async def _run_request(self, ev: IncomingRequest) -> None:
         try:

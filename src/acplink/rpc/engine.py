@@ -101,6 +101,8 @@ class Engine:
         self._next_id = 0
         #: id -> method of each request we sent and await a response for
         self.pending: dict[int | str, str] = {}
+        #: id -> method of requests given up on (``forget``): their late response is expected
+        self._abandoned: dict[int | str, str] = {}
 
     # -- outgoing ------------------------------------------------------------------------------
 
@@ -125,8 +127,13 @@ class Engine:
         return rid, data
 
     def forget(self, rid: int | str) -> None:
-        """Stop waiting for a response (the caller gave up)."""
-        self.pending.pop(rid, None)
+        """Stop waiting for a response (the caller gave up). The peer may still answer
+        (before it sees ``$/cancel_request``): that late response is dropped quietly."""
+        method = self.pending.pop(rid, None)
+        if method is not None:
+            self._abandoned[rid] = method
+            if len(self._abandoned) > 1024:
+                del self._abandoned[next(iter(self._abandoned))]
 
     def notification(self, method: str, params_json: bytes | None) -> bytes:
         return self._check_size(
@@ -197,6 +204,8 @@ class Engine:
                 return Violation(f"the peer reported an error without a request id: {err}")
             return Violation(f"response with an invalid id {rid!r} ignored")
         pending = self.pending.pop(rid, None)
+        if pending is None:
+            pending = self._abandoned.pop(rid, None)  # a late answer to a request we gave up on
         if pending is None:
             return Violation(f"response to unknown request id {rid!r} ignored")
         if "error" in msg:

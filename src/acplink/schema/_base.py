@@ -17,15 +17,18 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, model_validator
 from pydantic.functional_validators import WrapValidator
-from pydantic_core import PydanticCustomError
+from pydantic_core import PydanticCustomError, PydanticSerializationError
+
+from ..errors import SchemaValidationError
 
 __all__ = [
     "STRICT",
     "AcpModel",
     "Lenient",
+    "FallbackVariant",
     "UnknownVariant",
+    "alt_tag",
     "is_strict",
-    "tag_of",
 ]
 
 #: Parse context that turns the schema's leniency rules off: ``Model.model_validate(d, context=STRICT)``.
@@ -53,34 +56,78 @@ class AcpModel(BaseModel):
 
     def to_wire(self) -> dict[str, Any]:
         """The JSON-ready dict of this value as it goes on the wire (camelCase, unset omitted)."""
-        return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        try:
+            return self.model_dump(mode="json", by_alias=True, exclude_unset=True)
+        except (PydanticSerializationError, RecursionError) as exc:
+            raise serialization_error(type(self).__name__, exc) from None
 
     def to_json(self) -> bytes:
         """The wire JSON of this value (camelCase, unset omitted)."""
-        return self.__pydantic_serializer__.to_json(self, by_alias=True, exclude_unset=True)
+        try:
+            return self.__pydantic_serializer__.to_json(self, by_alias=True, exclude_unset=True)
+        except (PydanticSerializationError, RecursionError) as exc:
+            raise serialization_error(type(self).__name__, exc) from None
+
+
+def serialization_error(type_name: str, exc: BaseException) -> SchemaValidationError:
+    """A value that cannot be written as JSON (e.g. nested deeper than the serializer allows)."""
+    message = "value nested too deeply" if isinstance(exc, RecursionError) else str(exc)
+    return SchemaValidationError(type_name, [{"path": "$", "message": message, "type": "serialization"}])
 
 
 class _TaggedMixin:
     """Marks the discriminators of a tagged-union variant as set when built in Python.
 
-    ``exclude_unset`` dumps would otherwise drop a tag that was only defaulted.
+    ``exclude_unset`` dumps would otherwise drop a tag that was only defaulted. Only Python
+    construction pays for this: validation from the wire does not call ``__init__``.
     """
 
     __acp_tag_fields__: tuple[str, ...] = ()
 
-    def model_post_init(self, context: Any, /) -> None:
+    def __init__(self, /, **data: Any) -> None:
+        super().__init__(**data)
         self.__pydantic_fields_set__.update(self.__acp_tag_fields__)  # type: ignore[attr-defined]
 
+    # tells pydantic this __init__ needs no call during validation (as for BaseModel's own)
+    __init__.__pydantic_base_init__ = True  # type: ignore[attr-defined]
 
-class UnknownVariant(AcpModel):
+
+class FallbackVariant(AcpModel):
+    """Base of the variants a tagged union falls back to when no known tag matched: a
+    schema "other" variant, or acplink's explicit unknown variant.
+
+    A fallback refuses the union's known tags, so a malformed known variant is reported as
+    the error it is instead of passing as unknown data.
+    """
+
+    __acp_union__: str = ""
+    __acp_tag_key__: str = ""
+    __acp_known__: frozenset[str] = frozenset()
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _refuse_known(cls, value: Any, handler: Callable[[Any], Any], info: ValidationInfo) -> Any:
+        if isinstance(value, dict):
+            if cls.__acp_tag_key__ not in value:
+                # no tag at all: the union's untagged variant (if any) did not validate, and an
+                # "other"/unknown variant always carries a tag
+                raise PydanticCustomError(
+                    "union_tag_not_found", "{union} needs a '{tag_key}'",
+                    {"tag_key": cls.__acp_tag_key__, "union": cls.__acp_union__})
+            tag = value.get(cls.__acp_tag_key__)
+            if isinstance(tag, str) and tag in cls.__acp_known__:
+                raise PydanticCustomError(
+                    "union_tag_known", "{tag_key} '{tag}' is a known {union} variant that did not validate",
+                    {"tag_key": cls.__acp_tag_key__, "tag": tag, "union": cls.__acp_union__})
+        return handler(value)
+
+
+class UnknownVariant(FallbackVariant):
     """Base of the explicit unknown-variant values of open tagged unions.
 
     The whole raw object is kept (as extra fields) and written back out unchanged. In strict
     mode a tag that is neither known nor ``_``-prefixed (a custom extension) is rejected.
     """
-
-    __acp_union__: str = ""
-    __acp_tag_key__: str = ""
 
     @model_validator(mode="wrap")
     @classmethod
@@ -89,10 +136,8 @@ class UnknownVariant(AcpModel):
             tag = value.get(cls.__acp_tag_key__)
             if not (isinstance(tag, str) and tag.startswith("_")):
                 raise PydanticCustomError(
-                    "union_tag_invalid",
-                    "unknown {tag_key} '{tag}' for {union} (strict mode)",
-                    {"tag_key": cls.__acp_tag_key__, "tag": tag, "union": cls.__acp_union__},
-                )
+                    "union_tag_invalid", "unknown {tag_key} '{tag}' for {union} (strict mode)",
+                    {"tag_key": cls.__acp_tag_key__, "tag": tag, "union": cls.__acp_union__})
         return handler(value)
 
     @property
@@ -107,46 +152,15 @@ class UnknownVariant(AcpModel):
         return dict(self.__pydantic_extra__ or {})
 
 
-def tag_of(
-    key: str,
-    attr: str,
-    known: frozenset[str],
-    *,
-    fallback: str | None = None,
-    untagged: str | None = None,
-    alt_key: str | None = None,
-) -> Callable[[Any], Any]:
-    """Build the discriminator function of a tagged union keyed by ``key`` (attribute ``attr``).
+def alt_tag(key: str, alt_key: str) -> Callable[[Any], Any]:
+    """Before-validator: accept a union's tag under an older key (e.g. the seed's ``type``)."""
 
-    Variants are registered under ``"<key>=<tag>"`` so that error paths name the tag, e.g.
-    ``$.update[sessionUpdate=tool_call].content[0]``. Known tags select their variant; any
-    other tag selects ``fallback`` (the union's "other" or unknown variant); a missing tag
-    selects ``untagged`` (e.g. the stdio MCP server, which has no ``type``). Works on raw
-    dicts (input) and on model instances (output).
-    """
-    ids = {tag: f"{key}={tag}" for tag in known}
+    def copy_tag(value: Any) -> Any:
+        if isinstance(value, dict) and key not in value and alt_key in value:
+            return {**value, key: value[alt_key]}
+        return value
 
-    def discriminate(value: Any) -> Any:
-        if isinstance(value, dict):
-            tag = value.get(key, _MISSING)
-            if tag is _MISSING and alt_key is not None:
-                tag = value.get(alt_key, _MISSING)
-        elif isinstance(value, UnknownVariant):
-            return fallback
-        else:
-            tag = getattr(value, attr, _MISSING)
-        if tag is _MISSING:
-            return untagged
-        if isinstance(tag, str):
-            found = ids.get(tag)
-            if found is not None:
-                return found
-        return fallback
-
-    return discriminate
-
-
-_MISSING: Any = object()
+    return copy_tag
 
 
 class Lenient:

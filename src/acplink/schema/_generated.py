@@ -17,9 +17,9 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Discriminator, Field, Tag
+from pydantic import BeforeValidator, Field
 
-from ._base import AcpModel, Lenient, UnknownVariant, _TaggedMixin, none_factory, tag_of
+from ._base import AcpModel, FallbackVariant, Lenient, UnknownVariant, _TaggedMixin, alt_tag, none_factory
 from ._base import const_factory as _const_factory, copy_factory as _copy_factory
 from ._base import model_factory as _model_factory_impl
 
@@ -444,9 +444,12 @@ class Cost(AcpModel):
     meta: Annotated[dict[str, Any] | None, Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
 
 
-class CreateElicitationRequestOther(_TaggedMixin, AcpModel):
+class CreateElicitationRequestOther(_TaggedMixin, FallbackVariant, AcpModel):
     """Variant `other` of `CreateElicitationRequest`."""
 
+    __acp_union__ = 'CreateElicitationRequest'
+    __acp_tag_key__ = 'mode'
+    __acp_known__ = frozenset(['form', 'url'])
     __acp_tag_fields__ = ('mode',)
     message: str
     meta: Annotated[dict[str, Any] | None, Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
@@ -483,9 +486,12 @@ class CreateElicitationResponseDecline(_TaggedMixin, AcpModel):
     action: Literal['decline'] = 'decline'
 
 
-class CreateElicitationResponseOther(_TaggedMixin, AcpModel):
+class CreateElicitationResponseOther(_TaggedMixin, FallbackVariant, AcpModel):
     """Variant `other` of `CreateElicitationResponse`."""
 
+    __acp_union__ = 'CreateElicitationResponse'
+    __acp_tag_key__ = 'action'
+    __acp_known__ = frozenset(['accept', 'cancel', 'decline'])
     __acp_tag_fields__ = ('action',)
     meta: Annotated[dict[str, Any] | None, Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
     action: str
@@ -660,9 +666,12 @@ class ElicitationFormModeSession(_TaggedMixin, ElicitationSessionScope):
     mode: Literal['form'] = 'form'
 
 
-class ElicitationPropertySchemaOther(_TaggedMixin, AcpModel):
+class ElicitationPropertySchemaOther(_TaggedMixin, FallbackVariant, AcpModel):
     """Variant `other` of `ElicitationPropertySchema`."""
 
+    __acp_union__ = 'ElicitationPropertySchema'
+    __acp_tag_key__ = 'type'
+    __acp_known__ = frozenset(['array', 'boolean', 'integer', 'number', 'string'])
     __acp_tag_fields__ = ('type',)
     type: str
 
@@ -839,9 +848,12 @@ class IdleStateUpdateMaxTurnRequests(_TaggedMixin, AcpModel):
     state: Literal['idle'] = 'idle'
 
 
-class IdleStateUpdateNone(_TaggedMixin, AcpModel):
+class IdleStateUpdateNone(_TaggedMixin, FallbackVariant, AcpModel):
     """Variant `none` of `IdleStateUpdate`."""
 
+    __acp_union__ = 'IdleStateUpdate'
+    __acp_tag_key__ = 'stopReason'
+    __acp_known__ = frozenset(['cancelled', 'end_turn', 'error', 'max_tokens', 'max_turn_requests', 'refusal'])
     __acp_tag_fields__ = ('stop_reason', 'state')
     usage: Annotated[Usage | None, Lenient.default_on_error(none_factory)] = None
     meta: Annotated[dict[str, Any] | None, Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
@@ -1122,9 +1134,12 @@ class ModelInfo(AcpModel):
     name: str
 
 
-class MultiSelectItemsOther(_TaggedMixin, AcpModel):
+class MultiSelectItemsOther(_TaggedMixin, FallbackVariant, AcpModel):
     """Variant `other` of `MultiSelectItems`."""
 
+    __acp_union__ = 'MultiSelectItems'
+    __acp_tag_key__ = 'type'
+    __acp_known__ = frozenset(['string'])
     __acp_tag_fields__ = ('type',)
     type: str
 
@@ -2156,9 +2171,12 @@ class StartNesResponse(AcpModel):
     meta: Annotated[dict[str, Any] | None, Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
 
 
-class StateUpdateOther(_TaggedMixin, AcpModel):
+class StateUpdateOther(_TaggedMixin, FallbackVariant, AcpModel):
     """Variant `other` of `StateUpdate`."""
 
+    __acp_union__ = 'StateUpdate'
+    __acp_tag_key__ = 'state'
+    __acp_known__ = frozenset(['idle', 'requires_action', 'running', 'unknown'])
     __acp_tag_fields__ = ('state',)
     state: str
 
@@ -2370,6 +2388,7 @@ class UnknownAuthMethod(UnknownVariant):
 
     __acp_union__ = 'AuthMethod'
     __acp_tag_key__ = 'type'
+    __acp_known__ = frozenset(['terminal'])
 
 
 class UnknownContentBlock(UnknownVariant):
@@ -2377,6 +2396,7 @@ class UnknownContentBlock(UnknownVariant):
 
     __acp_union__ = 'ContentBlock'
     __acp_tag_key__ = 'type'
+    __acp_known__ = frozenset(['audio', 'image', 'resource', 'resource_link', 'text'])
 
 
 class UnknownMcpServer(UnknownVariant):
@@ -2384,6 +2404,7 @@ class UnknownMcpServer(UnknownVariant):
 
     __acp_union__ = 'McpServer'
     __acp_tag_key__ = 'type'
+    __acp_known__ = frozenset(['acp', 'http', 'sse'])
 
 
 class UnknownNesSuggestion(UnknownVariant):
@@ -2391,6 +2412,7 @@ class UnknownNesSuggestion(UnknownVariant):
 
     __acp_union__ = 'NesSuggestion'
     __acp_tag_key__ = 'kind'
+    __acp_known__ = frozenset(['edit', 'jump', 'rename', 'searchAndReplace'])
 
 
 class UnknownPlanUpdateContent(UnknownVariant):
@@ -2398,6 +2420,7 @@ class UnknownPlanUpdateContent(UnknownVariant):
 
     __acp_union__ = 'PlanUpdateContent'
     __acp_tag_key__ = 'type'
+    __acp_known__ = frozenset(['file', 'items', 'markdown'])
 
 
 class UnknownRequestPermissionOutcome(UnknownVariant):
@@ -2405,6 +2428,7 @@ class UnknownRequestPermissionOutcome(UnknownVariant):
 
     __acp_union__ = 'RequestPermissionOutcome'
     __acp_tag_key__ = 'outcome'
+    __acp_known__ = frozenset(['cancelled', 'selected', 'timeout'])
 
 
 class UnknownSessionConfigOption(UnknownVariant):
@@ -2412,6 +2436,7 @@ class UnknownSessionConfigOption(UnknownVariant):
 
     __acp_union__ = 'SessionConfigOption'
     __acp_tag_key__ = 'type'
+    __acp_known__ = frozenset(['boolean', 'select'])
 
 
 class UnknownSessionUpdate(UnknownVariant):
@@ -2419,6 +2444,7 @@ class UnknownSessionUpdate(UnknownVariant):
 
     __acp_union__ = 'SessionUpdate'
     __acp_tag_key__ = 'sessionUpdate'
+    __acp_known__ = frozenset(['agent_message_chunk', 'agent_thought_chunk', 'available_commands_update', 'compaction_summary_chunk', 'compaction_update', 'config_option_update', 'current_mode_update', 'notice', 'plan', 'plan_removed', 'plan_update', 'session_info_update', 'session_message', 'session_message_chunk', 'subagent_update', 'tool_call', 'tool_call_update', 'usage_update', 'user_message_chunk'])
 
 
 class UnknownSetSessionConfigOptionRequest(UnknownVariant):
@@ -2426,6 +2452,7 @@ class UnknownSetSessionConfigOptionRequest(UnknownVariant):
 
     __acp_union__ = 'SetSessionConfigOptionRequest'
     __acp_tag_key__ = 'type'
+    __acp_known__ = frozenset(['boolean'])
 
 
 class UnknownStateUpdate(_TaggedMixin, AcpModel):
@@ -2441,6 +2468,7 @@ class UnknownToolCallContent(UnknownVariant):
 
     __acp_union__ = 'ToolCallContent'
     __acp_tag_key__ = 'type'
+    __acp_known__ = frozenset(['content', 'diff', 'terminal'])
 
 
 class UnstructuredCommandInput(AcpModel):
@@ -2522,10 +2550,7 @@ class WriteTextFileResponse(AcpModel):
 AgentResponse = AgentResponseResult | AgentResponseError
 """ACP type `AgentResponse`. Stable."""
 
-AuthMethod = Annotated[
-    Union[Annotated[AuthMethodTerminal, Tag('type=terminal')], Annotated[AuthMethodAgent, Tag('type=(none)')], Annotated[UnknownAuthMethod, Tag('type=*')]],
-    Discriminator(tag_of('type', 'type', frozenset(['terminal']), fallback='type=*', untagged='type=(none)')),
-]
+AuthMethod = Annotated[Union[AuthMethodTerminal, AuthMethodAgent, UnknownAuthMethod], Field(union_mode='left_to_right')]
 """ACP type `AuthMethod`. Stable."""
 
 AuthMethodId = str
@@ -2546,10 +2571,7 @@ CompactionId = str
 CompactionStatus = Literal['in_progress', 'completed', 'failed', 'cancelled'] | str
 """ACP type `CompactionStatus`. Stable."""
 
-ContentBlock = Annotated[
-    Union[Annotated[TextContent, Tag('type=text')], Annotated[ImageContent, Tag('type=image')], Annotated[AudioContent, Tag('type=audio')], Annotated[ResourceLink, Tag('type=resource_link')], Annotated[EmbeddedResource, Tag('type=resource')], Annotated[UnknownContentBlock, Tag('type=*')]],
-    Discriminator(tag_of('type', 'type', frozenset(['audio', 'image', 'resource', 'resource_link', 'text']), fallback='type=*', untagged=None)),
-]
+ContentBlock = Annotated[Union[Annotated[Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource], Field(discriminator='type')], UnknownContentBlock], Field(union_mode='left_to_right')]
 """ACP type `ContentBlock`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/content"""
 
 ElicitationFormMode = ElicitationFormModeSession | ElicitationFormModeRequest
@@ -2558,16 +2580,10 @@ ElicitationFormMode = ElicitationFormModeSession | ElicitationFormModeRequest
 ElicitationUrlMode = ElicitationUrlModeSession | ElicitationUrlModeRequest
 """ACP type `ElicitationUrlMode`. Stable."""
 
-CreateElicitationRequest = Annotated[
-    Union[Annotated[ElicitationFormMode, Tag('mode=form')], Annotated[ElicitationUrlMode, Tag('mode=url')], Annotated[CreateElicitationRequestOther, Tag('mode=*')]],
-    Discriminator(tag_of('mode', 'mode', frozenset(['form', 'url']), fallback='mode=*', untagged=None)),
-]
+CreateElicitationRequest = Annotated[Union[ElicitationFormMode, ElicitationUrlMode, CreateElicitationRequestOther], Field(union_mode='left_to_right')]
 """`elicitation/create` request params; handled by the client side. Stable."""
 
-CreateElicitationResponse = Annotated[
-    Union[Annotated[CreateElicitationResponseAccept, Tag('action=accept')], Annotated[CreateElicitationResponseDecline, Tag('action=decline')], Annotated[CreateElicitationResponseCancel, Tag('action=cancel')], Annotated[CreateElicitationResponseOther, Tag('action=*')]],
-    Discriminator(tag_of('action', 'action', frozenset(['accept', 'cancel', 'decline']), fallback='action=*', untagged=None)),
-]
+CreateElicitationResponse = Annotated[Union[Annotated[Union[CreateElicitationResponseAccept, CreateElicitationResponseDecline, CreateElicitationResponseCancel], Field(discriminator='action')], CreateElicitationResponseOther], Field(union_mode='left_to_right')]
 """`elicitation/create` result; handled by the client side. Stable."""
 
 ElicitationContentValue = str | int | float | bool | list[str]
@@ -2576,10 +2592,7 @@ ElicitationContentValue = str | int | float | bool | list[str]
 ElicitationId = str
 """ACP type `ElicitationId`. Stable."""
 
-ElicitationPropertySchema = Annotated[
-    Union[Annotated[StringPropertySchema, Tag('type=string')], Annotated[NumberPropertySchema, Tag('type=number')], Annotated[IntegerPropertySchema, Tag('type=integer')], Annotated[BooleanPropertySchema, Tag('type=boolean')], Annotated[MultiSelectPropertySchema, Tag('type=array')], Annotated[ElicitationPropertySchemaOther, Tag('type=*')]],
-    Discriminator(tag_of('type', 'type', frozenset(['array', 'boolean', 'integer', 'number', 'string']), fallback='type=*', untagged=None)),
-]
+ElicitationPropertySchema = Annotated[Union[Annotated[Union[StringPropertySchema, NumberPropertySchema, IntegerPropertySchema, BooleanPropertySchema, MultiSelectPropertySchema], Field(discriminator='type')], ElicitationPropertySchemaOther], Field(union_mode='left_to_right')]
 """ACP type `ElicitationPropertySchema`. Stable."""
 
 ElicitationSchemaType = Literal['object']
@@ -2600,10 +2613,7 @@ ExtRequest = Any
 ExtResponse = Any
 """ACP type `ExtResponse`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/extensibility"""
 
-IdleStateUpdate = Annotated[
-    Union[Annotated[IdleStateUpdateEndTurn, Tag('stopReason=end_turn')], Annotated[IdleStateUpdateMaxTokens, Tag('stopReason=max_tokens')], Annotated[IdleStateUpdateMaxTurnRequests, Tag('stopReason=max_turn_requests')], Annotated[IdleStateUpdateRefusal, Tag('stopReason=refusal')], Annotated[IdleStateUpdateCancelled, Tag('stopReason=cancelled')], Annotated[IdleStateUpdateError, Tag('stopReason=error')], Annotated[IdleStateUpdateOther, Tag('stopReason=*')], Annotated[IdleStateUpdateNone, Tag('stopReason=*')]],
-    Discriminator(tag_of('stopReason', 'stop_reason', frozenset(['cancelled', 'end_turn', 'error', 'max_tokens', 'max_turn_requests', 'refusal']), fallback='stopReason=*', untagged=None)),
-]
+IdleStateUpdate = Annotated[Union[Annotated[Union[IdleStateUpdateEndTurn, IdleStateUpdateMaxTokens, IdleStateUpdateMaxTurnRequests, IdleStateUpdateRefusal, IdleStateUpdateCancelled, IdleStateUpdateError], Field(discriminator='stop_reason')], IdleStateUpdateNone], Field(union_mode='left_to_right')]
 """ACP type `IdleStateUpdate`. Unstable."""
 
 InitializeProxyRequest = InitializeRequest
@@ -2621,10 +2631,7 @@ McpConnectionId = str
 McpRequestId = str
 """ACP type `McpRequestId`. Unstable."""
 
-McpServer = Annotated[
-    Union[Annotated[McpServerHttp, Tag('type=http')], Annotated[McpServerSse, Tag('type=sse')], Annotated[McpServerAcp, Tag('type=acp')], Annotated[McpServerStdio, Tag('type=(none)')], Annotated[UnknownMcpServer, Tag('type=*')]],
-    Discriminator(tag_of('type', 'type', frozenset(['acp', 'http', 'sse']), fallback='type=*', untagged='type=(none)')),
-]
+McpServer = Annotated[Union[Annotated[Union[McpServerHttp, McpServerSse, McpServerAcp], Field(discriminator='type')], McpServerStdio, UnknownMcpServer], Field(union_mode='left_to_right')]
 """ACP type `McpServer`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/session-setup#mcp-servers"""
 
 McpServerAcpId = str
@@ -2639,10 +2646,7 @@ MessageMcpResponse = MessageMcpResponseResult | MessageMcpResponseError
 ModelId = str
 """ACP type `ModelId`. Legacy (schema 0.10.3)."""
 
-MultiSelectItems = Annotated[
-    Union[Annotated[StringMultiSelectItems, Tag('type=string')], Annotated[MultiSelectItemsOther, Tag('type=*')], Annotated[TitledMultiSelectItems, Tag('type=(none)')]],
-    Discriminator(tag_of('type', 'type', frozenset(['string']), fallback='type=*', untagged='type=(none)')),
-]
+MultiSelectItems = Annotated[Union[StringMultiSelectItems, TitledMultiSelectItems, MultiSelectItemsOther], Field(union_mode='left_to_right')]
 """ACP type `MultiSelectItems`. Stable."""
 
 NesDiagnosticSeverity = Literal['error', 'warning', 'information', 'hint']
@@ -2651,10 +2655,7 @@ NesDiagnosticSeverity = Literal['error', 'warning', 'information', 'hint']
 NesRejectReason = Literal['rejected', 'ignored', 'replaced', 'cancelled']
 """ACP type `NesRejectReason`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-NesSuggestion = Annotated[
-    Union[Annotated[NesEditSuggestion, Tag('kind=edit')], Annotated[NesJumpSuggestion, Tag('kind=jump')], Annotated[NesRenameSuggestion, Tag('kind=rename')], Annotated[NesSearchAndReplaceSuggestion, Tag('kind=searchAndReplace')], Annotated[UnknownNesSuggestion, Tag('kind=*')]],
-    Discriminator(tag_of('kind', 'kind', frozenset(['edit', 'jump', 'rename', 'searchAndReplace']), fallback='kind=*', untagged=None)),
-]
+NesSuggestion = Annotated[Union[Annotated[Union[NesEditSuggestion, NesJumpSuggestion, NesRenameSuggestion, NesSearchAndReplaceSuggestion], Field(discriminator='kind')], UnknownNesSuggestion], Field(union_mode='left_to_right')]
 """ACP type `NesSuggestion`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
 NesSuggestionId = str
@@ -2681,10 +2682,7 @@ PlanEntryStatus = Literal['pending', 'in_progress', 'completed']
 PlanId = str
 """ACP type `PlanId`. Unstable."""
 
-PlanUpdateContent = Annotated[
-    Union[Annotated[PlanItems, Tag('type=items')], Annotated[PlanFile, Tag('type=file')], Annotated[PlanMarkdown, Tag('type=markdown')], Annotated[UnknownPlanUpdateContent, Tag('type=*')]],
-    Discriminator(tag_of('type', 'type', frozenset(['file', 'items', 'markdown']), fallback='type=*', untagged=None)),
-]
+PlanUpdateContent = Annotated[Union[Annotated[Union[PlanItems, PlanFile, PlanMarkdown], Field(discriminator='type')], UnknownPlanUpdateContent], Field(union_mode='left_to_right')]
 """ACP type `PlanUpdateContent`. Unstable."""
 
 PositionEncodingKind = Literal['utf-16', 'utf-32', 'utf-8']
@@ -2705,10 +2703,7 @@ ProxySuccessorResponse = Any
 RequestId = None | int | str
 """ACP type `RequestId`. Stable."""
 
-RequestPermissionOutcome = Annotated[
-    Union[Annotated[RequestPermissionOutcomeCancelled, Tag('outcome=cancelled')], Annotated[SelectedPermissionOutcome, Tag('outcome=selected')], Annotated[RequestPermissionOutcomeTimeout, Tag('outcome=timeout')], Annotated[UnknownRequestPermissionOutcome, Tag('outcome=*')]],
-    Discriminator(tag_of('outcome', 'outcome', frozenset(['cancelled', 'selected', 'timeout']), fallback='outcome=*', untagged=None, alt_key='type')),
-]
+RequestPermissionOutcome = Annotated[Annotated[Union[Annotated[Union[RequestPermissionOutcomeCancelled, SelectedPermissionOutcome, RequestPermissionOutcomeTimeout], Field(discriminator='outcome')], UnknownRequestPermissionOutcome], Field(union_mode='left_to_right')], BeforeValidator(alt_tag('outcome', 'type'))]
 """ACP type `RequestPermissionOutcome`. Stable."""
 
 Role = Literal['assistant', 'user']
@@ -2723,10 +2718,7 @@ SessionConfigGroupId = str
 SessionConfigId = str
 """ACP type `SessionConfigId`. Stable."""
 
-SessionConfigOption = Annotated[
-    Union[Annotated[SessionConfigOptionSelect, Tag('type=select')], Annotated[SessionConfigOptionBoolean, Tag('type=boolean')], Annotated[UnknownSessionConfigOption, Tag('type=*')]],
-    Discriminator(tag_of('type', 'type', frozenset(['boolean', 'select']), fallback='type=*', untagged=None)),
-]
+SessionConfigOption = Annotated[Union[Annotated[Union[SessionConfigOptionSelect, SessionConfigOptionBoolean], Field(discriminator='type')], UnknownSessionConfigOption], Field(union_mode='left_to_right')]
 """ACP type `SessionConfigOption`. Stable."""
 
 SessionConfigOptionCategory = Literal['mode', 'model', 'model_config', 'thought_level'] | str
@@ -2747,22 +2739,13 @@ SessionModeId = str
 SessionStatus = Literal['open', 'saved'] | str
 """ACP type `SessionStatus`. Unstable."""
 
-SessionUpdate = Annotated[
-    Union[Annotated[UserMessageChunk, Tag('sessionUpdate=user_message_chunk')], Annotated[AgentMessageChunk, Tag('sessionUpdate=agent_message_chunk')], Annotated[AgentThoughtChunk, Tag('sessionUpdate=agent_thought_chunk')], Annotated[ToolCall, Tag('sessionUpdate=tool_call')], Annotated[SessionUpdateToolCallUpdate, Tag('sessionUpdate=tool_call_update')], Annotated[Plan, Tag('sessionUpdate=plan')], Annotated[PlanUpdate, Tag('sessionUpdate=plan_update')], Annotated[PlanRemoved, Tag('sessionUpdate=plan_removed')], Annotated[AvailableCommandsUpdate, Tag('sessionUpdate=available_commands_update')], Annotated[CurrentModeUpdate, Tag('sessionUpdate=current_mode_update')], Annotated[ConfigOptionUpdate, Tag('sessionUpdate=config_option_update')], Annotated[SessionInfoUpdate, Tag('sessionUpdate=session_info_update')], Annotated[UsageUpdate, Tag('sessionUpdate=usage_update')], Annotated[Notice, Tag('sessionUpdate=notice')], Annotated[CompactionUpdate, Tag('sessionUpdate=compaction_update')], Annotated[CompactionSummaryChunk, Tag('sessionUpdate=compaction_summary_chunk')], Annotated[SubagentUpdate, Tag('sessionUpdate=subagent_update')], Annotated[SessionMessage, Tag('sessionUpdate=session_message')], Annotated[SessionMessageChunk, Tag('sessionUpdate=session_message_chunk')], Annotated[UnknownSessionUpdate, Tag('sessionUpdate=*')]],
-    Discriminator(tag_of('sessionUpdate', 'session_update', frozenset(['agent_message_chunk', 'agent_thought_chunk', 'available_commands_update', 'compaction_summary_chunk', 'compaction_update', 'config_option_update', 'current_mode_update', 'notice', 'plan', 'plan_removed', 'plan_update', 'session_info_update', 'session_message', 'session_message_chunk', 'subagent_update', 'tool_call', 'tool_call_update', 'usage_update', 'user_message_chunk']), fallback='sessionUpdate=*', untagged=None)),
-]
+SessionUpdate = Annotated[Union[Annotated[Union[UserMessageChunk, AgentMessageChunk, AgentThoughtChunk, ToolCall, SessionUpdateToolCallUpdate, Plan, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, CurrentModeUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk, SubagentUpdate, SessionMessage, SessionMessageChunk], Field(discriminator='session_update')], UnknownSessionUpdate], Field(union_mode='left_to_right')]
 """ACP type `SessionUpdate`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#3-agent-reports-output"""
 
-SetSessionConfigOptionRequest = Annotated[
-    Union[Annotated[SetSessionConfigOptionRequestBoolean, Tag('type=boolean')], Annotated[SetSessionConfigOptionRequestValueId, Tag('type=(none)')], Annotated[UnknownSetSessionConfigOptionRequest, Tag('type=*')]],
-    Discriminator(tag_of('type', 'type', frozenset(['boolean']), fallback='type=*', untagged='type=(none)')),
-]
+SetSessionConfigOptionRequest = Annotated[Union[SetSessionConfigOptionRequestBoolean, SetSessionConfigOptionRequestValueId, UnknownSetSessionConfigOptionRequest], Field(union_mode='left_to_right')]
 """`session/set_config_option` request params; handled by the agent side. Stable."""
 
-StateUpdate = Annotated[
-    Union[Annotated[RunningStateUpdate, Tag('state=running')], Annotated[IdleStateUpdate, Tag('state=idle')], Annotated[RequiresActionStateUpdate, Tag('state=requires_action')], Annotated[UnknownStateUpdate, Tag('state=unknown')], Annotated[StateUpdateOther, Tag('state=*')]],
-    Discriminator(tag_of('state', 'state', frozenset(['idle', 'requires_action', 'running', 'unknown']), fallback='state=*', untagged=None)),
-]
+StateUpdate = Annotated[Union[Annotated[Union[RunningStateUpdate, RequiresActionStateUpdate, UnknownStateUpdate], Field(discriminator='state')], IdleStateUpdate, StateUpdateOther], Field(union_mode='left_to_right')]
 """ACP type `StateUpdate`. Unstable."""
 
 StopReason = Literal['end_turn', 'max_tokens', 'max_turn_requests', 'refusal', 'cancelled']
@@ -2780,10 +2763,7 @@ TerminalId = str
 TextDocumentSyncKind = Literal['full', 'incremental']
 """ACP type `TextDocumentSyncKind`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-ToolCallContent = Annotated[
-    Union[Annotated[Content, Tag('type=content')], Annotated[Diff, Tag('type=diff')], Annotated[Terminal, Tag('type=terminal')], Annotated[UnknownToolCallContent, Tag('type=*')]],
-    Discriminator(tag_of('type', 'type', frozenset(['content', 'diff', 'terminal']), fallback='type=*', untagged=None)),
-]
+ToolCallContent = Annotated[Union[Annotated[Union[Content, Diff, Terminal], Field(discriminator='type')], UnknownToolCallContent], Field(union_mode='left_to_right')]
 """ACP type `ToolCallContent`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/tool-calls#content"""
 
 ToolCallId = str

@@ -9,7 +9,7 @@ import orjson
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..errors import SchemaValidationError
-from ._base import STRICT
+from ._base import STRICT, AcpModel, serialization_error
 
 __all__ = ["dump", "dump_json", "json_path", "parse", "parse_json"]
 
@@ -22,22 +22,98 @@ def _adapter(tp: Any) -> TypeAdapter[Any]:
 
 
 def json_path(loc: tuple[Any, ...]) -> str:
-    """Render a pydantic location as a JSON path (``$.update.content.text``)."""
+    """Render a pydantic location as a JSON path, naming the tag each tagged union dispatched on:
+    ``$.update[sessionUpdate=tool_call].content[0][type=diff].path``."""
     out = "$"
+    union: str | None = None  # the "tagged-union[A,B,...]" marker just seen
     for part in loc:
         if isinstance(part, int):
             out += f"[{part}]"
-        elif not isinstance(part, str) or part.startswith(("function-", "tagged-union[")):
+        elif not isinstance(part, str):
             continue
+        elif part.startswith("tagged-union["):
+            union = part
+            continue
+        elif union is not None:
+            out += f"[{_tag_label(tuple(union[len('tagged-union['):-1].split(',')), part)}]"
+        elif part.startswith(("function-", "union[", "nullable[", "list[", "dict[", "default[")):
+            continue
+        elif part[:1].isupper() and part in _model_names():
+            # a member of a left-to-right union (an untagged, "other" or unknown variant)
+            label = _class_tag(part)
+            if label:
+                out += f"[{label}]"
         elif "=" in part:
             out += f"[{part}]"  # the tag a tagged union dispatched on
         else:
             out += f".{part}"
+        union = None
     return out
 
 
+@lru_cache(maxsize=1)
+def _model_names() -> frozenset[str]:
+    from . import _generated
+
+    return frozenset(n for n in _generated.__all__ if isinstance(getattr(_generated, n), type))
+
+
+def _tag_fields(cls_name: str) -> list[tuple[str, Any]]:
+    """(wire name, literal value) of each tag a generated class carries."""
+    from . import _generated
+
+    cls = getattr(_generated, cls_name, None)
+    out = []
+    for attr in getattr(cls, "__acp_tag_fields__", ()):
+        info = cls.model_fields.get(attr)  # type: ignore[union-attr]
+        if info is not None and isinstance(info.default, str):
+            out.append((info.alias or attr, info.default))
+    return out
+
+
+@lru_cache(maxsize=4096)
+def _tag_label(members: tuple[str, ...], value: str) -> str:
+    for cls_name in members:
+        for key, tag in _tag_fields(cls_name):
+            if tag == value:
+                return f"{key}={value}"
+    return value
+
+
+@lru_cache(maxsize=4096)
+def _class_tag(cls_name: str) -> str:
+    if _is_fallback(cls_name):
+        return ""
+    tags = _tag_fields(cls_name)
+    return f"{tags[0][0]}={tags[0][1]}" if len(tags) == 1 else ""
+
+
+def _is_fallback(cls_name: str) -> bool:
+    from . import _generated
+    from ._base import FallbackVariant
+
+    cls = getattr(_generated, cls_name, None)
+    return isinstance(cls, type) and issubclass(cls, FallbackVariant)
+
+
+@lru_cache(maxsize=1)
+def _alias_names() -> dict[int, str]:
+    """Schema names of the generated aliases that are not classes (tagged unions, unions, ...)."""
+    from . import _generated
+
+    names: dict[int, str] = {}
+    for name in _generated.__all__:
+        value = getattr(_generated, name)
+        if not isinstance(value, type):
+            names.setdefault(id(value), name)
+    return names
+
+
 def _type_name(tp: Any) -> str:
-    return getattr(tp, "__name__", None) or str(tp)
+    if isinstance(tp, type):
+        return tp.__name__
+    # ``Annotated[Union[...], Discriminator(...)]`` has no name of its own: use the schema name
+    return _alias_names().get(id(tp)) or getattr(tp, "__name__", None) or str(tp)
 
 
 def to_schema_error(tp: Any, exc: ValidationError, name: str | None = None) -> SchemaValidationError:
@@ -58,10 +134,13 @@ def parse(tp: Any, data: Any, *, strict: bool = False, name: str | None = None) 
     Raises :class:`SchemaValidationError` naming the type and the JSON path.
     """
     ctx = STRICT if strict else None
+    # strict mode is also pydantic's strict mode: no "5" -> 5 or "true" -> True coercions,
+    # which the schema does not allow either
+    strict_types = True if strict else None
     try:
         if isinstance(tp, type) and issubclass(tp, BaseModel):
-            return tp.model_validate(data, context=ctx)
-        return _adapter(tp).validate_python(data, context=ctx)
+            return tp.model_validate(data, strict=strict_types, context=ctx)
+        return _adapter(tp).validate_python(data, strict=strict_types, context=ctx)
     except ValidationError as exc:
         raise to_schema_error(tp, exc, name) from None
     except RecursionError:
@@ -80,6 +159,8 @@ def parse_json(tp: Any, data: bytes | str, *, strict: bool = False) -> Any:
 
 def dump(value: Any) -> Any:
     """The wire form (camelCase, unset fields omitted) of a model, list, dict or scalar."""
+    if isinstance(value, AcpModel):
+        return value.to_wire()
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json", by_alias=True, exclude_unset=True)
     if isinstance(value, list):
@@ -91,6 +172,11 @@ def dump(value: Any) -> Any:
 
 def dump_json(value: Any) -> bytes:
     """The wire JSON of a value."""
+    if isinstance(value, AcpModel):
+        return value.to_json()
     if isinstance(value, BaseModel):
         return value.__pydantic_serializer__.to_json(value, by_alias=True, exclude_unset=True)
-    return orjson.dumps(dump(value))
+    try:
+        return orjson.dumps(dump(value))
+    except (orjson.JSONEncodeError, RecursionError) as exc:
+        raise serialization_error(_type_name(type(value)), exc) from None

@@ -6,6 +6,8 @@ import asyncio
 from abc import ABC, abstractmethod
 from typing import Protocol
 
+from ..errors import ConnectionClosed
+
 __all__ = ["FlowControl", "Transport", "TransportSink"]
 
 
@@ -80,11 +82,19 @@ class FlowControl:
     def flow_lost(self, exc: BaseException | None) -> None:
         self._is_lost = True
         self._lost = exc
-        self._wake()
+        self._wake(self._lost_error())
+
+    def _lost_error(self) -> ConnectionClosed:
+        why = f": {self._lost}" if self._lost is not None else ""
+        return ConnectionClosed(f"the peer stopped reading (its input pipe closed{why})")
 
     async def wait_writable(self) -> None:
-        if self._is_lost or not self._paused:
+        """Wait until the buffer is below the high-water mark. Raises ConnectionClosed if the
+        reader went away while data was still waiting to be written (it can never arrive)."""
+        if not self._paused:
             return
+        if self._is_lost:
+            raise self._lost_error()
         if self._waiter is None:
             self._waiter = asyncio.get_running_loop().create_future()
         await self._waiter

@@ -74,7 +74,7 @@ class StdioTransport(Transport):
             if not self._writer.is_closing():
                 try:
                     await asyncio.wait_for(self.drain(), 2.0)
-                except (TimeoutError, ConnectionError, OSError):
+                except (TimeoutError, ConnectionError, OSError, ConnectionClosed):
                     pass
             self._writer.close()
             if self._wproto is not None:

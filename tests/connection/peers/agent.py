@@ -103,6 +103,7 @@ async def main() -> None:
         return {"size": len(p["data"])}
 
     async def read(p: dict) -> dict:
+        conn.check_capabilities = p.get("check", not args.no_check_caps)
         try:
             r = await conn.fs_read_text_file(session_id=p["sessionId"], path=p["path"])
         except AcpError as exc:

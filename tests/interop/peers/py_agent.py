@@ -105,7 +105,7 @@ class InteropAgent:
             await self._say(session_id, "waiting")
             try:
                 await asyncio.wait_for(session.cancelled.wait(), WAIT_LIMIT_S)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 pass
             return PromptResponse(stop_reason="cancelled")
         elif text == "fail":

@@ -1,0 +1,76 @@
+"""An agent that wraps plain Python functions as tools.
+
+Each prompt names a function and its input: ``count some words here`` or ``calc 2 * (3 + 4)``.
+The agent reports a tool call (``tool_call`` → ``in_progress`` → ``completed``/``failed``)
+with the input and output, then answers in text. Anything else lists the tools.
+
+    python examples/function_agent.py        # serves ACP on stdio
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from collections.abc import Callable
+
+from acplink import AgentApp, PromptContext, run_agent, schema
+
+# -- the plain functions ---------------------------------------------------------------------------
+
+
+def count_words(text: str) -> dict[str, int]:
+    """Count the words, lines and characters of a text."""
+    return {"words": len(text.split()), "lines": text.count("\n") + 1 if text else 0, "chars": len(text)}
+
+
+_OPS: dict[type, Callable[..., float]] = {
+    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
+    ast.Pow: operator.pow, ast.Mod: operator.mod, ast.USub: operator.neg, ast.UAdd: operator.pos,
+}
+
+
+def calculate(expression: str) -> float:
+    """Evaluate an arithmetic expression (numbers, + - * / % ** and parentheses)."""
+
+    def ev(node: ast.AST) -> float:
+        if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
+            return _OPS[type(node.op)](ev(node.operand))
+        raise ValueError(f"unsupported expression: {ast.unparse(node)}")
+
+    return ev(ast.parse(expression, mode="eval").body)
+
+
+TOOLS: dict[str, Callable[[str], object]] = {"count": count_words, "calc": calculate}
+
+# -- the agent -------------------------------------------------------------------------------------
+
+app = AgentApp("function-agent", "1.0.0")
+
+
+@app.prompt
+async def prompt(ctx: PromptContext) -> None:
+    name, _, arg = ctx.text.strip().partition(" ")
+    fn = TOOLS.get(name)
+    if fn is None:
+        await ctx.send_text("Tools: " + ", ".join(f"{n} ({f.__doc__})" for n, f in TOOLS.items()))
+        return
+    tool = await ctx.start_tool_call(f"{fn.__name__}({arg!r})", kind="other", raw_input={"input": arg})
+    await tool.update(status="in_progress")
+    try:
+        result = fn(arg)
+    except (ValueError, SyntaxError, ZeroDivisionError, OverflowError) as exc:
+        await tool.fail(raw_output={"error": str(exc)})
+        await ctx.send_text(f"{fn.__name__} failed: {exc}")
+        return
+    text = str(result)
+    await tool.complete(raw_output={"result": result},
+                        content=[schema.Content(content=schema.TextContent(text=text))])
+    await ctx.send_text(f"{fn.__name__} says: {text}")
+
+
+if __name__ == "__main__":
+    run_agent(app)

@@ -1,0 +1,354 @@
+"""``acplink chat``: an interactive terminal client for any ACP agent.
+
+Input is read with prompt_toolkit (history, slash-command completion); output is drawn with
+rich (see :mod:`.chat_render`). When stdin is not a terminal, prompts are read line by line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Awaitable
+from typing import Any, TypeVar
+
+from prompt_toolkit import PromptSession
+from rich.console import Console
+from rich.text import Text
+
+from ..client.client import Client
+from ..client.permissions import PermissionPolicy
+from ..client.session import PromptTurn, Session
+from ..errors import AcpError, ConnectionClosed, RequestError, TransportError
+from ..schema import _generated as s
+from .chat_commands import LOCAL_NAMES, LocalCommands, Quit, SlashCompleter
+from .chat_render import TurnRenderer
+from .common import add_client_options, describe_failure, fail, open_client, start_session
+
+__all__ = ["ChatApp", "add_parser", "run"]
+
+log = logging.getLogger("acplink.cli.chat")
+T = TypeVar("T")
+
+HELP = "talk to an agent interactively in the terminal"
+EXAMPLES = """examples:
+  acplink chat                                    # the built-in demo agent
+  acplink chat --cwd ~/src/app -- my-agent --acp  # any ACP agent
+  printf 'hello\\nplan\\n' | acplink chat           # not a terminal: one prompt per line
+keys: Enter sends; Tab completes /commands; Ctrl-C cancels the running turn
+(a second Ctrl-C quits); Ctrl-D quits. Type /help inside for the local commands."""
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("chat", help=HELP, description=HELP, epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_client_options(p)
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    if not args.debug:  # library warnings would scribble over the screen; --debug shows them
+        quiet = logging.getLogger("acplink")
+        quiet.addHandler(logging.NullHandler())
+        quiet.propagate = False
+    else:
+        logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
+    try:
+        return asyncio.run(ChatApp(args).main())
+    except AcpError as exc:
+        if args.debug:
+            raise
+        return fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
+
+
+class ChatApp(LocalCommands):
+    """One ``acplink chat`` run."""
+
+    def __init__(self, args: argparse.Namespace) -> None:
+        self.args = args
+        self.console = Console(highlight=False)
+        self.interactive = sys.stdin.isatty()
+        self.live = self.console.is_terminal and not self.console.is_dumb_terminal
+        self.client: Client | None = None
+        self.session: Session | None = None
+        self.renderer: TurnRenderer | None = None
+        self.turn: PromptTurn | None = None
+        self.interrupts = 0
+        self.prompting = False
+        self.listing: list[s.SessionInfo] = []
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._lines: asyncio.Queue[str | None] | None = None
+        self._input: PromptSession[str] | None = None
+        self._choice: PromptSession[str] | None = None
+
+    # -- main loop ---------------------------------------------------------------------------
+
+    async def main(self) -> int:
+        loop = asyncio.get_running_loop()
+        self.quit = asyncio.Event()
+        self.ask_lock = asyncio.Lock()
+        loop.add_signal_handler(signal.SIGINT, self._on_sigint)
+        try:
+            return await self._main()
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+
+    async def _main(self) -> int:
+        policy = PermissionPolicy(default="ask", ask=self._ask)
+        try:
+            client = await self._until_quit(open_client(self.args, policy))
+        except Quit:
+            return 0
+        self.client = client
+        client.observers.append(self._observe)
+        try:
+            self.session = await self._until_quit(start_session(client, self.args))
+            self._banner()
+            await self._loop()
+        except Quit:
+            pass
+        except TransportError as exc:
+            self._end_turn_display()
+            if self.args.debug:
+                raise
+            return fail(await describe_failure(client, exc))
+        finally:
+            self._end_turn_display()
+            await client.aclose()
+        return 0
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                line = await self._read_line()
+            except EOFError:
+                return
+            except KeyboardInterrupt:  # Ctrl-C at the input prompt
+                if self.interrupts:
+                    return
+                self.interrupts += 1
+                self.console.print(Text("(press Ctrl-C again or Ctrl-D to quit)", style="dim"))
+                continue
+            self.interrupts = 0
+            text = line.strip()
+            if not text:
+                continue
+            if not self.interactive:
+                self.console.print(Text(f"> {text}", style="bold"))
+            if text.startswith("/") and text[1:].split(" ")[0] in LOCAL_NAMES:
+                await self._local(text)
+                continue
+            await self._run_turn(text)
+
+    async def _run_turn(self, text: str) -> None:
+        client, session = self._require()
+        renderer = self.renderer = TurnRenderer(self.console, client, session, live=self.live)
+        renderer.begin()
+        self.turn = turn = session.prompt(text)
+        try:
+            response = await self._until_quit(turn.result())
+        except RequestError as exc:
+            self._end_turn_display()
+            self.console.print(Text(f"the agent failed the prompt: {exc}", style="red"))
+            return
+        finally:
+            self.turn = None
+        self._end_turn_display()
+        if response.stop_reason != "end_turn":
+            self.console.print(Text(f"(turn ended: {response.stop_reason})", style="yellow"))
+
+    def _end_turn_display(self) -> None:
+        renderer, self.renderer = self.renderer, None
+        if renderer is not None:
+            renderer.end()
+
+    def _observe(self, session: Session, update: Any) -> None:
+        """Every session/update, in arrival order (before any later permission request)."""
+        renderer = self.renderer
+        if renderer is None or session is not self.session:
+            return
+        try:
+            renderer.feed(update)
+        except Exception:  # a rendering bug must not break the connection
+            log.exception("could not render %s", type(update).__name__)
+
+    async def _until_quit(self, aw: Awaitable[T], *, watch_agent: bool = False) -> T:
+        """Await ``aw``; raise :class:`Quit` if the user quits first (and, with
+        ``watch_agent``, ConnectionClosed if the agent goes away first)."""
+        task: asyncio.Future[T] = asyncio.ensure_future(aw)
+        waiters: set[asyncio.Future[Any]] = {task, asyncio.ensure_future(self.quit.wait())}
+        closed: asyncio.Future[Any] | None = None
+        if watch_agent and self.client is not None:
+            closed = asyncio.ensure_future(self.client.conn.wait_closed())
+            waiters.add(closed)
+        try:
+            await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for w in waiters:
+                if w is not task:
+                    w.cancel()
+            if not task.done():
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+        if not task.cancelled() and task.done() and (task.exception() is not None or not self.quit.is_set()):
+            return task.result()
+        if self.quit.is_set():
+            raise Quit
+        raise ConnectionClosed("the agent closed the connection")
+
+    def _on_sigint(self) -> None:
+        turn = self.turn
+        if turn is not None and not turn.done and self.interrupts == 0:
+            self._cancel_turn()
+            return
+        self.quit.set()
+
+    def _cancel_turn(self) -> None:
+        """First Ctrl-C during a turn: tell the agent (``session/cancel``)."""
+        self.interrupts += 1
+        if self.renderer is not None:
+            self.renderer.note("cancelling… (Ctrl-C again to quit)")
+        if self.session is not None:
+            self._spawn(self.session.cancel())
+
+    def _spawn(self, coro: Any) -> None:
+        async def guarded() -> None:
+            try:
+                await coro
+            except AcpError as exc:
+                log.debug("ignored: %s", exc)
+
+        task = asyncio.get_running_loop().create_task(guarded())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    # -- input -------------------------------------------------------------------------------
+
+    def _prompt_text(self) -> str:
+        mode = self.session.state.current_mode_id if self.session is not None else None
+        return f"{mode}> " if mode else "> "
+
+    async def _read_line(self) -> str:
+        if not self.interactive:
+            line = await self._until_quit(self._next_line(), watch_agent=True)
+            if line is None:
+                raise EOFError
+            return line
+        if self._input is None:
+            self._input = PromptSession(completer=SlashCompleter(self), complete_while_typing=True)
+        self.prompting = True
+        try:
+            return await self._until_quit(self._input.prompt_async(self._prompt_text(), handle_sigint=False),
+                                          watch_agent=True)
+        finally:
+            self.prompting = False
+
+    async def _next_line(self) -> str | None:
+        if self._lines is None:
+            self._lines = asyncio.Queue()
+            _start_reader(asyncio.get_running_loop(), self._lines)
+        return await self._lines.get()
+
+    # -- permission requests -----------------------------------------------------------------
+
+    async def _ask(self, params: s.RequestPermissionRequest) -> str | None:
+        async with self.ask_lock:
+            if self.prompting or self.quit.is_set():
+                return None  # not during a turn: nobody to ask
+            renderer = self.renderer
+            if renderer is not None:
+                renderer.suspend()
+            try:
+                self._show_request(params, renderer)
+                return await self._choose(params.options)
+            finally:
+                if renderer is not None:
+                    renderer.resume()
+
+    def _show_request(self, params: s.RequestPermissionRequest, renderer: TurnRenderer | None) -> None:
+        _, session = self._require()
+        call = params.tool_call
+        known = session.state.tool_calls.get(call.tool_call_id)
+        title = call.title or (known.title if known is not None else "") or call.tool_call_id
+        self.console.print(Text.assemble(("? ", "bold yellow"), "The agent asks to: ", (title, "bold")))
+        content = call.content if call.content is not None else (known.content if known is not None else [])
+        if renderer is not None:
+            renderer.show_content(call.tool_call_id, content)
+        for i, option in enumerate(params.options, 1):
+            style = "green" if option.kind.startswith("allow") else "red"
+            self.console.print(Text.assemble(f"  {i}. ", (option.name, style), (f"  ({option.kind})", "dim")))
+
+    async def _choose(self, options: list[s.PermissionOption]) -> str | None:
+        question = f"choose 1-{len(options)}: "
+        while True:
+            try:
+                if self.interactive:
+                    if self._choice is None:
+                        self._choice = PromptSession()
+                    answer: str | None = await self._until_quit(
+                        self._choice.prompt_async(question, handle_sigint=False))
+                else:
+                    self.console.print(question, end="")
+                    answer = await self._until_quit(self._next_line())
+                    self.console.print(answer or "")
+            except KeyboardInterrupt:
+                self._cancel_turn()
+                return None
+            except (EOFError, Quit):
+                return None
+            if answer is None:
+                return None
+            picked = _pick_option(options, answer.strip())
+            if picked is not None:
+                return picked
+            self.console.print(Text(f"type a number from 1 to {len(options)}", style="yellow"))
+
+    # -- local commands ----------------------------------------------------------------------
+
+    def _banner(self) -> None:
+        client, session = self._require()
+        info = client.agent_info
+        name = (info.title or info.name) if info is not None else "agent"
+        version = f" {info.version}" if info is not None and info.version else ""
+        self.console.print(Text.assemble(("acplink chat", "bold"), f" · {name}{version} · session ",
+                                         (session.session_id, "dim")))
+        parts = []
+        if session.state.current_mode_id:
+            parts.append(f"mode {session.state.current_mode_id}")
+        parts.append("/help for commands, Ctrl-C cancels a turn, Ctrl-D quits")
+        self.console.print(Text(" · ".join(parts), style="dim"))
+
+
+def _pick_option(options: list[s.PermissionOption], answer: str) -> str | None:
+    if answer.isdigit() and 0 < int(answer) <= len(options):
+        return options[int(answer) - 1].option_id
+    low = answer.lower()
+    for option in options:
+        if low and low in (option.option_id.lower(), option.name.lower(), option.kind):
+            return option.option_id
+    return None
+
+
+def _start_reader(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None]) -> None:
+    """Feed stdin's lines into ``queue`` from a daemon thread (``None`` at end of input)."""
+
+    def put(item: str | None) -> None:
+        try:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+        except RuntimeError:  # the loop is gone: we are exiting
+            pass
+
+    def pump() -> None:
+        try:
+            for raw in sys.stdin.buffer:
+                put(raw.decode("utf-8", "replace").rstrip("\r\n"))
+        except (OSError, ValueError):
+            pass
+        put(None)
+
+    threading.Thread(target=pump, name="acplink-chat-stdin", daemon=True).start()
+

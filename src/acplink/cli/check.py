@@ -1,0 +1,77 @@
+"""``acplink check [options] -- AGENT_CMD ...``: the conformance checker for agents."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import traceback
+from typing import Any
+
+__all__ = ["add_parser", "run"]
+
+HELP = "check an agent's conformance to the ACP spec (each check on a fresh agent process)"
+DESCRIPTION = """Spawns the agent afresh for each check and reports every requirement as pass / fail /
+skipped, with the evidence. Exit code 0 only when no "must" requirement fails (with --strict,
+no "should" either)."""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = subparsers.add_parser("check", help=HELP, description=DESCRIPTION)
+    p.add_argument("--strict", action="store_true", help='fail (exit 1) on "should" failures too')
+    p.add_argument("--auth-method", metavar="ID", help="authenticate with this method before creating sessions")
+    p.add_argument("--cancel-prompt", metavar="TEXT",
+                   help="the prompt the cancellation checks send to keep the agent busy")
+    p.add_argument("--json", action="store_true", help="print the report as JSON")
+    p.add_argument("-k", dest="patterns", action="append", metavar="PATTERN",
+                   help="only the checks whose name or requirement ids match (substring or glob; repeatable)")
+    p.add_argument("--timeout", type=float, default=15.0, metavar="S", help="bound of each request (default 15)")
+    p.add_argument("--cancel-bound", type=float, default=5.0, metavar="S",
+                   help="a cancelled turn must end within this (default 5)")
+    p.add_argument("--shutdown-bound", type=float, default=3.0, metavar="S",
+                   help="the agent must exit within this after stdin closes (default 3)")
+    p.add_argument("--jobs", "-j", type=int, default=8, metavar="N", help="checks run at once (default 8)")
+    p.add_argument("--cwd", default=".", help="the session working directory given to the agent")
+    p.add_argument("--verbose", "-v", action="store_true", help="show the evidence of passed requirements too")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.add_argument("agent", nargs=argparse.REMAINDER, help="the agent command line, after `--`")
+    p.set_defaults(run=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..conformance.probe import Options
+    from ..conformance.runner import run_checks
+    from ..errors import AcpError
+
+    cmd = list(args.agent or [])
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        print("acplink check: error: no agent command given (acplink check -- AGENT_CMD ...)", file=sys.stderr)
+        return 2
+    if not os.path.isdir(args.cwd):
+        print(f"acplink check: error: --cwd {args.cwd!r} is not a directory", file=sys.stderr)
+        return 2
+    opts = Options(command=cmd, timeout=args.timeout, cancel_bound=args.cancel_bound,
+                   shutdown_bound=args.shutdown_bound, auth_method=args.auth_method, strict=args.strict,
+                   cwd=os.path.abspath(args.cwd))
+    if args.cancel_prompt:
+        opts.cancel_prompt = args.cancel_prompt
+    try:
+        report = asyncio.run(run_checks(opts, args.patterns, concurrency=max(1, args.jobs)))
+    except (AcpError, OSError) as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"acplink check: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+    if args.json:
+        json.dump(report.to_json(), sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+    else:
+        print(report.to_text(verbose=args.verbose))
+    return report.exit_code

@@ -1,0 +1,47 @@
+"""``acplink record --out FILE [--redact] -- AGENT_CMD ...``: the recording stdio proxy."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import traceback
+from typing import Any
+
+__all__ = ["add_parser", "run"]
+
+HELP = "run an agent behind a transparent stdio proxy that records the traffic"
+DESCRIPTION = """Launch this instead of the agent (in your editor's agent settings): every byte passes
+through unchanged both ways, and a JSON-lines trace is written to FILE. View it with
+`acplink inspect FILE`."""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    p: argparse.ArgumentParser = subparsers.add_parser("record", help=HELP, description=DESCRIPTION)
+    p.add_argument("--out", "-o", required=True, metavar="FILE", help="the trace file to write (JSON lines)")
+    p.add_argument("--redact", action="store_true",
+                   help="replace file contents, terminal output and environment values with their sizes")
+    p.add_argument("--no-validate", action="store_true", help="do not mark schema violations in the trace")
+    p.add_argument("--debug", action="store_true", help="show tracebacks")
+    p.add_argument("agent", nargs=argparse.REMAINDER, help="the agent command line, after `--`")
+    p.set_defaults(run=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..tools.record import RecordingProxy
+
+    cmd = list(args.agent or [])
+    if cmd and cmd[0] == "--":
+        cmd = cmd[1:]
+    if not cmd:
+        print("acplink record: error: no agent command given (acplink record --out FILE -- AGENT_CMD ...)",
+              file=sys.stderr)
+        return 2
+    try:
+        code = RecordingProxy(cmd, args.out, redact=args.redact, validate=not args.no_validate).run()
+    except OSError as exc:
+        if args.debug:
+            traceback.print_exc()
+        print(f"acplink record: error: cannot run {cmd[0]!r}: {exc.strerror or exc}", file=sys.stderr)
+        return 127
+    return 128 - code if code < 0 else code

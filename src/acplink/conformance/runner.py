@@ -1,0 +1,251 @@
+"""Run the checks (concurrently, each on a fresh agent, each bounded in time) and build the report."""
+
+from __future__ import annotations
+
+import asyncio
+import fnmatch
+import logging
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import AcpError, ConnectionClosed, TransportError, UsageError
+from ..tools.analysis import analyze
+from .checks import CHECKS, MONITORED, Check
+from .probe import CheckAbort, Options, Outcome, Probe
+from .requirements import REQUIREMENTS, Requirement, requirement
+
+__all__ = ["CheckRun", "Report", "RequirementResult", "run_checks", "select_checks"]
+
+
+@dataclass
+class CheckRun:
+    name: str
+    duration: float
+    outcomes: list[Outcome]
+    transcript: list[str]
+    error: str | None = None
+
+
+@dataclass
+class RequirementResult:
+    requirement: Requirement
+    status: str  # pass | fail | skipped
+    outcomes: list[Outcome] = field(default_factory=list)
+
+    def to_json(self, runs: dict[str, CheckRun]) -> dict[str, Any]:
+        r = self.requirement
+        out: dict[str, Any] = {"id": r.id, "level": r.level, "spec": r.spec, "url": r.url, "title": r.title,
+                               "status": self.status,
+                               "evidence": [{"check": o.check, "status": o.status, "detail": o.detail}
+                                            for o in self.outcomes]}
+        if self.status == "fail":
+            out["transcripts"] = {o.check: runs[o.check].transcript for o in self.outcomes
+                                  if o.status == "fail" and o.check in runs}
+        return out
+
+
+@dataclass
+class Report:
+    command: list[str]
+    agent: dict[str, Any] | None
+    results: list[RequirementResult]
+    runs: list[CheckRun]
+    duration: float
+    strict: bool = False
+
+    def count(self, status: str, level: str | None = None) -> int:
+        return sum(1 for r in self.results if r.status == status and (level is None or r.requirement.level == level))
+
+    @property
+    def exit_code(self) -> int:
+        if self.count("fail", "must"):
+            return 1
+        if self.strict and self.count("fail", "should"):
+            return 1
+        return 0
+
+    def result(self, req_id: str) -> RequirementResult | None:
+        return next((r for r in self.results if r.requirement.id == req_id), None)
+
+    def failed_ids(self) -> set[str]:
+        return {r.requirement.id for r in self.results if r.status == "fail"}
+
+    def to_json(self) -> dict[str, Any]:
+        runs = {r.name: r for r in self.runs}
+        return {
+            "command": self.command,
+            "agent": self.agent,
+            "summary": {"passed": self.count("pass"), "failed": self.count("fail"), "skipped": self.count("skipped"),
+                        "must_failed": self.count("fail", "must"), "should_failed": self.count("fail", "should"),
+                        "exit_code": self.exit_code, "duration_s": round(self.duration, 3)},
+            "requirements": [r.to_json(runs) for r in self.results],
+            "checks": [{"name": r.name, "duration_s": round(r.duration, 3), "error": r.error} for r in self.runs],
+        }
+
+    def to_text(self, *, verbose: bool = False) -> str:
+        runs = {r.name: r for r in self.runs}
+        name = (self.agent or {}).get("name") or "?"
+        lines = [f"acplink check: {' '.join(self.command)}",
+                 f"agent: {name} {(self.agent or {}).get('version') or ''}".rstrip(), ""]
+        mark = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP"}
+        for res in self.results:
+            r = res.requirement
+            lines.append(f"{mark[res.status]}  {r.id:<12} {r.level:<13} {r.title}  [{r.spec}]")
+            shown = [o for o in res.outcomes if o.status == res.status] or res.outcomes
+            if res.status != "pass" or verbose:
+                for o in shown[:5]:
+                    lines.append(f"        {o.check}: {o.detail}")
+            if res.status == "fail":
+                for check in dict.fromkeys(o.check for o in res.outcomes if o.status == "fail"):
+                    run = runs.get(check)
+                    if run is None:
+                        continue
+                    lines.append(f"        transcript of check {check!r}:")
+                    lines.extend(f"          {t}" for t in run.transcript)
+        lines.append("")
+        must = self.count("fail", "must")
+        lines.append(f"{self.count('pass')} passed, {self.count('fail')} failed ({must} must, "
+                     f"{self.count('fail', 'should')} should), {self.count('skipped')} skipped "
+                     f"in {self.duration:.1f} s")
+        lines.append("result: " + ("conformant (no \"must\" requirement failed)" if self.exit_code == 0
+                                   else "NOT conformant"))
+        return "\n".join(lines)
+
+
+def _matches(check: Check, pattern: str) -> bool:
+    pat = pattern.lower()
+    names = [check.name, *check.requirements, *check.vouches]
+    glob = any(c in pat for c in "*?[")
+    return any(fnmatch.fnmatch(n.lower(), pat) if glob else pat in n.lower() for n in names)
+
+
+def select_checks(patterns: Sequence[str] | None) -> list[Check]:
+    if not patterns:
+        return list(CHECKS)
+    return [c for c in CHECKS if any(_matches(c, p) for p in patterns)]
+
+
+def _finding_outcomes(probe: Probe) -> list[Outcome]:
+    out: list[Outcome] = []
+    seen: dict[str, int] = {}
+    for f in analyze(probe.records).findings:
+        if f.dir != "a2c":
+            continue
+        req = None
+        if f.code in ("schema", "invalid-json"):
+            req = "SCHEMA-001"
+        elif f.code == "schema-strict":
+            req = "SCHEMA-002"
+        elif f.code == "capability":
+            req = "CAP-001" if "fs/" in f.message else "CAP-002" if "terminal/" in f.message else "CAP-003"
+        elif f.code == "update-after-response":
+            req = "PROMPT-002"
+        elif f.code == "update-unknown-session":
+            req = "PROMPT-003"
+        elif f.code == "tool-update-unknown-id":
+            req = "PROMPT-004"
+        elif f.code in ("response-unknown-id", "duplicate-response"):
+            req = "RPC-010"
+        if req is None:
+            continue
+        seen[req] = seen.get(req, 0) + 1
+        if seen[req] <= 3:
+            out.append(Outcome(req, "fail", f"message #{f.seq}: {f.message}", probe.check))
+    return out
+
+
+async def _run_one(check: Check, opts: Options) -> tuple[CheckRun, dict[str, Any] | None]:
+    probe = Probe(opts, check.name)
+    start = time.monotonic()
+    error: str | None = None
+    budget = 4 * opts.timeout + opts.cancel_bound + opts.shutdown_bound + 5
+    completed = False
+    try:
+        await probe.start()
+        await asyncio.wait_for(check.fn(probe), budget)
+        completed = True
+    except CheckAbort as exc:
+        error = str(exc)
+        for req in check.requirements:
+            if not probe.reported(req):
+                probe.skip(req, f"could not set up: {exc}")
+    except TimeoutError:
+        error = f"the check exceeded its time budget of {budget:.0f} s"
+        for req in check.requirements:
+            if not probe.reported(req):
+                probe.fail(req, error)
+    except (ConnectionClosed, TransportError) as exc:
+        error = f"{exc}; {probe.died()}"
+        for req in check.requirements:
+            if not probe.reported(req):
+                probe.fail(req, f"the agent went away: {error}")
+    except AcpError as exc:
+        error = str(exc)
+        for req in check.requirements:
+            if not probe.reported(req):
+                probe.fail(req, str(exc))
+    finally:
+        try:
+            await asyncio.wait_for(probe.aclose(), opts.shutdown_bound + 10)
+        except (TimeoutError, AcpError, OSError):
+            pass
+    outcomes = list(probe.outcomes)
+    found = _finding_outcomes(probe)
+    outcomes.extend(found)
+    failed = {o.requirement for o in found}
+    if completed:
+        for req in check.vouches:
+            if req not in failed and req in MONITORED:
+                outcomes.append(Outcome(req, "pass", "no violation in this check's traffic", check.name))
+    agent = None
+    if probe.init is not None and probe.init.agent_info is not None:
+        agent = {"name": probe.init.agent_info.name, "version": probe.init.agent_info.version}
+    run = CheckRun(check.name, time.monotonic() - start, outcomes, probe.transcript(), error)
+    return run, agent
+
+
+async def run_checks(opts: Options, patterns: Sequence[str] | None = None, *, concurrency: int = 8) -> Report:
+    """Run the selected checks against ``opts.command`` and build the report."""
+    if not opts.command:
+        raise UsageError("no agent command given")
+    exe = opts.command[0]
+    if shutil.which(exe) is None and not os.path.exists(exe):
+        raise UsageError(f"agent command not found: {exe}")
+    checks = select_checks(patterns)
+    if not checks:
+        raise UsageError(f"no check matches {' '.join(patterns or [])!r}")
+    logging.getLogger("acplink").setLevel(logging.CRITICAL)  # the checker provokes warnings on purpose
+    sem = asyncio.Semaphore(concurrency)
+    start = time.monotonic()
+
+    async def one(c: Check) -> tuple[CheckRun, dict[str, Any] | None]:
+        async with sem:
+            return await _run_one(c, opts)
+
+    done = await asyncio.gather(*(one(c) for c in checks))
+    runs = [r for r, _ in done]
+    agent = next((a for _, a in done if a), None)
+    by_req: dict[str, list[Outcome]] = {}
+    for run in runs:
+        for o in run.outcomes:
+            by_req.setdefault(o.requirement, []).append(o)
+    wanted = {req for c in checks for req in (*c.requirements, *c.vouches)} | set(by_req)
+    results = []
+    for r in REQUIREMENTS:
+        if r.id not in wanted:
+            continue
+        outs = by_req.get(r.id, [])
+        if any(o.status == "fail" for o in outs):
+            status = "fail"
+        elif any(o.status == "pass" for o in outs):
+            status = "pass"
+        else:
+            status = "skipped"
+            if not outs:
+                outs = [Outcome(r.id, "skipped", "not exercised", "")]
+        results.append(RequirementResult(requirement(r.id), status, outs))
+    return Report(list(opts.command), agent, results, runs, time.monotonic() - start, opts.strict)

@@ -1,0 +1,344 @@
+"""Trace analysis: records → a timeline (sessions, turns, tool calls, permissions, errors) and
+findings (schema violations and protocol-order violations).
+
+Used by ``acplink inspect`` and by the conformance checker, which maps finding codes to
+requirement ids.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from ..schema.registry import method_info
+from ..transports.recording import validate_message
+
+__all__ = ["TURN_UPDATE_KINDS", "Finding", "Timeline", "analyze"]
+
+#: update kinds that belong to a prompt turn (others, e.g. available_commands_update, may come any time)
+TURN_UPDATE_KINDS = frozenset({
+    "agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call", "tool_call_update", "plan",
+})
+
+#: finding codes → what they mean
+FINDING_CODES = {
+    "schema": "a message does not match the ACP schema",
+    "schema-strict": "a message matches the schema only thanks to its leniency rules",
+    "invalid-json": "a line that is not JSON",
+    "update-after-response": "a turn update after the prompt response (no turn running)",
+    "update-unknown-session": "a session/update for a session that does not exist",
+    "tool-update-unknown-id": "a tool_call_update for a tool call id never announced",
+    "response-unknown-id": "a response to a request id that is not pending",
+    "duplicate-response": "a second response to the same request",
+    "capability": "a request the peer's capabilities did not allow",
+    "before-initialize": "a request before the initialize response",
+    "unanswered": "a request that never got a response",
+}
+
+
+@dataclass
+class Finding:
+    code: str
+    message: str
+    seq: int | None = None
+    dir: str | None = None
+    mono: float | None = None
+
+    @property
+    def is_schema(self) -> bool:
+        return self.code in ("schema", "schema-strict", "invalid-json")
+
+
+@dataclass
+class ToolCall:
+    id: str
+    session_id: str
+    title: str | None = None
+    kind: str | None = None
+    statuses: list[str] = field(default_factory=list)
+    first: float = 0.0
+    last: float = 0.0
+
+
+@dataclass
+class Permission:
+    session_id: str | None
+    tool_call_id: str | None
+    options: list[str]
+    asked: float
+    answer: str | None = None
+    answered: float | None = None
+
+
+@dataclass
+class Turn:
+    session_id: str
+    request_id: Any
+    start: float
+    end: float | None = None
+    stop_reason: str | None = None
+    error: str | None = None
+    updates: dict[str, int] = field(default_factory=dict)
+    tool_calls: list[str] = field(default_factory=list)
+
+    @property
+    def duration(self) -> float | None:
+        return None if self.end is None else self.end - self.start
+
+
+@dataclass
+class SessionInfo:
+    id: str
+    created: float
+    how: str
+    cwd: str | None = None
+    turns: list[Turn] = field(default_factory=list)
+    updates: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass
+class Timeline:
+    header: dict[str, Any] = field(default_factory=dict)
+    start: float = 0.0
+    end: float = 0.0
+    messages: int = 0
+    by_dir: dict[str, int] = field(default_factory=dict)
+    protocol_version: Any = None
+    agent_info: Any = None
+    client_info: Any = None
+    client_capabilities: Any = None
+    agent_capabilities: Any = None
+    sessions: dict[str, SessionInfo] = field(default_factory=dict)
+    tool_calls: dict[str, ToolCall] = field(default_factory=dict)
+    permissions: list[Permission] = field(default_factory=list)
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
+    exit_code: Any = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        for sess in out["sessions"].values():
+            for t in sess["turns"]:
+                t["duration"] = None if t["end"] is None else t["end"] - t["start"]
+        out["sessions"] = list(out["sessions"].values())
+        out["tool_calls"] = list(out["tool_calls"].values())
+        return out
+
+
+def _get(obj: Any, path: str) -> Any:
+    for part in path.split("."):
+        if not isinstance(obj, dict):
+            return None
+        obj = obj.get(part)
+    return obj
+
+
+class _Analyzer:
+    def __init__(self) -> None:
+        self.t = Timeline()
+        #: (dir of the request, id) → (method, params, seq)
+        self.pending: dict[tuple[str, Any], tuple[str, Any, int]] = {}
+        self.answered: set[tuple[str, Any]] = set()
+        self.running: dict[str, Turn] = {}  # session id → running turn
+        self.turn_ended: set[str] = set()
+        self.loading: dict[str, int] = {}  # session id → pending session/load|resume count
+        self.initialized = False
+        self.tool_call_seen: dict[str, set[str]] = {}
+
+    def find(self, code: str, message: str, rec: dict[str, Any]) -> None:
+        self.t.findings.append(Finding(code, message, rec.get("seq"), rec.get("dir"), rec.get("mono")))
+
+    def run(self, records: list[dict[str, Any]]) -> Timeline:
+        t = self.t
+        for rec in records:
+            typ = rec.get("type")
+            if typ == "header":
+                t.header = {k: v for k, v in rec.items() if k not in ("type",)}
+                t.start = float(rec.get("mono") or 0.0)
+            elif typ == "exit":
+                t.exit_code = rec.get("code")
+            elif typ == "message":
+                self.message(rec)
+            if isinstance(rec.get("mono"), (int, float)):
+                t.end = max(t.end, float(rec["mono"]))
+        if not t.start and records:
+            t.start = min((float(r["mono"]) for r in records if isinstance(r.get("mono"), (int, float))), default=0.0)
+        for (d, rid), (method, _params, seq) in self.pending.items():
+            t.findings.append(Finding("unanswered", f"{method} request {rid!r} ({d}) never answered", seq, d))
+        return t
+
+    def message(self, rec: dict[str, Any]) -> None:
+        t = self.t
+        t.messages += 1
+        d = str(rec.get("dir"))
+        t.by_dir[d] = t.by_dir.get(d, 0) + 1
+        msg = rec.get("msg")
+        if "msg" not in rec:
+            self.find("invalid-json", f"not JSON: {str(rec.get('raw', ''))[:80]!r}", rec)
+            return
+        answered_method = None
+        if isinstance(msg, dict) and "method" not in msg and "id" in msg:
+            key = ("a2c" if d == "c2a" else "c2a", msg.get("id"))
+            answered_method = self.pending[key][0] if _hashable(key) and key in self.pending else None
+        violations = rec.get("violations")
+        if violations is None:
+            violations = validate_message(msg, answered_method)
+        for v in violations or []:
+            code = "schema-strict" if v.get("strict_only") else ("invalid-json" if "invalid JSON" in
+                                                                 str(v.get("message")) else "schema")
+            self.find(code, f"{v.get('path')}: {v.get('message')}", rec)
+        if not isinstance(msg, dict):
+            return
+        method = msg.get("method")
+        if isinstance(method, str):
+            if "id" in msg:
+                self.request(rec, d, msg, method)
+            else:
+                self.notification(rec, d, msg, method)
+        elif "id" in msg:
+            self.response(rec, d, msg)
+
+    # -- requests ------------------------------------------------------------------------------
+
+    def request(self, rec: dict[str, Any], d: str, msg: dict[str, Any], method: str) -> None:
+        rid = msg.get("id")
+        params = msg.get("params")
+        mono = float(rec.get("mono") or 0.0)
+        if _hashable(rid):
+            self.pending[(d, rid)] = (method, params, int(rec.get("seq") or 0))
+        if method != "initialize" and not self.initialized and not method.startswith("_") and d == "c2a":
+            self.find("before-initialize", f"{method} sent before the initialize response", rec)
+        if method == "initialize" and isinstance(params, dict):
+            self.t.client_capabilities = params.get("clientCapabilities")
+            self.t.client_info = params.get("clientInfo")
+        info = method_info(method, "request")
+        if info is not None and info.capability is not None and self.initialized:
+            who, path = info.capability.split(":", 1)
+            caps = self.t.client_capabilities if who == "client" else self.t.agent_capabilities
+            if not _get(caps, path):
+                self.find("capability", f"{method} called but the {who} did not advertise {path!r}", rec)
+        if method == "session/prompt" and isinstance(params, dict):
+            sid = str(params.get("sessionId"))
+            turn = Turn(sid, rid, mono)
+            self.running[sid] = turn
+            sess = self.t.sessions.get(sid)
+            if sess is not None:
+                sess.turns.append(turn)
+        if method in ("session/load", "session/resume") and isinstance(params, dict):
+            sid = str(params.get("sessionId"))
+            self.loading[sid] = self.loading.get(sid, 0) + 1
+        if method == "session/request_permission" and isinstance(params, dict):
+            opts = [str(o.get("optionId")) for o in params.get("options") or [] if isinstance(o, dict)]
+            tool = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
+            self.t.permissions.append(Permission(params.get("sessionId"), tool.get("toolCallId"), opts, mono))
+
+    def response(self, rec: dict[str, Any], d: str, msg: dict[str, Any]) -> None:
+        rid = msg.get("id")
+        key = ("a2c" if d == "c2a" else "c2a", rid)
+        mono = float(rec.get("mono") or 0.0)
+        if not _hashable(rid) or key not in self.pending:
+            if _hashable(rid) and key in self.answered:
+                self.find("duplicate-response", f"second response to request {rid!r}", rec)
+            elif "error" in msg and rid is None:
+                err = msg.get("error") if isinstance(msg.get("error"), dict) else {}
+                self.t.errors.append({"seq": rec.get("seq"), "dir": d, "method": None, "code": err.get("code"),
+                                      "message": err.get("message")})
+            else:
+                self.find("response-unknown-id", f"response to unknown request id {rid!r}", rec)
+            return
+        method, params, _seq = self.pending.pop(key)
+        self.answered.add(key)
+        result = msg.get("result")
+        error = msg.get("error") if "error" in msg else None
+        if error is not None:
+            err = error if isinstance(error, dict) else {}
+            self.t.errors.append({"seq": rec.get("seq"), "dir": d, "method": method, "code": err.get("code"),
+                                  "message": err.get("message")})
+        sid = params.get("sessionId") if isinstance(params, dict) else None
+        if method == "initialize" and isinstance(result, dict):
+            self.initialized = True
+            self.t.protocol_version = result.get("protocolVersion")
+            self.t.agent_capabilities = result.get("agentCapabilities")
+            self.t.agent_info = result.get("agentInfo")
+        elif method in ("session/new", "session/fork") and isinstance(result, dict) and result.get("sessionId"):
+            new = str(result["sessionId"])
+            cwd = params.get("cwd") if isinstance(params, dict) else None
+            self.t.sessions.setdefault(new, SessionInfo(new, mono, method.split("/")[1], cwd))
+        elif method in ("session/load", "session/resume") and sid is not None:
+            sid = str(sid)
+            self.loading[sid] = max(0, self.loading.get(sid, 0) - 1)
+            if error is None:
+                cwd = params.get("cwd") if isinstance(params, dict) else None
+                self.t.sessions.setdefault(sid, SessionInfo(sid, mono, method.split("/")[1], cwd))
+        elif method == "session/prompt" and sid is not None:
+            turn = self.running.pop(str(sid), None)
+            if turn is not None and turn.request_id == rid:
+                turn.end = mono
+                if isinstance(result, dict):
+                    turn.stop_reason = result.get("stopReason")
+                elif error is not None:
+                    turn.error = str(error.get("message") if isinstance(error, dict) else error)
+                self.turn_ended.add(str(sid))
+            elif turn is not None:
+                self.running[str(sid)] = turn
+        elif method == "session/request_permission":
+            for p in reversed(self.t.permissions):
+                if p.answer is None and isinstance(params, dict) and p.session_id == params.get("sessionId"):
+                    outcome = result.get("outcome") if isinstance(result, dict) else None
+                    if isinstance(outcome, dict):
+                        p.answer = (str(outcome.get("optionId")) if outcome.get("outcome") == "selected"
+                                    else str(outcome.get("outcome")))
+                    else:
+                        p.answer = "error" if error is not None else "?"
+                    p.answered = mono
+                    break
+
+    # -- notifications -------------------------------------------------------------------------
+
+    def notification(self, rec: dict[str, Any], d: str, msg: dict[str, Any], method: str) -> None:
+        params = msg.get("params")
+        if method != "session/update" or not isinstance(params, dict):
+            return
+        sid = str(params.get("sessionId"))
+        upd = params.get("update") if isinstance(params.get("update"), dict) else {}
+        kind = str(upd.get("sessionUpdate"))
+        mono = float(rec.get("mono") or 0.0)
+        sess = self.t.sessions.get(sid)
+        if sess is None and not self.loading.get(sid):
+            self.find("update-unknown-session", f"{kind} for unknown session {sid!r}", rec)
+        if sess is not None:
+            sess.updates[kind] = sess.updates.get(kind, 0) + 1
+        turn = self.running.get(sid)
+        if turn is not None:
+            turn.updates[kind] = turn.updates.get(kind, 0) + 1
+        elif kind in TURN_UPDATE_KINDS and sid in self.turn_ended and not self.loading.get(sid):
+            self.find("update-after-response", f"{kind} for session {sid!r} after its prompt response", rec)
+        if kind in ("tool_call", "tool_call_update"):
+            tid = str(upd.get("toolCallId"))
+            tc = self.t.tool_calls.get(tid)
+            if kind == "tool_call" or tc is not None:
+                if tc is None:
+                    tc = self.t.tool_calls[tid] = ToolCall(tid, sid, first=mono)
+                    if turn is not None:
+                        turn.tool_calls.append(tid)
+                tc.title = upd.get("title") or tc.title
+                tc.kind = upd.get("kind") or tc.kind
+                status = upd.get("status") or ("pending" if kind == "tool_call" else None)
+                if status and (not tc.statuses or tc.statuses[-1] != status):
+                    tc.statuses.append(str(status))
+                tc.last = mono
+            else:
+                self.find("tool-update-unknown-id", f"tool_call_update for unknown tool call {tid!r}", rec)
+
+
+def _hashable(x: Any) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
+
+
+def analyze(records: list[dict[str, Any]]) -> Timeline:
+    """Build the timeline and findings of a trace's records."""
+    return _Analyzer().run(records)

@@ -1,0 +1,114 @@
+"""``acplink inspect``: a trace rendered as a readable timeline, with findings."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+
+from ..transports.recording import read_trace
+from .analysis import FINDING_CODES, Timeline, analyze
+
+__all__ = ["inspect_trace", "load_timeline", "render_text"]
+
+
+def load_timeline(path: str | os.PathLike[str]) -> Timeline:
+    return analyze(read_trace(path))
+
+
+def _dur(x: float | None) -> str:
+    if x is None:
+        return "(no response)"
+    return f"{x * 1000:.0f} ms" if x < 1 else f"{x:.2f} s"
+
+
+def _at(t: Timeline, mono: float | None) -> str:
+    return "" if mono is None else f"+{mono - t.start:8.3f}s"
+
+
+def _name(info: Any) -> str:
+    if not isinstance(info, dict):
+        return "?"
+    return f"{info.get('title') or info.get('name') or '?'} {info.get('version') or ''}".strip()
+
+
+def render_text(t: Timeline, console: Console) -> None:
+    """Print the timeline (sessions, turns, tool calls, permissions, errors, findings)."""
+    head = t.header
+    console.print(Text("ACP trace", style="bold"), Text(f"({t.messages} messages: "
+                  f"{t.by_dir.get('c2a', 0)} client→agent, {t.by_dir.get('a2c', 0)} agent→client; "
+                  f"{_dur(t.end - t.start)})", style="dim"))
+    if head.get("command"):
+        console.print(f"  agent command: {' '.join(map(str, head['command']))}")
+    if head.get("redacted"):
+        console.print("  (recorded with --redact)")
+    console.print(f"  client: {_name(t.client_info)}   agent: {_name(t.agent_info)}   "
+                  f"protocol version: {t.protocol_version}")
+    if t.exit_code is not None:
+        console.print(f"  agent exit code: {t.exit_code}")
+
+    for sess in t.sessions.values():
+        console.print()
+        console.print(Text(f"session {sess.id}", style="bold cyan"),
+                      Text(f"({sess.how} {_at(t, sess.created).strip()}, cwd {sess.cwd})", style="dim"))
+        other = {k: v for k, v in sess.updates.items()}
+        for n, turn in enumerate(sess.turns, 1):
+            end = turn.stop_reason or (f"error: {turn.error}" if turn.error else "unfinished")
+            console.print(f"  turn {n} {_at(t, turn.start)}  {_dur(turn.duration):>12}  → {end}")
+            for kind, count in sorted(turn.updates.items()):
+                console.print(f"      {kind} ×{count}", style="dim")
+                other[kind] = other.get(kind, 0) - count
+            for tid in turn.tool_calls:
+                tc = t.tool_calls.get(tid)
+                if tc is not None:
+                    console.print(f"      tool call {tc.id} [{tc.kind or '-'}] {tc.title or ''}: "
+                                  f"{' → '.join(tc.statuses)}  ({_dur(tc.last - tc.first)})")
+        rest = {k: v for k, v in other.items() if v > 0}
+        if rest:
+            console.print("  outside turns: " + ", ".join(f"{k} ×{v}" for k, v in sorted(rest.items())),
+                          style="dim")
+    if t.permissions:
+        console.print()
+        console.print(Text("permission requests", style="bold"))
+        for p in t.permissions:
+            wait = None if p.answered is None else p.answered - p.asked
+            console.print(f"  {_at(t, p.asked)} tool call {p.tool_call_id}: options {', '.join(p.options)}"
+                          f" → {p.answer or '(no answer)'} after {_dur(wait)}")
+    if t.errors:
+        console.print()
+        console.print(Text("errors", style="bold"))
+        for e in t.errors:
+            arrow = "agent→client" if e["dir"] == "a2c" else "client→agent"
+            console.print(f"  #{e['seq']} {arrow} {e['method'] or '(no request)'}: {e['code']} {e['message']}")
+    console.print()
+    schema = [f for f in t.findings if f.is_schema]
+    order = [f for f in t.findings if not f.is_schema]
+    if not t.findings:
+        console.print(Text("no findings", style="bold green"))
+        return
+    for title, items in (("schema violations", schema), ("protocol-order violations", order)):
+        if not items:
+            continue
+        table = Table(title=f"{title} ({len(items)})", title_justify="left", show_edge=False)
+        table.add_column("#", justify="right")
+        table.add_column("dir")
+        table.add_column("finding")
+        table.add_column("detail")
+        for f in items:
+            table.add_row(str(f.seq or ""), f.dir or "", f.code, f.message)
+        console.print(table)
+
+
+def inspect_trace(path: str | os.PathLike[str], *, as_json: bool = False,
+                  console: Console | None = None) -> dict[str, Any] | None:
+    """Render ``path``; with ``as_json`` return the timeline as plain data instead."""
+    t = load_timeline(path)
+    if as_json:
+        data = t.to_json()
+        data["finding_codes"] = FINDING_CODES
+        return data
+    render_text(t, console or Console(highlight=False))
+    return None

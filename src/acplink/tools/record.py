@@ -1,0 +1,197 @@
+"""``acplink record``: a byte-transparent stdio proxy between an editor and an agent.
+
+The editor launches ``acplink record --out trace.jsonl -- AGENT_CMD...`` instead of the agent.
+Two forwarding threads copy raw bytes (our stdin → the agent's stdin, the agent's stdout → our
+stdout) the moment they are read, untouched; the agent's stderr is inherited (never touched).
+A third thread turns copies of the chunks into trace records (:class:`TraceWriter`: line
+splitting, schema validation, redaction), so recording adds no latency to the traffic.
+
+When our stdin closes, the agent's stdin is closed and the shutdown ladder follows
+(wait → SIGTERM → wait → SIGKILL). The proxy exits with the agent's exit code.
+"""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Sequence
+from typing import IO, Any
+
+from ..transports.recording import TraceWriter
+
+__all__ = ["RecordingProxy", "run_proxy"]
+
+_CHUNK = 1 << 16
+_STOP = ("stop", b"", 0.0, 0.0)
+
+
+class RecordingProxy:
+    """One proxied agent process and its trace."""
+
+    def __init__(self, command: Sequence[str], out: str | os.PathLike[str] | IO[bytes], *, redact: bool = False,
+                 validate: bool = True, close_timeout: float = 5.0, term_timeout: float = 3.0,
+                 stdin_fd: int = 0, stdout_fd: int = 1) -> None:
+        self.command = list(command)
+        self.out = out
+        self.redact = redact
+        self.validate = validate
+        self.close_timeout = close_timeout
+        self.term_timeout = term_timeout
+        self.stdin_fd = stdin_fd
+        self.stdout_fd = stdout_fd
+        self._q: queue.SimpleQueue[tuple[str, bytes, float, float]] = queue.SimpleQueue()
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._stdin_closed = threading.Event()
+
+    # -- forwarding ----------------------------------------------------------------------------
+
+    def _client_to_agent(self) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        dst = self.proc.stdin.fileno()
+        broken = False
+        while True:
+            try:
+                data = os.read(self.stdin_fd, _CHUNK)
+            except OSError:
+                data = b""
+            now, wall = time.monotonic(), time.time()
+            if not data:
+                self._q.put(("eof", b"c2a", now, wall))
+                break
+            if not broken:
+                try:
+                    _write_all(dst, data)
+                except OSError:  # the agent is gone; keep recording what the client says
+                    broken = True
+            self._q.put(("c2a", data, now, wall))
+        self._stdin_closed.set()
+        try:
+            self.proc.stdin.close()
+        except OSError:
+            pass
+
+    def _agent_to_client(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        src = self.proc.stdout.fileno()
+        broken = False
+        while True:
+            try:
+                data = os.read(src, _CHUNK)
+            except OSError:
+                data = b""
+            now, wall = time.monotonic(), time.time()
+            if not data:
+                self._q.put(("eof", b"a2c", now, wall))
+                break
+            if not broken:
+                try:
+                    _write_all(self.stdout_fd, data)
+                except OSError:
+                    broken = True
+            self._q.put(("a2c", data, now, wall))
+
+    def _trace(self, writer: TraceWriter) -> None:
+        while True:
+            kind, data, mono, wall = self._q.get()
+            try:
+                if kind == "stop":
+                    return
+                if kind == "eof":
+                    writer.eof(data.decode(), mono, wall)
+                else:
+                    writer.feed(kind, data, mono, wall)
+                writer.flush()
+            except Exception as exc:  # the trace must never break the traffic
+                try:
+                    writer.event("recorder-error", message=f"{type(exc).__name__}: {exc}")
+                except Exception:
+                    pass
+
+    # -- lifecycle -----------------------------------------------------------------------------
+
+    def _ladder(self) -> None:
+        """After our stdin closed: wait for the agent, then TERM, then KILL (its process group)."""
+        proc = self.proc
+        assert proc is not None
+        for sig, timeout in ((None, self.close_timeout), (signal.SIGTERM, self.term_timeout),
+                             (signal.SIGKILL, 5.0)):
+            if sig is not None and proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, sig)
+                except (ProcessLookupError, PermissionError):
+                    try:
+                        proc.send_signal(sig)
+                    except ProcessLookupError:
+                        pass
+            try:
+                proc.wait(timeout)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def run(self) -> int:
+        """Run until the agent exits (or our stdin closes and the ladder ends); its exit code."""
+        writer = TraceWriter(self.out, redact=self.redact, validate=self.validate,
+                             header={"tool": "acplink record", "command": self.command, "pid": os.getpid()})
+        try:
+            self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                         stderr=None, bufsize=0, start_new_session=True)
+        except OSError as exc:
+            writer.event("spawn-error", message=str(exc))
+            writer.close()
+            raise
+        proc = self.proc
+        tracer = threading.Thread(target=self._trace, args=(writer,), name="acplink-record-trace", daemon=True)
+        a2c = threading.Thread(target=self._agent_to_client, name="acplink-record-a2c", daemon=True)
+        c2a = threading.Thread(target=self._client_to_agent, name="acplink-record-c2a", daemon=True)
+        tracer.start()
+        a2c.start()
+        c2a.start()
+
+        def forward(signum: int, _frame: Any) -> None:
+            try:
+                os.killpg(proc.pid, signum)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+        old = {}
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+                old[sig] = signal.signal(sig, forward)
+        try:
+            while proc.poll() is None:
+                if self._stdin_closed.wait(0.05):
+                    self._ladder()
+                    break
+            code = proc.wait()
+            a2c.join(2.0)  # the agent's last bytes
+        finally:
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
+            writer_code = proc.returncode
+            self._q.put(_STOP)
+            tracer.join(10.0)
+            writer.event("exit", code=writer_code)
+            writer.close()
+        return code
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def run_proxy(command: Sequence[str], out: str | os.PathLike[str], *, redact: bool = False) -> int:
+    """Proxy this process's stdio to ``command``, recording to ``out``; the agent's exit code."""
+    code = RecordingProxy(command, out, redact=redact).run()
+    if code < 0:  # killed by a signal: report it the way a shell would
+        return 128 - code
+    sys.stdout.flush()
+    return code

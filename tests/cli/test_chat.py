@@ -1,0 +1,237 @@
+"""``acplink chat`` driven through a pseudo-terminal (pexpect), and line by line from a pipe.
+
+The pty has a fixed size and TERM; prompt_toolkit's cursor-position requests are turned off
+(PROMPT_TOOLKIT_NO_CPR) because nobody answers them here. Every expectation waits for text,
+never for time.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pexpect
+import pytest
+from cliutil import ACPLINK, CRASH_AGENT, Cli, official_agent, official_params
+
+TIMEOUT = 20
+
+
+class Chat:
+    def __init__(self, cli: Cli, *agent: str, term: str = "xterm-256color") -> None:
+        env = {**cli.env, "TERM": term}
+        args = [*ACPLINK[1:], "chat", *(["--", *agent] if agent else [])]
+        self.child = pexpect.spawn(ACPLINK[0], args, cwd=str(cli.workdir), env=env, dimensions=(40, 120),
+                                   encoding="utf-8", timeout=TIMEOUT)
+        self.transcript: list[str] = []
+
+    def expect(self, pattern: str | type[pexpect.EOF]) -> str:
+        self.child.expect(pattern)
+        seen = str(self.child.before) + (str(self.child.after) if isinstance(self.child.after, str) else "")
+        self.transcript.append(seen)
+        return seen
+
+    def send(self, line: str) -> None:
+        self.child.send(line + "\r")
+
+    def finish(self) -> int:
+        """Wait for the process to end; its exit status."""
+        self.child.expect(pexpect.EOF)
+        self.child.close()
+        assert self.child.exitstatus is not None, f"killed by signal {self.child.signalstatus}"
+        return int(self.child.exitstatus)
+
+    def close(self) -> None:
+        if self.child.isalive():
+            self.child.close(force=True)
+        elif not self.child.closed:
+            self.child.close()
+
+
+@pytest.fixture
+def chat(cli: Cli) -> Iterator[list[Chat]]:
+    made: list[Chat] = []
+    yield made
+    for c in made:
+        c.close()
+
+
+def _start(chat: list[Chat], cli: Cli, *agent: str, term: str = "xterm-256color") -> Chat:
+    c = Chat(cli, *agent, term=term)
+    chat.append(c)
+    return c
+
+
+def test_chat_session_on_a_pty(cli: Cli, chat: list[Chat]) -> None:
+    c = _start(chat, cli)
+    banner = c.expect("ask>")
+    assert "acplink demo agent" in banner
+    # a streamed reply
+    c.send("hello world")
+    c.expect("You said: hello world")
+    c.expect("ask>")
+    # a permission request answered, with the diff of an existing file shown
+    c.send("write hello.txt line two")
+    shown = c.expect("choose 1-3:")
+    assert "The agent asks to:" in shown and "Write hello.txt" in shown
+    assert "-line one" in shown and "+line two" in shown
+    assert "1. " in shown and "Allow" in shown and "Reject" in shown
+    c.send("1")
+    c.expect("completed")
+    c.expect("Wrote 9 characters to hello.txt")
+    c.expect("ask>")
+    assert (cli.workdir / "hello.txt").read_text() == "line two\n"
+    # a rejected one leaves no file
+    c.send("write new.txt nope")
+    shown = c.expect("choose 1-3:")
+    assert "new file" in shown and "+nope" in shown
+    c.send("3")
+    c.expect("Permission denied")
+    c.expect("ask>")
+    assert not (cli.workdir / "new.txt").exists()
+    # a plan, updated in place, ends as a checklist
+    c.send("plan first step; second step")
+    c.expect(r"Plan \(2/2 done\)")
+    c.expect("All steps done")
+    c.expect("ask>")
+    # a terminal: output shown after completion (mode auto: no question asked)
+    c.send("/mode auto")
+    c.expect("auto>")
+    c.send("run echo from-the-terminal")
+    c.expect("completed")
+    c.expect("from-the-terminal")
+    c.expect("exit code 0")
+    c.expect("auto>")
+    # Ctrl-C cancels the running turn (session/cancel); the chat goes on
+    c.send("slow 500")
+    c.expect("chunk 2/500")
+    c.child.sendintr()
+    c.expect("cancelling")
+    c.expect(r"turn ended: cancelled")
+    c.expect("auto>")
+    c.send("still here")
+    c.expect("You said: still here")
+    c.expect("auto>")
+    # Ctrl-D quits cleanly
+    c.child.sendcontrol("d")
+    assert c.finish() == 0
+    cli.assert_no_leftovers()
+
+
+def test_second_ctrl_c_quits(cli: Cli, chat: list[Chat]) -> None:
+    c = _start(chat, cli)
+    c.expect("ask>")
+    c.send("slow 500")
+    c.expect("chunk 2/500")
+    c.child.sendintr()
+    c.expect("cancelling")
+    c.child.sendintr()  # during the cancelled turn, or at the prompt right after it: either quits
+    assert c.finish() == 0
+    cli.assert_no_leftovers()
+
+
+def test_ctrl_c_twice_at_the_prompt_quits(cli: Cli, chat: list[Chat]) -> None:
+    c = _start(chat, cli)
+    c.expect("ask>")
+    c.child.sendintr()
+    c.expect("Ctrl-C again or Ctrl-D to quit")
+    c.child.sendintr()
+    assert c.finish() == 0
+    cli.assert_no_leftovers()
+
+
+def test_completion_commands_and_sessions(cli: Cli, chat: list[Chat]) -> None:
+    c = _start(chat, cli)
+    banner = c.expect("ask>")
+    first = re.search(r"session\s+(\S+)", banner)
+    assert first is not None
+    first_id = re.sub(r"\x1b\[[0-9;]*m", "", first.group(1))
+    c.send("remember me")
+    c.expect("You said: remember me")
+    c.expect("ask>")
+    # the completion menu offers local and agent commands, with descriptions
+    c.child.send("/ses")
+    c.expect("list the agent's sessions")
+    c.child.sendcontrol("u")
+    c.child.send("/rea")
+    c.expect("Read a file through the client")
+    c.child.sendcontrol("u")
+    c.send("/help")
+    c.expect("Local commands")
+    c.expect("The agent's commands")
+    c.expect("ask>")
+    c.send("/config style shouty")
+    c.expect("style = shouty")
+    c.expect("ask>")
+    c.send("/new")
+    c.expect("new session")
+    c.expect("ask>")
+    c.send("/sessions")
+    c.expect("this one")
+    c.expect("ask>")
+    c.send(f"/resume {first_id}")
+    c.expect("remember me")
+    c.expect("resumed session")
+    c.expect("ask>")
+    c.send("/quit")
+    assert c.finish() == 0
+    cli.assert_no_leftovers()
+
+
+def test_plain_terminal(cli: Cli, chat: list[Chat]) -> None:
+    c = _start(chat, cli, term="dumb")
+    c.expect("ask>")
+    c.send("think about it")
+    c.expect("I thought about it")
+    c.expect("ask>")
+    c.send("write notes.txt hi")
+    c.expect("choose 1-3:")
+    c.send("1")
+    c.expect("Wrote")
+    c.expect("ask>")
+    c.child.sendcontrol("d")
+    assert c.finish() == 0
+    assert (cli.workdir / "notes.txt").read_text() == "hi\n"
+    cli.assert_no_leftovers()
+
+
+def test_agent_crash_is_one_readable_error(cli: Cli, chat: list[Chat]) -> None:
+    c = _start(chat, cli, *CRASH_AGENT)
+    c.expect(">")
+    c.send("hi")
+    out = c.expect("crash_agent: something broke")
+    assert "acplink: error: the agent" in out and "exited with code 3" in out
+    assert c.finish() == 1
+    assert not any("Traceback" in t for t in c.transcript)
+    cli.assert_no_leftovers()
+
+
+def test_missing_agent(cli: Cli) -> None:
+    proc = cli.run("chat", "--", "no-such-agent-xyz")
+    assert proc.returncode == 1
+    assert proc.stderr.startswith("acplink: error:") and "no-such-agent-xyz" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_piped_stdin_line_by_line(cli: Cli) -> None:
+    script = "hello\nwrite notes.txt piped\n1\nread notes.txt\n/mode\n"
+    proc = cli.run("chat", input=script)
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "> hello" in out and "You said: hello" in out
+    assert "+piped" in out and "choose 1-3:" in out
+    assert "notes.txt has 1 lines" in out
+    assert "* ask" in out
+    assert "\x1b[" not in out  # not a terminal: no escape codes
+    assert (cli.workdir / "notes.txt").read_text() == "piped\n"
+
+
+@pytest.mark.parametrize("peer", official_params())
+def test_official_agent_in_chat(cli: Cli, peer: str) -> None:
+    proc = cli.run("chat", "--", *official_agent(peer), input="hello\nfull\n1\nfail\n")
+    assert proc.returncode == 0, proc.stderr
+    assert "Hello, world" in proc.stdout
+    assert "read:written by peer" in proc.stdout
+    assert "term-ok" in proc.stdout
+    assert "the agent failed the prompt" in proc.stdout
+    assert (cli.workdir / "interop.txt").read_text() == "written by peer\n"

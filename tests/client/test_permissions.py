@@ -1,0 +1,205 @@
+"""PermissionPolicy: defaults, rules, remembered *_always choices, the ask callback, timeouts."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+
+from acplink import builders as b
+from acplink.client.permissions import PermissionPolicy, PermissionRule
+from acplink.errors import UsageError
+from acplink.schema import (
+    RequestPermissionOutcomeCancelled,
+    RequestPermissionOutcomeTimeout,
+    RequestPermissionRequest,
+    RequestPermissionResponse,
+    SelectedPermissionOutcome,
+    ToolCallUpdate,
+    dump,
+    parse,
+)
+
+ALL = ("allow_once", "allow_always", "reject_once", "reject_always")
+
+
+def request(kind: str | None = "execute", title: str = "Run `ls`", options: tuple[str, ...] = ALL,
+            meta: dict[str, Any] | None = None) -> RequestPermissionRequest:
+    call = ToolCallUpdate(tool_call_id="c1", title=title, **({"kind": kind} if kind else {}))
+    opts = [b.permission_option(f"opt-{k}", k.replace("_", " "), k) for k in options]  # type: ignore[arg-type]
+    if meta is None:
+        return RequestPermissionRequest(session_id="s", tool_call=call, options=opts)
+    return RequestPermissionRequest(session_id="s", tool_call=call, options=opts, meta=meta)
+
+
+def chosen(resp: RequestPermissionResponse) -> str | None:
+    """The selected option's kind (from its id), or the outcome name."""
+    wire = dump(resp)
+    again = parse(RequestPermissionResponse, wire, strict=True)  # always valid on the wire
+    assert dump(again) == wire
+    if isinstance(resp.outcome, SelectedPermissionOutcome):
+        return resp.outcome.option_id.removeprefix("opt-")
+    assert isinstance(resp.outcome, RequestPermissionOutcomeCancelled | RequestPermissionOutcomeTimeout)
+    return resp.outcome.outcome
+
+
+async def test_default_deny_prefers_reject_once() -> None:
+    p = PermissionPolicy()
+    assert chosen(await p.decide(request())) == "reject_once"
+    assert chosen(await p.decide(request(options=("allow_once", "reject_always")))) == "reject_always"
+    assert chosen(await p.decide(request(options=("allow_once", "allow_always")))) == "cancelled"
+
+
+async def test_default_allow_prefers_allow_once() -> None:
+    p = PermissionPolicy(default="allow")
+    assert chosen(await p.decide(request())) == "allow_once"
+    assert chosen(await p.decide(request(options=("allow_always", "reject_once")))) == "allow_always"
+    assert chosen(await p.decide(request(options=("reject_once",)))) == "cancelled"
+
+
+async def test_allow_all_and_deny_all() -> None:
+    assert chosen(await PermissionPolicy.allow_all().decide(request())) == "allow_once"
+    assert chosen(await PermissionPolicy.deny_all().decide(request())) == "reject_once"
+
+
+async def test_rules_first_match_wins() -> None:
+    p = PermissionPolicy(rules=[
+        PermissionRule(kind="read", decision="allow"),
+        PermissionRule(title_pattern="Run `rm *", decision="deny"),
+        PermissionRule(kind="execute", decision="allow"),
+    ])
+    assert chosen(await p.decide(request(kind="read", title="Read x"))) == "allow_once"
+    assert chosen(await p.decide(request(kind="execute", title="Run `rm -rf /`"))) == "reject_once"
+    assert chosen(await p.decide(request(kind="execute", title="Run `ls`"))) == "allow_once"
+    assert chosen(await p.decide(request(kind="edit", title="Edit"))) == "reject_once"  # the default
+
+
+async def test_rule_kind_and_title_must_both_match() -> None:
+    rule = PermissionRule(kind="edit", title_pattern="*.md", decision="allow")
+    assert rule.matches(request(kind="edit", title="Edit README.md"))
+    assert not rule.matches(request(kind="edit", title="Edit main.py"))
+    assert not rule.matches(request(kind="read", title="Read README.md"))
+    assert PermissionRule(kind="other").matches(request(kind=None))  # no kind counts as "other"
+    with pytest.raises(UsageError):
+        PermissionRule(decision="maybe")  # type: ignore[arg-type]
+
+
+async def test_allow_always_is_remembered_per_kind() -> None:
+    answers = ["opt-allow_always"]
+    asked: list[str] = []
+
+    async def ask(params: RequestPermissionRequest) -> str | None:
+        asked.append(params.tool_call.title or "")
+        return answers.pop(0) if answers else "opt-reject_once"
+
+    p = PermissionPolicy(default="ask", ask=ask)
+    assert chosen(await p.decide(request(kind="execute", title="one"))) == "allow_always"
+    assert chosen(await p.decide(request(kind="execute", title="two"))) == "allow_always"
+    assert chosen(await p.decide(request(kind="execute", title="three", options=("allow_once", "reject_once")))) \
+        == "allow_once"
+    assert asked == ["one"]  # not asked again for the same kind
+    assert p.remembered == {"execute": "allow"}
+    assert chosen(await p.decide(request(kind="edit", title="four"))) == "reject_once"  # other kinds still ask
+    assert asked == ["one", "four"]
+    p.forget()
+    assert chosen(await p.decide(request(kind="execute", title="five"))) == "reject_once"
+
+
+async def test_reject_always_is_remembered_even_over_rules() -> None:
+    p = PermissionPolicy(default="deny", rules=[PermissionRule(kind="fetch", decision="allow")])
+    # only reject_always offered: the default deny picks it and remembers it
+    assert chosen(await p.decide(request(kind="delete", options=("allow_once", "reject_always")))) == "reject_always"
+    assert p.remembered == {"delete": "deny"}
+    assert chosen(await p.decide(request(kind="delete"))) == "reject_always"
+    assert chosen(await p.decide(request(kind="fetch"))) == "allow_once"
+
+
+async def test_remember_off() -> None:
+    async def ask(params: RequestPermissionRequest) -> str | None:
+        return "opt-allow_always"
+
+    p = PermissionPolicy(default="ask", ask=ask, remember=False)
+    await p.decide(request())
+    assert p.remembered == {}
+
+
+async def test_ask_none_means_cancelled() -> None:
+    async def ask(params: RequestPermissionRequest) -> str | None:
+        return None
+
+    assert chosen(await PermissionPolicy(default="ask", ask=ask).decide(request())) == "cancelled"
+
+
+async def test_ask_with_an_option_not_offered_answers_cancelled(caplog: pytest.LogCaptureFixture) -> None:
+    async def ask(params: RequestPermissionRequest) -> str | None:
+        return "opt-made-up"
+
+    with caplog.at_level(logging.WARNING, logger="acplink.client.permissions"):
+        assert chosen(await PermissionPolicy(default="ask", ask=ask).decide(request())) == "cancelled"
+    assert "opt-made-up" in caplog.text
+
+
+async def test_timeout_answers_cancelled_or_timeout_when_opted_in() -> None:
+    never = asyncio.Event()
+    calls = 0
+
+    async def ask(params: RequestPermissionRequest) -> str | None:
+        nonlocal calls
+        calls += 1
+        await never.wait()
+        return "opt-allow_once"
+
+    p = PermissionPolicy(default="ask", ask=ask, timeout=0.05)
+    assert chosen(await p.decide(request())) == "cancelled"
+    resp = await p.decide(request(meta={"acplink": {"acceptsTimeout": True}}))
+    assert chosen(resp) == "timeout"
+    assert dump(resp) == {"outcome": {"outcome": "timeout"}}
+    assert chosen(await p.decide(request(meta={"acplink": {"acceptsTimeout": "yes"}}))) == "cancelled"
+    assert calls == 3
+
+
+async def test_timeout_not_hit_when_answered() -> None:
+    async def ask(params: RequestPermissionRequest) -> str | None:
+        await asyncio.sleep(0)
+        return "opt-allow_once"
+
+    assert chosen(await PermissionPolicy(default="ask", ask=ask, timeout=30).decide(request())) == "allow_once"
+
+
+async def test_errors_inside_ask_propagate() -> None:
+    async def ask(params: RequestPermissionRequest) -> str | None:
+        raise TimeoutError("the UI's own timeout, not ours")
+
+    with pytest.raises(TimeoutError):
+        await PermissionPolicy(default="ask", ask=ask, timeout=30).decide(request())
+
+
+async def test_cancellation_of_the_request_propagates() -> None:
+    started = asyncio.Event()
+
+    async def ask(params: RequestPermissionRequest) -> str | None:
+        started.set()
+        await asyncio.Event().wait()
+        return None
+
+    task = asyncio.create_task(PermissionPolicy(default="ask", ask=ask).decide(request()))
+    await started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+def test_bad_configuration() -> None:
+    with pytest.raises(UsageError):
+        PermissionPolicy(default="ask")
+    with pytest.raises(UsageError):
+        PermissionPolicy(default="sometimes")  # type: ignore[arg-type]
+    with pytest.raises(UsageError):
+        PermissionPolicy(timeout=0)
+
+
+async def test_wire_shape_of_selected() -> None:
+    resp = await PermissionPolicy.allow_all().decide(request())
+    assert dump(resp) == {"outcome": {"outcome": "selected", "optionId": "opt-allow_once"}}

@@ -1,0 +1,71 @@
+"""Smoke check of the benchmarks: ``benchmarks/run.py --quick`` (small N, one round) and every
+client/agent pair interoperates. No timing is asserted: the figures of a quick run mean nothing.
+
+The official-SDK pairs need .peers-venv (Python SDK 0.12.1) and tests/interop/js/node_modules
+(TypeScript SDK 2.4.0, ``npm ci``); without them those pairs are skipped, with the reason.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RUNNER = ROOT / "benchmarks" / "run.py"
+PEERS = {
+    "official-py": (ROOT / ".peers-venv" / "bin" / "python").exists() or None,
+    "official-ts": (shutil.which("node") is not None
+                    and (ROOT / "tests/interop/js/node_modules/@agentclientprotocol/sdk").exists()) or None,
+}
+REASONS = {
+    "official-py": ".peers-venv missing (python3 -m venv .peers-venv && "
+                   ".peers-venv/bin/pip install agent-client-protocol==0.12.1)",
+    "official-ts": "node or tests/interop/js/node_modules missing ((cd tests/interop/js && npm ci))",
+}
+
+
+@pytest.fixture(scope="module")
+def quick_run(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+    out = tmp_path_factory.mktemp("bench") / "quick.json"
+    impls = ["acplink", *(name for name, ok in PEERS.items() if ok)]
+    proc = subprocess.run(
+        [sys.executable, str(RUNNER), "--quick", "--impls", ",".join(impls), "--json", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=170,
+    )
+    assert out.exists(), f"run.py wrote no results (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    runs: list[dict[str, Any]] = json.loads(out.read_text())
+    assert proc.returncode == 0, f"run.py --quick failed:\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    return runs
+
+
+def _failures(runs: list[dict[str, Any]]) -> list[str]:
+    return [f"{r['check']} {r['pair']} n={r['n']}: {r['result'].get('error')}\n{r['stderr_tail']}"
+            for r in runs if r["ok"] != r["expect_ok"]]
+
+
+def test_acplink_pairs(quick_run: list[dict[str, Any]]) -> None:
+    mine = [r for r in quick_run if r["client"] == r["agent"] == "acplink"]
+    checks = {r["check"] for r in mine}
+    assert {"flood", "rtt", "concurrent", "big", "bigup", "startup", "mixed", "memory"} <= checks
+    assert not _failures(mine)
+    # over the limit: a clean error naming the limit, not a hang or a crash
+    over = [r for r in mine if r["check"] == "overlimit"]
+    assert over and all("exceeds the limit" in str(r["result"].get("error")) for r in over)
+
+
+@pytest.mark.parametrize("peer", sorted(PEERS))
+def test_official_sdk_pairs(peer: str, quick_run: list[dict[str, Any]]) -> None:
+    if not PEERS[peer]:
+        pytest.skip(REASONS[peer])
+    theirs = [r for r in quick_run if peer in (r["client"], r["agent"])]
+    pairs = {(r["client"], r["agent"]) for r in theirs if r["check"] == "flood"}
+    assert pairs == {(peer, peer), ("acplink", peer), (peer, "acplink")}
+    for scenario in ("flood", "rtt", "concurrent", "big", "bigup", "startup"):
+        assert {(r["client"], r["agent"]) for r in theirs if r["check"] == scenario and r["ok"]} == pairs, scenario
+    assert not _failures(theirs)

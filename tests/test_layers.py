@@ -1,0 +1,69 @@
+"""The layers import downwards only: schema → rpc → transports → connection → agent/client → cli."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src" / "acplink"
+
+#: package → rank; a module may import only packages of lower or equal rank
+RANK = {
+    "errors": 0,
+    "schema": 1,
+    "rpc": 2,
+    "transports": 3,
+    "connection": 4,
+    "agent": 5,
+    "client": 5,
+    "builders": 5,
+    "testing": 6,
+    "conformance": 6,
+    "demo": 6,
+    "tools": 6,
+    "cli": 8,
+}
+
+
+def _package(path: Path) -> str:
+    rel = path.relative_to(SRC)
+    return rel.parts[0].removesuffix(".py") if rel.parts else ""
+
+
+def _imports(path: Path) -> list[str]:
+    tree = ast.parse(path.read_text())
+    pkg_parts = path.relative_to(SRC).parts[:-1]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = list(pkg_parts)[: len(pkg_parts) - node.level + 1]
+                target = [*base, *(node.module.split(".") if node.module else [])]
+            elif node.module and node.module.startswith("acplink"):
+                target = node.module.split(".")[1:]
+            else:
+                continue
+            if target:
+                out.append(target[0])
+            else:  # `from . import x` at the top level
+                out.extend(alias.name for alias in node.names)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.startswith("acplink."):
+                    out.append(alias.name.split(".")[1])
+    return out
+
+
+MODULES = sorted(p for p in SRC.rglob("*.py") if p.parent != SRC or p.name not in ("__init__.py", "__main__.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(SRC)))
+def test_imports_point_down(path: Path) -> None:
+    own = _package(path)
+    if own not in RANK:
+        pytest.skip(f"{own} is not a layered package")
+    for target in _imports(path):
+        if target in RANK:
+            assert RANK[target] <= RANK[own], f"{path.relative_to(SRC)} ({own}) imports the higher layer {target}"
