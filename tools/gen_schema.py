@@ -476,9 +476,19 @@ class Parser:
                     cls_name = name + pascal(label)
                 cls = ClassIR(cls_name, r or "AcpModel", fields, f"Variant `{label}` of `{name}`.", name)
                 self.ir.classes[cls_name] = cls
-            if tag_key and cls is not None and tag_schema is not None:
+            # a variant whose tag must be null (or absent), e.g. IdleStateUpdate's "none": the
+            # untagged member of the union, not its "other" fallback
+            null_tag = tag_schema is not None and tag_schema.get("type") == "null"
+            if tag_key and cls is not None and null_tag:
+                cls.fields = [f for f in cls.fields if f.wire != tag_key] + [
+                    FieldIR(wire=tag_key, py=snake(tag_key), type=TypeIR("prim", "None"), required=False,
+                            default=None, has_default=True)]
+            elif tag_key and cls is not None and tag_schema is not None:
                 self._set_tag(cls, tag_key, tag_value)
-            if tag_key and tag_schema is not None:
+            if tag_key and null_tag:
+                alias.untagged = cls_name
+                plain.append(TypeIR("ref", cls_name))
+            elif tag_key and tag_schema is not None:
                 if tag_value is None:
                     alias.fallback = cls_name
                     alias.members.append(("__other__", cls_name))

@@ -77,9 +77,12 @@ class RequestError(AcpError):
     default_message: ClassVar[str] = "Internal error"
     _by_code: ClassVar[dict[int, type[RequestError]]] = {}
 
-    def __init__(self, message: str | None = None, data: Any = None, *, code: int | None = None) -> None:
+    def __init__(self, message: str | None = None, data: Any = None, *, code: int | None = None,
+                 auth_methods: list[Any] | None = None) -> None:
         self.message = message if message is not None else self.default_message
         self.data = data
+        #: ``Error.authMethods`` (seed extension: a top-level member of the error object)
+        self.wire_auth_methods = auth_methods
         if code is not None:
             self.code = code  # type: ignore[misc]
         super().__init__(self.message)
@@ -94,7 +97,9 @@ class RequestError(AcpError):
 
     @property
     def auth_methods(self) -> list[Any] | None:
-        """``Error.authMethods`` (seed extension), when the peer sent it in ``data``."""
+        """``Error.authMethods`` (seed extension), when present (also accepted inside ``data``)."""
+        if self.wire_auth_methods is not None:
+            return self.wire_auth_methods
         if isinstance(self.data, dict):
             methods = self.data.get("authMethods")
             return methods if isinstance(methods, list) else None
@@ -104,6 +109,9 @@ class RequestError(AcpError):
         err: dict[str, Any] = {"code": self.code, "message": self.message}
         if self.data is not None:
             err["data"] = self.data
+        if self.wire_auth_methods is not None:
+            err["authMethods"] = [m.model_dump(mode="json", by_alias=True, exclude_unset=True)
+                                  if hasattr(m, "model_dump") else m for m in self.wire_auth_methods]
         return err
 
     @classmethod
@@ -118,10 +126,12 @@ class RequestError(AcpError):
         data = error.get("data")
         if not isinstance(code, int) or isinstance(code, bool):
             return InternalError(message, data)
+        methods = error.get("authMethods")
+        auth = [m for m in methods if isinstance(m, dict)] if isinstance(methods, list) else None
         klass = RequestError._by_code.get(code)
         if klass is None:
-            return RequestError(message, data, code=code)
-        return klass(message, data)
+            return RequestError(message, data, code=code, auth_methods=auth)
+        return klass(message, data, auth_methods=auth)
 
 
 class ParseError(RequestError):

@@ -10,6 +10,7 @@ Prompt behaviours (first word of the prompt text):
     terminal ARGS    starts ARGS in a client terminal and returns without releasing it
     wait             waits until cancelled, then claims end_turn (acplink answers cancelled)
     stubborn         ignores the cancel flag: cancelled after ``cancel_grace``
+    auth             fails with AuthRequired carrying ``Error.authMethods``
     anything else    echoed
 """
 
@@ -18,7 +19,16 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from acplink import AgentApp, Context, PromptContext, ProtocolError, UsageError, run_agent, schema
+from acplink import (
+    AgentApp,
+    AuthRequired,
+    Context,
+    PromptContext,
+    ProtocolError,
+    UsageError,
+    run_agent,
+    schema,
+)
 
 
 def build_app(*, cancel_grace: float = 0.2) -> AgentApp:
@@ -57,6 +67,8 @@ def build_app(*, cancel_grace: float = 0.2) -> AgentApp:
             await ctx.send_text("waiting")
             await ctx.wait_cancelled()
             return "end_turn"
+        elif word == "auth":
+            raise AuthRequired("log in first", auth_methods=[schema.AuthMethodAgent(id="demo", name="Demo")])
         elif word == "stubborn":
             await ctx.send_text("waiting")
             await asyncio.sleep(3600)

@@ -15,14 +15,19 @@ from acplink import (
     PROTOCOL_VERSION,
     Agent,
     AgentApp,
+    AuthRequired,
     Client,
     ClientSideConnection,
     Context,
     InternalError,
+    InvalidParams,
+    PermissionPolicy,
     PromptContext,
     RequestError,
     Router,
     SubprocessTransport,
+    TerminalHandle,
+    TerminalHandler,
     Transport,
     UsageError,
     connect,
@@ -251,6 +256,16 @@ async def test_permission_answer_with_an_option_that_was_not_offered(target: str
     assert updates[-1].status == "failed"
 
 
+async def test_error_auth_methods(open_agent: Opener, tmp_path: Path) -> None:
+    # Error.authMethods (acplink extension): a top-level member of the JSON-RPC error object
+    async with open_agent() as client:
+        session = await client.new_session(cwd=tmp_path)
+        with pytest.raises(AuthRequired) as info:
+            await session.prompt("auth")
+        assert (info.value.code, info.value.message) == (-32000, "log in first")
+        assert info.value.auth_methods == [{"id": "demo", "name": "Demo"}]
+
+
 async def test_unknown_session_is_resource_not_found(in_memory: Opener) -> None:
     async with in_memory() as client:
         with pytest.raises(RequestError) as info:
@@ -350,3 +365,54 @@ async def test_two_sessions_prompt_concurrently(in_memory: Opener, tmp_path: Pat
         ua, ub = await asyncio.gather(_gather(a.prompt("one")), _gather(b.prompt("two")))
         assert [u.content.text for u in ua] == ["one"]
         assert [u.content.text for u in ub] == ["two"]
+
+
+# -- documented extensions (docs/extensions.md) --------------------------------------------------------
+
+
+async def test_permission_timeout_outcome_is_opt_in(tmp_path: Path) -> None:
+    app = AgentApp("timeouts")
+
+    @app.prompt
+    async def prompt(ctx: PromptContext) -> None:
+        tool = await ctx.start_tool_call("Slow question")
+        answer = await ctx.request_permission(tool, accepts_timeout=ctx.text == "opt-in")
+        await ctx.send_text(f"{answer.outcome} {answer.allowed}")
+
+    never = asyncio.Event()
+
+    async def ask(request: schema.RequestPermissionRequest) -> str | None:
+        await never.wait()  # the user never answers
+        return None
+
+    policy = PermissionPolicy(default="ask", ask=ask, timeout=0.05)
+    async with connect(app, permission=policy) as client:
+        session = await client.new_session(cwd=tmp_path)
+        await session.prompt("opt-in")
+        assert session.state.agent_text.endswith("timeout False")
+        await session.prompt("no opt-in")
+        assert session.state.last_agent_message is not None
+        assert session.state.last_agent_message.text == "cancelled False"
+
+
+@pytest.mark.parametrize("allow_shell", [True, False])
+async def test_shell_terminal_extension(tmp_path: Path, allow_shell: bool) -> None:
+    app = AgentApp("shell")
+
+    @app.prompt
+    async def prompt(ctx: PromptContext) -> None:
+        created = await ctx.connection.terminal_create(
+            session_id=ctx.session_id, command="echo one two three | wc -w", meta={"acplink": {"shell": True}})
+        async with TerminalHandle(ctx, created.terminal_id) as term:
+            await term.wait()
+            await ctx.send_text((await term.output()).output.strip())
+
+    async with connect(app, terminal=TerminalHandler(allow_shell=allow_shell)) as client:
+        session = await client.new_session(cwd=tmp_path)
+        if allow_shell:
+            await session.prompt("go")
+            assert session.state.agent_text == "3"
+        else:
+            with pytest.raises(InvalidParams, match="shell"):
+                await session.prompt("go")
+        assert client.terminals is not None and client.terminals.terminal_ids == []

@@ -8,7 +8,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from cliutil import Cli  # noqa: E402
+from cliutil import Cli
 
 
 @pytest.fixture

@@ -32,7 +32,7 @@ def test_subcommand_help_has_an_example(name: str, capsys: pytest.CaptureFixture
 
 
 def test_no_arguments_prints_help(cli: Cli) -> None:
-    proc = cli.run()
+    proc = cli.call()
     assert proc.returncode in (0, 2)
     assert "usage: acplink" in proc.stdout
     for name in ("chat", "prompt", "demo-agent"):
@@ -47,7 +47,7 @@ def test_version_and_module_entry_point(cli: Cli) -> None:
 
 
 def test_usage_error_is_short(cli: Cli) -> None:
-    proc = cli.run("prompt")  # the text is missing
+    proc = cli.call("prompt")  # the text is missing
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert "error:" in proc.stderr

@@ -140,6 +140,7 @@ async def test_timeout_and_caller_cancel_in_memory() -> None:
 
 async def test_notifications_then_response_are_delivered_in_order_and_handler_errors_are_contained(
         caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="acplink")
     a, b = memory_pair()
     agent_r = Router()
     seen: list[int] = []

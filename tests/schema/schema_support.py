@@ -71,7 +71,7 @@ ANY_JSON = st.recursive(
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
     max_leaves=8,
 )
-MAX_DEPTH = 4
+MAX_DEPTH = 3
 
 
 def _ref(s: dict[str, Any]) -> str | None:

@@ -49,12 +49,12 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if not args.debug:  # library warnings would scribble over the screen; --debug shows them
-        quiet = logging.getLogger("acplink")
-        quiet.addHandler(logging.NullHandler())
-        quiet.propagate = False
-    else:
+    lib = logging.getLogger("acplink")
+    saved = lib.handlers[:], lib.propagate
+    if args.debug:
         logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
+    else:  # library warnings would scribble over the screen; --debug shows them
+        lib.handlers, lib.propagate = [logging.NullHandler()], False
     try:
         return asyncio.run(ChatApp(args).main())
     except AcpError as exc:
@@ -63,6 +63,12 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc))
     except KeyboardInterrupt:
         return 130
+    finally:
+        lib.handlers, lib.propagate = saved
+
+
+class CtrlC(Exception):
+    """Ctrl-C pressed at a prompt."""
 
 
 class ChatApp(LocalCommands):
@@ -91,6 +97,7 @@ class ChatApp(LocalCommands):
         loop = asyncio.get_running_loop()
         self.quit = asyncio.Event()
         self.ask_lock = asyncio.Lock()
+        self.turn_cancelled = asyncio.Event()
         loop.add_signal_handler(signal.SIGINT, self._on_sigint)
         try:
             return await self._main()
@@ -127,7 +134,7 @@ class ChatApp(LocalCommands):
                 line = await self._read_line()
             except EOFError:
                 return
-            except KeyboardInterrupt:  # Ctrl-C at the input prompt
+            except CtrlC:  # Ctrl-C at the input prompt
                 if self.interrupts:
                     return
                 self.interrupts += 1
@@ -148,6 +155,7 @@ class ChatApp(LocalCommands):
         client, session = self._require()
         renderer = self.renderer = TurnRenderer(self.console, client, session, live=self.live)
         renderer.begin()
+        self.turn_cancelled.clear()
         self.turn = turn = session.prompt(text)
         try:
             response = await self._until_quit(turn.result())
@@ -210,6 +218,7 @@ class ChatApp(LocalCommands):
     def _cancel_turn(self) -> None:
         """First Ctrl-C during a turn: tell the agent (``session/cancel``)."""
         self.interrupts += 1
+        self.turn_cancelled.set()  # a permission question still open is answered "cancelled"
         if self.renderer is not None:
             self.renderer.note("cancelling… (Ctrl-C again to quit)")
         if self.session is not None:
@@ -242,10 +251,37 @@ class ChatApp(LocalCommands):
             self._input = PromptSession(completer=SlashCompleter(self), complete_while_typing=True)
         self.prompting = True
         try:
-            return await self._until_quit(self._input.prompt_async(self._prompt_text(), handle_sigint=False),
-                                          watch_agent=True)
+            return await self._prompt(self._input, self._prompt_text(), watch_agent=True)
         finally:
             self.prompting = False
+
+    async def _prompt(self, session: PromptSession[str], message: str, *, watch_agent: bool = False) -> str:
+        """One prompt_toolkit prompt. Ctrl-C there is a key, not a signal: it raises
+        :class:`CtrlC` (a KeyboardInterrupt escaping a task would stop the event loop)."""
+
+        async def guarded() -> str | CtrlC:
+            try:
+                return await session.prompt_async(message, handle_sigint=False)
+            except KeyboardInterrupt:
+                return CtrlC()
+
+        answer = await self._until_quit(guarded(), watch_agent=watch_agent)
+        if isinstance(answer, CtrlC):
+            raise answer
+        return answer
+
+    async def _line_unless_cancelled(self) -> str | None:
+        """The next stdin line, or None once the turn is cancelled (Ctrl-C)."""
+        line = asyncio.ensure_future(self._next_line())
+        cancelled = asyncio.ensure_future(self.turn_cancelled.wait())
+        try:
+            await asyncio.wait({line, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            cancelled.cancel()
+            if not line.done():
+                line.cancel()  # (an item not yet taken stays in the queue)
+                await asyncio.gather(line, return_exceptions=True)
+        return None if line.cancelled() else line.result()
 
     async def _next_line(self) -> str | None:
         if self._lines is None:
@@ -289,13 +325,12 @@ class ChatApp(LocalCommands):
                 if self.interactive:
                     if self._choice is None:
                         self._choice = PromptSession()
-                    answer: str | None = await self._until_quit(
-                        self._choice.prompt_async(question, handle_sigint=False))
+                    answer: str | None = await self._prompt(self._choice, question)
                 else:
                     self.console.print(question, end="")
-                    answer = await self._until_quit(self._next_line())
+                    answer = await self._until_quit(self._line_unless_cancelled())
                     self.console.print(answer or "")
-            except KeyboardInterrupt:
+            except CtrlC:
                 self._cancel_turn()
                 return None
             except (EOFError, Quit):

@@ -17,9 +17,15 @@ DESCRIPTION = """Spawns the agent afresh for each check and reports every requir
 skipped, with the evidence. Exit code 0 only when no "must" requirement fails (with --strict,
 no "should" either)."""
 
+EPILOG = """examples:
+  acplink check -- acplink demo-agent
+  acplink check --cancel-prompt "write a long story" --json -- my-agent --acp
+  acplink check -k cancel -k 'RPC-00*' -- node agent.mjs"""
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = subparsers.add_parser("check", help=HELP, description=DESCRIPTION)
+    p: argparse.ArgumentParser = subparsers.add_parser("check", help=HELP, description=DESCRIPTION,
+                                    epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--strict", action="store_true", help='fail (exit 1) on "should" failures too')
     p.add_argument("--auth-method", metavar="ID", help="authenticate with this method before creating sessions")
     p.add_argument("--cancel-prompt", metavar="TEXT",
@@ -56,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"acplink check: error: --cwd {args.cwd!r} is not a directory", file=sys.stderr)
         return 2
     opts = Options(command=cmd, timeout=args.timeout, cancel_bound=args.cancel_bound,
-                   shutdown_bound=args.shutdown_bound, auth_method=args.auth_method, strict=args.strict,
+                   shutdown_bound=args.shutdown_bound, auth_method=args.auth_method, strict=args.strict, debug=args.debug,
                    cwd=os.path.abspath(args.cwd))
     if args.cancel_prompt:
         opts.cancel_prompt = args.cancel_prompt

@@ -12,9 +12,14 @@ __all__ = ["add_parser", "run"]
 
 HELP = "render a trace recorded by `acplink record` as a timeline, with findings"
 
+EPILOG = """examples:
+  acplink inspect trace.jsonl
+  acplink inspect --json trace.jsonl | jq .findings"""
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = subparsers.add_parser("inspect", help=HELP, description=HELP)
+    p: argparse.ArgumentParser = subparsers.add_parser("inspect", help=HELP, description=HELP,
+                                    epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", metavar="FILE", help="the trace (JSON lines)")
     p.add_argument("--json", action="store_true", help="print the timeline and findings as JSON")
     p.add_argument("--debug", action="store_true", help="show tracebacks")

@@ -14,9 +14,15 @@ DESCRIPTION = """Launch this instead of the agent (in your editor's agent settin
 through unchanged both ways, and a JSON-lines trace is written to FILE. View it with
 `acplink inspect FILE`."""
 
+EPILOG = """examples:
+  acplink record --out trace.jsonl -- acplink demo-agent
+  acplink record --redact --out /tmp/agent.jsonl -- my-agent --acp
+  acplink inspect trace.jsonl"""
+
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    p: argparse.ArgumentParser = subparsers.add_parser("record", help=HELP, description=DESCRIPTION)
+    p: argparse.ArgumentParser = subparsers.add_parser("record", help=HELP, description=DESCRIPTION,
+                                    epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", "-o", required=True, metavar="FILE", help="the trace file to write (JSON lines)")
     p.add_argument("--redact", action="store_true",
                    help="replace file contents, terminal output and environment values with their sizes")

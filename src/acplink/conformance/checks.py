@@ -16,12 +16,13 @@ from typing import Any
 
 from ..errors import AcpError
 from ..schema import _generated as s
+from ..schema.parse import parse
 from .probe import Probe, _short, prompt_params, text_block
 
 __all__ = ["CHECKS", "MONITORED", "Check"]
 
 STOP_REASONS = frozenset(s.StopReason.__args__)  # type: ignore[attr-defined]
-UNKNOWN_VERSION = 99999
+UNKNOWN_VERSION = 60000  # a valid uint16 that no agent speaks
 #: requirement ids judged from every check's transcript
 MONITORED = ("SCHEMA-001", "SCHEMA-002", "CAP-001", "CAP-002", "CAP-003", "PROMPT-002", "PROMPT-003",
              "PROMPT-004", "RPC-010")
@@ -83,7 +84,7 @@ async def check_initialize(p: Probe) -> None:
         return
     result = resp.get("result")
     try:
-        init = s.parse(s.InitializeResponse, result)
+        init = parse(s.InitializeResponse, result)
     except AcpError as exc:
         p.fail("INIT-001", f"invalid InitializeResponse: {exc}")
         return
@@ -137,7 +138,7 @@ async def check_session_new(p: Probe) -> None:
         p.fail("SESS-001", f"session/new failed: {_short(resp) if resp else 'no response'}")
         return
     try:
-        first = s.parse(s.NewSessionResponse, resp.get("result"))
+        first = parse(s.NewSessionResponse, resp.get("result"))
     except AcpError as exc:
         p.fail("SESS-001", f"invalid NewSessionResponse: {exc}")
         return
@@ -404,7 +405,7 @@ async def check_invalid_params(p: Probe) -> None:
 
 
 async def check_ids(p: Probe) -> None:
-    for rid, method, params in (("init-α/1", "initialize", {"protocolVersion": 1, "clientCapabilities": {}}),
+    for rid, method, params in (("init-\u03b1/1", "initialize", {"protocolVersion": 1, "clientCapabilities": {}}),
                                 (0, "session/new", {"cwd": p.workdir, "mcpServers": []}),
                                 (2**53 - 1, "acplink/unknown", {})):
         mark = len(p.records)

@@ -35,6 +35,7 @@ class Options:
     cancel_prompt: str = "Count slowly from 1 to 100, one number per line. Do not use any tools."
     auth_method: str | None = None
     strict: bool = False
+    debug: bool = False
     cwd: str | None = None
     env: dict[str, str] = field(default_factory=dict)
 

@@ -8,6 +8,7 @@ import logging
 import os
 import shutil
 import time
+import traceback
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -188,6 +189,13 @@ async def _run_one(check: Check, opts: Options) -> tuple[CheckRun, dict[str, Any
         for req in check.requirements:
             if not probe.reported(req):
                 probe.fail(req, str(exc))
+    except Exception as exc:  # a bug in the checker: never blame the agent for it
+        error = f"checker error: {type(exc).__name__}: {exc}"
+        if opts.debug:
+            error += "\n" + traceback.format_exc()
+        for req in check.requirements:
+            if not probe.reported(req):
+                probe.skip(req, error)
     finally:
         try:
             await asyncio.wait_for(probe.aclose(), opts.shutdown_bound + 10)
@@ -208,8 +216,12 @@ async def _run_one(check: Check, opts: Options) -> tuple[CheckRun, dict[str, Any
     return run, agent
 
 
-async def run_checks(opts: Options, patterns: Sequence[str] | None = None, *, concurrency: int = 8) -> Report:
-    """Run the selected checks against ``opts.command`` and build the report."""
+async def run_checks(opts: Options, patterns: Sequence[str] | None = None, *, concurrency: int = 8,
+                     limiter: asyncio.Semaphore | None = None) -> Report:
+    """Run the selected checks against ``opts.command`` and build the report.
+
+    ``concurrency`` checks run at once (``limiter``: a semaphore shared by several runs instead).
+    """
     if not opts.command:
         raise UsageError("no agent command given")
     exe = opts.command[0]
@@ -219,7 +231,7 @@ async def run_checks(opts: Options, patterns: Sequence[str] | None = None, *, co
     if not checks:
         raise UsageError(f"no check matches {' '.join(patterns or [])!r}")
     logging.getLogger("acplink").setLevel(logging.CRITICAL)  # the checker provokes warnings on purpose
-    sem = asyncio.Semaphore(concurrency)
+    sem = limiter or asyncio.Semaphore(concurrency)
     start = time.monotonic()
 
     async def one(c: Check) -> tuple[CheckRun, dict[str, Any] | None]:

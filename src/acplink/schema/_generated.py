@@ -848,22 +848,22 @@ class IdleStateUpdateMaxTurnRequests(_TaggedMixin, AcpModel):
     state: Literal['idle'] = 'idle'
 
 
-class IdleStateUpdateNone(_TaggedMixin, FallbackVariant, AcpModel):
+class IdleStateUpdateNone(_TaggedMixin, AcpModel):
     """Variant `none` of `IdleStateUpdate`."""
+
+    __acp_tag_fields__ = ('state',)
+    usage: Annotated[Usage | None, Lenient.default_on_error(none_factory)] = None
+    meta: Annotated[dict[str, Any] | None, Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    stop_reason: None = Field(default=None, alias='stopReason')
+    state: Literal['idle'] = 'idle'
+
+
+class IdleStateUpdateOther(_TaggedMixin, FallbackVariant, AcpModel):
+    """Variant `other` of `IdleStateUpdate`."""
 
     __acp_union__ = 'IdleStateUpdate'
     __acp_tag_key__ = 'stopReason'
     __acp_known__ = frozenset(['cancelled', 'end_turn', 'error', 'max_tokens', 'max_turn_requests', 'refusal'])
-    __acp_tag_fields__ = ('stop_reason', 'state')
-    usage: Annotated[Usage | None, Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[dict[str, Any] | None, Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
-    stop_reason: str = Field(alias='stopReason')
-    state: Literal['idle'] = 'idle'
-
-
-class IdleStateUpdateOther(_TaggedMixin, AcpModel):
-    """Variant `other` of `IdleStateUpdate`."""
-
     __acp_tag_fields__ = ('stop_reason', 'state')
     usage: Annotated[Usage | None, Lenient.default_on_error(none_factory)] = None
     meta: Annotated[dict[str, Any] | None, Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
@@ -2613,7 +2613,7 @@ ExtRequest = Any
 ExtResponse = Any
 """ACP type `ExtResponse`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/extensibility"""
 
-IdleStateUpdate = Annotated[Union[Annotated[Union[IdleStateUpdateEndTurn, IdleStateUpdateMaxTokens, IdleStateUpdateMaxTurnRequests, IdleStateUpdateRefusal, IdleStateUpdateCancelled, IdleStateUpdateError], Field(discriminator='stop_reason')], IdleStateUpdateNone], Field(union_mode='left_to_right')]
+IdleStateUpdate = Annotated[Union[Annotated[Union[IdleStateUpdateEndTurn, IdleStateUpdateMaxTokens, IdleStateUpdateMaxTurnRequests, IdleStateUpdateRefusal, IdleStateUpdateCancelled, IdleStateUpdateError], Field(discriminator='stop_reason')], IdleStateUpdateNone, IdleStateUpdateOther], Field(union_mode='left_to_right')]
 """ACP type `IdleStateUpdate`. Unstable."""
 
 InitializeProxyRequest = InitializeRequest

@@ -195,6 +195,9 @@ class _Analyzer:
                 self.request(rec, d, msg, method)
             else:
                 self.notification(rec, d, msg, method)
+        elif "method" in msg and "id" in msg:  # an invalid request (method not a string): still answerable
+            if _hashable(msg.get("id")):
+                self.pending[(d, msg.get("id"))] = ("(invalid request)", None, int(rec.get("seq") or 0))
         elif "id" in msg:
             self.response(rec, d, msg)
 
@@ -229,7 +232,7 @@ class _Analyzer:
             self.loading[sid] = self.loading.get(sid, 0) + 1
         if method == "session/request_permission" and isinstance(params, dict):
             opts = [str(o.get("optionId")) for o in params.get("options") or [] if isinstance(o, dict)]
-            tool = params.get("toolCall") if isinstance(params.get("toolCall"), dict) else {}
+            tool = _obj(params.get("toolCall"))
             self.t.permissions.append(Permission(params.get("sessionId"), tool.get("toolCallId"), opts, mono))
 
     def response(self, rec: dict[str, Any], d: str, msg: dict[str, Any]) -> None:
@@ -240,7 +243,7 @@ class _Analyzer:
             if _hashable(rid) and key in self.answered:
                 self.find("duplicate-response", f"second response to request {rid!r}", rec)
             elif "error" in msg and rid is None:
-                err = msg.get("error") if isinstance(msg.get("error"), dict) else {}
+                err = _obj(msg.get("error"))
                 self.t.errors.append({"seq": rec.get("seq"), "dir": d, "method": None, "code": err.get("code"),
                                       "message": err.get("message")})
             else:
@@ -300,7 +303,7 @@ class _Analyzer:
         if method != "session/update" or not isinstance(params, dict):
             return
         sid = str(params.get("sessionId"))
-        upd = params.get("update") if isinstance(params.get("update"), dict) else {}
+        upd = _obj(params.get("update"))
         kind = str(upd.get("sessionUpdate"))
         mono = float(rec.get("mono") or 0.0)
         sess = self.t.sessions.get(sid)
@@ -329,6 +332,10 @@ class _Analyzer:
                 tc.last = mono
             else:
                 self.find("tool-update-unknown-id", f"tool_call_update for unknown tool call {tid!r}", rec)
+
+
+def _obj(x: Any) -> dict[str, Any]:
+    return x if isinstance(x, dict) else {}
 
 
 def _hashable(x: Any) -> bool:

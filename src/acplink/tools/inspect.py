@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from typing import Any
 
 from rich.console import Console
@@ -37,57 +38,60 @@ def _name(info: Any) -> str:
 
 def render_text(t: Timeline, console: Console) -> None:
     """Print the timeline (sessions, turns, tool calls, permissions, errors, findings)."""
+    def say(*parts: Any, **kw: Any) -> None:
+        console.print(*parts, markup=False, highlight=False, **kw)
+
     head = t.header
-    console.print(Text("ACP trace", style="bold"), Text(f"({t.messages} messages: "
+    say(Text("ACP trace", style="bold"), Text(f"({t.messages} messages: "
                   f"{t.by_dir.get('c2a', 0)} client→agent, {t.by_dir.get('a2c', 0)} agent→client; "
                   f"{_dur(t.end - t.start)})", style="dim"))
     if head.get("command"):
-        console.print(f"  agent command: {' '.join(map(str, head['command']))}")
+        say(f"  agent command: {' '.join(map(str, head['command']))}")
     if head.get("redacted"):
-        console.print("  (recorded with --redact)")
-    console.print(f"  client: {_name(t.client_info)}   agent: {_name(t.agent_info)}   "
+        say("  (recorded with --redact)")
+    say(f"  client: {_name(t.client_info)}   agent: {_name(t.agent_info)}   "
                   f"protocol version: {t.protocol_version}")
     if t.exit_code is not None:
-        console.print(f"  agent exit code: {t.exit_code}")
+        say(f"  agent exit code: {t.exit_code}")
 
     for sess in t.sessions.values():
-        console.print()
-        console.print(Text(f"session {sess.id}", style="bold cyan"),
+        say()
+        say(Text(f"session {sess.id}", style="bold cyan"),
                       Text(f"({sess.how} {_at(t, sess.created).strip()}, cwd {sess.cwd})", style="dim"))
         other = {k: v for k, v in sess.updates.items()}
         for n, turn in enumerate(sess.turns, 1):
             end = turn.stop_reason or (f"error: {turn.error}" if turn.error else "unfinished")
-            console.print(f"  turn {n} {_at(t, turn.start)}  {_dur(turn.duration):>12}  → {end}")
+            say(f"  turn {n} {_at(t, turn.start)}  {_dur(turn.duration):>12}  → {end}")
             for kind, count in sorted(turn.updates.items()):
-                console.print(f"      {kind} ×{count}", style="dim")
+                say(f"      {kind} \u00d7{count}", style="dim")
                 other[kind] = other.get(kind, 0) - count
             for tid in turn.tool_calls:
                 tc = t.tool_calls.get(tid)
                 if tc is not None:
-                    console.print(f"      tool call {tc.id} [{tc.kind or '-'}] {tc.title or ''}: "
+                    say(f"      tool call {tc.id} [{tc.kind or '-'}] {tc.title or ''}: "
                                   f"{' → '.join(tc.statuses)}  ({_dur(tc.last - tc.first)})")
         rest = {k: v for k, v in other.items() if v > 0}
         if rest:
-            console.print("  outside turns: " + ", ".join(f"{k} ×{v}" for k, v in sorted(rest.items())),
+            say("  outside turns: " + ", ".join(f"{k} \u00d7{v}" for k, v in sorted(rest.items())),
                           style="dim")
     if t.permissions:
-        console.print()
-        console.print(Text("permission requests", style="bold"))
+        say()
+        say(Text("permission requests", style="bold"))
         for p in t.permissions:
             wait = None if p.answered is None else p.answered - p.asked
-            console.print(f"  {_at(t, p.asked)} tool call {p.tool_call_id}: options {', '.join(p.options)}"
+            say(f"  {_at(t, p.asked)} tool call {p.tool_call_id}: options {', '.join(p.options)}"
                           f" → {p.answer or '(no answer)'} after {_dur(wait)}")
     if t.errors:
-        console.print()
-        console.print(Text("errors", style="bold"))
+        say()
+        say(Text("errors", style="bold"))
         for e in t.errors:
-            arrow = "agent→client" if e["dir"] == "a2c" else "client→agent"
-            console.print(f"  #{e['seq']} {arrow} {e['method'] or '(no request)'}: {e['code']} {e['message']}")
-    console.print()
+            who = "agent" if e["dir"] == "a2c" else "client"
+            say(f"  #{e['seq']} {e['method'] or '(no request)'}: error {e['code']} {e['message']} (from the {who})")
+    say()
     schema = [f for f in t.findings if f.is_schema]
     order = [f for f in t.findings if not f.is_schema]
     if not t.findings:
-        console.print(Text("no findings", style="bold green"))
+        say(Text("no findings", style="bold green"))
         return
     for title, items in (("schema violations", schema), ("protocol-order violations", order)):
         if not items:
@@ -98,7 +102,7 @@ def render_text(t: Timeline, console: Console) -> None:
         table.add_column("finding")
         table.add_column("detail")
         for f in items:
-            table.add_row(str(f.seq or ""), f.dir or "", f.code, f.message)
+            table.add_row(Text(str(f.seq or "")), Text(f.dir or ""), Text(f.code), Text(f.message))
         console.print(table)
 
 
@@ -110,5 +114,6 @@ def inspect_trace(path: str | os.PathLike[str], *, as_json: bool = False,
         data = t.to_json()
         data["finding_codes"] = FINDING_CODES
         return data
-    render_text(t, console or Console(highlight=False))
+    render_text(t, console or Console(highlight=False, markup=False,
+                                       width=shutil.get_terminal_size((120, 24)).columns))
     return None

@@ -47,6 +47,13 @@ class RecordingProxy:
         self._q: queue.SimpleQueue[tuple[str, bytes, float, float]] = queue.SimpleQueue()
         self.proc: subprocess.Popen[bytes] | None = None
         self._stdin_closed = threading.Event()
+        self._order = threading.Lock()
+
+    def _enqueue(self, kind: str, data: bytes) -> None:
+        # timestamp and queue together, before forwarding: the trace's order is causal
+        # (an answer cannot be queued before the message it answers) and its clock monotonic
+        with self._order:
+            self._q.put((kind, data, time.monotonic(), time.time()))
 
     # -- forwarding ----------------------------------------------------------------------------
 
@@ -59,16 +66,15 @@ class RecordingProxy:
                 data = os.read(self.stdin_fd, _CHUNK)
             except OSError:
                 data = b""
-            now, wall = time.monotonic(), time.time()
             if not data:
-                self._q.put(("eof", b"c2a", now, wall))
+                self._enqueue("eof", b"c2a")
                 break
+            self._enqueue("c2a", data)
             if not broken:
                 try:
                     _write_all(dst, data)
                 except OSError:  # the agent is gone; keep recording what the client says
                     broken = True
-            self._q.put(("c2a", data, now, wall))
         self._stdin_closed.set()
         try:
             self.proc.stdin.close()
@@ -84,16 +90,15 @@ class RecordingProxy:
                 data = os.read(src, _CHUNK)
             except OSError:
                 data = b""
-            now, wall = time.monotonic(), time.time()
             if not data:
-                self._q.put(("eof", b"a2c", now, wall))
+                self._enqueue("eof", b"a2c")
                 break
+            self._enqueue("a2c", data)
             if not broken:
                 try:
                     _write_all(self.stdout_fd, data)
                 except OSError:
                     broken = True
-            self._q.put(("a2c", data, now, wall))
 
     def _trace(self, writer: TraceWriter) -> None:
         while True:

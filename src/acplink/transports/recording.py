@@ -214,7 +214,7 @@ class TraceWriter:
         if out is None:
             self._file = None
         elif isinstance(out, (str, os.PathLike)):
-            self._file = open(Path(out), "wb")  # noqa: SIM115 - closed in close()
+            self._file = open(Path(out), "wb")
             self._own_file = True
         else:
             self._file = out
