@@ -9,6 +9,7 @@ from . import builders, schema
 from .agent import (
     Agent,
     AgentApp,
+    AgentBase,
     AgentSession,
     Context,
     PermissionAnswer,
@@ -66,6 +67,7 @@ __all__ = [
     "AcpError",
     "Agent",
     "AgentApp",
+    "AgentBase",
     "AgentSession",
     "AgentSideConnection",
     "AuthRequired",

@@ -1,6 +1,6 @@
 """The agent side: build an agent from handlers and serve it."""
 
-from .app import HOOKS, Agent, AgentApp
+from .app import HOOKS, Agent, AgentApp, AgentBase
 from .context import AgentSession, Context, PermissionAnswer, PromptContext, TerminalHandle, ToolCallHandle
 from .serve import run_agent, serve
 
@@ -8,6 +8,7 @@ __all__ = [
     "HOOKS",
     "Agent",
     "AgentApp",
+    "AgentBase",
     "AgentSession",
     "Context",
     "PermissionAnswer",

@@ -25,7 +25,7 @@ from ..errors import InvalidParams, ResourceNotFound, UsageError
 from ..schema import _generated as s
 from .context import AgentSession, Context, PromptContext
 
-__all__ = ["HOOKS", "Agent", "AgentApp"]
+__all__ = ["HOOKS", "Agent", "AgentApp", "AgentBase"]
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
@@ -60,9 +60,11 @@ _SESSION_CAPS = {
 }
 
 
-class AgentApp:
-    """An ACP agent built from handlers. Each handler takes one :class:`Context` (a
-    :class:`PromptContext` for ``prompt``) whose ``params`` is the typed request."""
+class AgentBase:
+    """The machinery shared by both styles (:class:`AgentApp`, :class:`Agent`): handlers,
+    sessions, capabilities, and the router of each connection. Each handler takes one
+    :class:`Context` (a :class:`PromptContext` for ``prompt``) whose ``params`` is the typed
+    request."""
 
     def __init__(
         self,
@@ -135,19 +137,10 @@ class AgentApp:
 
         return register
 
-    def __getattr__(self, name: str) -> Any:
-        # decorator style: @app.prompt, @app.new_session, ... for every hook
-        if name in HOOKS:
-            def decorator(fn: F) -> F:
-                return self.on(name)(fn)
-
-            return decorator
-        raise AttributeError(name)
-
     # -- capabilities ---------------------------------------------------------------------------
 
     def agent_capabilities(self) -> s.AgentCapabilities:
-        session_caps = {cap: {} for hook, cap in _SESSION_CAPS.items() if hook in self.handlers}
+        session_caps: dict[str, Any] = {cap: {} for hook, cap in _SESSION_CAPS.items() if hook in self.handlers}
         return s.AgentCapabilities(
             load_session="load_session" in self.handlers,
             prompt_capabilities=self.prompt_capabilities,
@@ -348,7 +341,68 @@ def _select_values(opt: Any) -> set[Any] | None:
     return values
 
 
-class Agent(AgentApp):
+class AgentApp(AgentBase):
+    """Decorator style: ``@app.prompt``, ``@app.new_session``, ... (one per hook)."""
+
+    def initialize(self, fn: F) -> F:
+        return self.on("initialize")(fn)
+
+    def authenticate(self, fn: F) -> F:
+        return self.on("authenticate")(fn)
+
+    def logout(self, fn: F) -> F:
+        return self.on("logout")(fn)
+
+    def new_session(self, fn: F) -> F:
+        return self.on("new_session")(fn)
+
+    def load_session(self, fn: F) -> F:
+        return self.on("load_session")(fn)
+
+    def list_sessions(self, fn: F) -> F:
+        return self.on("list_sessions")(fn)
+
+    def resume_session(self, fn: F) -> F:
+        return self.on("resume_session")(fn)
+
+    def close_session(self, fn: F) -> F:
+        return self.on("close_session")(fn)
+
+    def delete_session(self, fn: F) -> F:
+        return self.on("delete_session")(fn)
+
+    def fork_session(self, fn: F) -> F:
+        return self.on("fork_session")(fn)
+
+    def archive_session(self, fn: F) -> F:
+        return self.on("archive_session")(fn)
+
+    def unarchive_session(self, fn: F) -> F:
+        return self.on("unarchive_session")(fn)
+
+    def session_status(self, fn: F) -> F:
+        return self.on("session_status")(fn)
+
+    def set_title(self, fn: F) -> F:
+        return self.on("set_title")(fn)
+
+    def set_mode(self, fn: F) -> F:
+        return self.on("set_mode")(fn)
+
+    def set_config_option(self, fn: F) -> F:
+        return self.on("set_config_option")(fn)
+
+    def set_model(self, fn: F) -> F:
+        return self.on("set_model")(fn)
+
+    def prompt(self, fn: F) -> F:
+        return self.on("prompt")(fn)
+
+    def cancel(self, fn: F) -> F:
+        return self.on("cancel")(fn)
+
+
+class Agent(AgentBase):
     """Subclass style: override the hooks you implement (``prompt``, ``new_session``, ...).
 
         class Echo(Agent):

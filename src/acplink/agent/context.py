@@ -14,7 +14,7 @@ from ..schema.parse import parse
 
 if TYPE_CHECKING:
     from ..connection.agent_side import AgentSideConnection, Turn
-    from .app import AgentApp
+    from .app import AgentBase
 
 __all__ = [
     "AgentSession",
@@ -49,7 +49,7 @@ class AgentSession:
 class Context(Generic[P]):
     """Per-request context: the typed ``params``, the connection, the app, the session."""
 
-    def __init__(self, app: AgentApp, conn: AgentSideConnection, params: P,
+    def __init__(self, app: AgentBase, conn: AgentSideConnection, params: P,
                  session: AgentSession | None = None) -> None:
         self.app = app
         self.connection = conn
@@ -188,7 +188,7 @@ class PromptContext(Context[s.PromptRequest]):
     """Everything a prompt turn can do: stream, tool calls, plans, permission, files,
     terminals, elicitation, and whether the turn was cancelled."""
 
-    def __init__(self, app: AgentApp, conn: AgentSideConnection, params: s.PromptRequest,
+    def __init__(self, app: AgentBase, conn: AgentSideConnection, params: s.PromptRequest,
                  session: AgentSession, turn: Turn | None) -> None:
         super().__init__(app, conn, params, session)
         self.turn = turn

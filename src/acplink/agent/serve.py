@@ -11,12 +11,12 @@ from typing import Any
 
 from ..transports.base import Transport
 from ..transports.stdio import StdioTransport
-from .app import AgentApp
+from .app import AgentBase
 
 __all__ = ["run_agent", "serve"]
 
 
-async def serve(app: AgentApp, transport: Transport | None = None, **kw: Any) -> None:
+async def serve(app: AgentBase, transport: Transport | None = None, **kw: Any) -> None:
     """Serve ``app`` on ``transport`` (default: stdio) until the client hangs up."""
     conn = app.connection(transport or StdioTransport(), **kw)
     await conn.start()
@@ -26,7 +26,7 @@ async def serve(app: AgentApp, transport: Transport | None = None, **kw: Any) ->
         await conn.aclose()
 
 
-def run_agent(app: AgentApp, *, debug: bool = False, log_level: int = logging.WARNING, **kw: Any) -> None:
+def run_agent(app: AgentBase, *, debug: bool = False, log_level: int = logging.WARNING, **kw: Any) -> None:
     """Serve ``app`` on stdio until stdin closes (how editors run agents). Logs go to stderr."""
     logging.basicConfig(level=logging.DEBUG if debug else log_level, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")

@@ -28,7 +28,7 @@ from .session import Session, session_cwd
 from .terminal import TerminalHandler
 
 if TYPE_CHECKING:
-    from ..agent.app import AgentApp
+    from ..agent.app import AgentBase
     from ..connection.agent_side import AgentSideConnection
 
 __all__ = ["Client", "connect"]
@@ -263,7 +263,7 @@ class connect:
 
     def __init__(
         self,
-        agent: Sequence[str] | str | AgentApp | Transport,
+        agent: Sequence[str] | str | AgentBase | Transport,
         *,
         env: dict[str, str] | None = None,
         inherit_env: bool = True,
@@ -294,12 +294,14 @@ class connect:
                 raise UsageError("connect() needs an agent command line")
             transport = SubprocessTransport(cmd, env=self.env, inherit_env=self.inherit_env, cwd=self.cwd,
                                             stderr=self.stderr)
-        else:
+        elif hasattr(agent, "connection"):
             ours, theirs = memory_pair()
             agent_conn = agent.connection(theirs)
             await agent_conn.start()
             owned.append(agent_conn)
             transport = ours
+        else:
+            raise UsageError(f"connect() takes an agent command line, an agent app or a transport, not {agent!r}")
         client = Client(transport, **self.client_kw)
         client._owned.extend(owned)
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import os
 import uuid
 from collections.abc import AsyncIterator, Generator, Sequence
 from pathlib import Path
@@ -177,5 +178,5 @@ class PromptTurn:
             await asyncio.gather(self._task, return_exceptions=True)
 
 
-def session_cwd(cwd: str | Path | None) -> str:
+def session_cwd(cwd: str | os.PathLike[str] | None) -> str:
     return str(Path(cwd or ".").resolve())
