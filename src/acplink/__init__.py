@@ -5,62 +5,138 @@ Python (:func:`connect`), or work one level down with the typed connections and 
 Every ACP type lives in :mod:`acplink.schema`.
 """
 
-from . import builders, schema
-from .agent import (
-    Agent,
-    AgentApp,
-    AgentBase,
-    AgentSession,
-    Context,
-    PermissionAnswer,
-    PromptContext,
-    TerminalHandle,
-    ToolCallHandle,
-    run_agent,
-    serve,
-)
-from .client import (
-    Client,
-    FileSystemHandler,
-    PermissionPolicy,
-    PermissionRule,
-    PromptTurn,
-    Session,
-    SessionState,
-    TerminalHandler,
-    connect,
-)
-from .connection import (
-    PROTOCOL_VERSION,
-    AgentSideConnection,
-    ClientSideConnection,
-    Connection,
-    PeerLimits,
-    Router,
-)
-from .errors import (
-    AcpError,
-    AuthRequired,
-    CapabilityError,
-    ConnectionClosed,
-    InternalError,
-    InvalidParams,
-    InvalidRequest,
-    MessageTooLarge,
-    MethodNotFound,
-    ParseError,
-    ProtocolError,
-    RequestCancelled,
-    RequestError,
-    RequestTimeout,
-    ResourceNotFound,
-    SchemaValidationError,
-    TransportError,
-    UsageError,
-)
-from .transports import MemoryTransport, StdioTransport, SubprocessTransport, Transport, memory_pair
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from . import builders, schema
+    from .agent import (
+        Agent,
+        AgentApp,
+        AgentBase,
+        AgentSession,
+        Context,
+        PermissionAnswer,
+        PromptContext,
+        TerminalHandle,
+        ToolCallHandle,
+        run_agent,
+        serve,
+    )
+    from .client import (
+        Client,
+        FileSystemHandler,
+        PermissionPolicy,
+        PermissionRule,
+        PromptTurn,
+        Session,
+        SessionState,
+        TerminalHandler,
+        connect,
+    )
+    from .connection import (
+        PROTOCOL_VERSION,
+        AgentSideConnection,
+        ClientSideConnection,
+        Connection,
+        PeerLimits,
+        Router,
+    )
+    from .errors import (
+        AcpError,
+        AuthRequired,
+        CapabilityError,
+        ConnectionClosed,
+        InternalError,
+        InvalidParams,
+        InvalidRequest,
+        MessageTooLarge,
+        MethodNotFound,
+        ParseError,
+        ProtocolError,
+        RequestCancelled,
+        RequestError,
+        RequestTimeout,
+        ResourceNotFound,
+        SchemaValidationError,
+        TransportError,
+        UsageError,
+    )
+    from .transports import MemoryTransport, StdioTransport, SubprocessTransport, Transport, memory_pair
 
 __version__ = "0.1.0"
+
+#: public name -> the module that defines it; imported on first use, so an agent process
+#: does not pay for the client side (and the other way round)
+_LAZY: dict[str, str] = {
+    'AcpError': '.errors',
+    'Agent': '.agent',
+    'AgentApp': '.agent',
+    'AgentBase': '.agent',
+    'AgentSession': '.agent',
+    'AgentSideConnection': '.connection',
+    'AuthRequired': '.errors',
+    'CapabilityError': '.errors',
+    'Client': '.client',
+    'ClientSideConnection': '.connection',
+    'Connection': '.connection',
+    'ConnectionClosed': '.errors',
+    'Context': '.agent',
+    'FileSystemHandler': '.client',
+    'InternalError': '.errors',
+    'InvalidParams': '.errors',
+    'InvalidRequest': '.errors',
+    'MemoryTransport': '.transports',
+    'MessageTooLarge': '.errors',
+    'MethodNotFound': '.errors',
+    'PROTOCOL_VERSION': '.connection',
+    'ParseError': '.errors',
+    'PeerLimits': '.connection',
+    'PermissionAnswer': '.agent',
+    'PermissionPolicy': '.client',
+    'PermissionRule': '.client',
+    'PromptContext': '.agent',
+    'PromptTurn': '.client',
+    'ProtocolError': '.errors',
+    'RequestCancelled': '.errors',
+    'RequestError': '.errors',
+    'RequestTimeout': '.errors',
+    'ResourceNotFound': '.errors',
+    'Router': '.connection',
+    'SchemaValidationError': '.errors',
+    'Session': '.client',
+    'SessionState': '.client',
+    'StdioTransport': '.transports',
+    'SubprocessTransport': '.transports',
+    'TerminalHandle': '.agent',
+    'TerminalHandler': '.client',
+    'ToolCallHandle': '.agent',
+    'Transport': '.transports',
+    'TransportError': '.errors',
+    'UsageError': '.errors',
+    'builders': '.',
+    'connect': '.client',
+    'memory_pair': '.transports',
+    'run_agent': '.agent',
+    'schema': '.',
+    'serve': '.agent',
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'acplink' has no attribute {name!r}")
+    value = importlib.import_module(f"acplink.{name}") if module == "." else getattr(
+        importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(__all__)
 
 __all__ = [
     "PROTOCOL_VERSION",

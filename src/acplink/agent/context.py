@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
 
+import orjson
+
 from ..errors import ConnectionClosed, ProtocolError, UsageError
 from ..schema import _generated as s
 from ..schema.parse import parse
@@ -74,12 +76,24 @@ class Context(Generic[P]):
 
     async def send_text(self, text: str, *, message_id: str | None = None) -> None:
         """Stream a chunk of the agent's reply."""
-        extra = {"message_id": message_id} if message_id is not None else {}  # no `"messageId": null`
-        await self.send_update(s.AgentMessageChunk(content=s.TextContent(text=text), **extra))
+        await self._send_chunk("agent_message_chunk", text, message_id)
 
-    async def send_thought(self, text: str) -> None:
+    async def send_thought(self, text: str, *, message_id: str | None = None) -> None:
         """Stream a chunk of the agent's reasoning."""
-        await self.send_update(s.AgentThoughtChunk(content=s.TextContent(text=text)))
+        await self._send_chunk("agent_thought_chunk", text, message_id)
+
+    async def _send_chunk(self, kind: str, text: str, message_id: str | None) -> None:
+        # The hot path of every streaming agent: the wire JSON of a text chunk is built
+        # directly from checked values (valid by construction), not through three models.
+        if type(text) is not str:
+            raise UsageError(f"chunk text must be a str, not {type(text).__name__}")
+        update: dict[str, Any] = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+        if message_id is not None:
+            if type(message_id) is not str:
+                raise UsageError(f"message_id must be a str, not {type(message_id).__name__}")
+            update["messageId"] = message_id
+        await self.connection.notify_json("session/update", orjson.dumps({"sessionId": self.session_id,
+                                                                         "update": update}))
 
     async def send_plan(self, entries: Sequence[s.PlanEntry | str]) -> None:
         """Publish the plan (replaces the previous one). Strings become pending entries."""
@@ -275,7 +289,12 @@ class PromptContext(Context[s.PromptRequest]):
 
     async def read_file(self, path: str, *, line: int | None = None, limit: int | None = None) -> str:
         """Read a text file through the client (``fs/read_text_file``)."""
-        resp = await self.connection.fs_read_text_file(session_id=self.session_id, path=path, line=line, limit=limit)
+        fields: dict[str, Any] = {"session_id": self.session_id, "path": path}
+        if line is not None:
+            fields["line"] = line
+        if limit is not None:
+            fields["limit"] = limit
+        resp = await self.connection.fs_read_text_file(**fields)
         return resp.content
 
     async def write_file(self, path: str, content: str) -> None:

@@ -94,6 +94,8 @@ class Connection:
         self.peer_capabilities: Any = None
         #: what we advertised
         self.own_capabilities: Any = None
+        #: capability -> (the capabilities object it was read from, advertised?)
+        self._capability_cache: dict[str, tuple[Any, bool]] = {}
 
     async def start(self) -> None:
         await self.peer.start()
@@ -173,7 +175,13 @@ class Connection:
         caps = self.peer_capabilities if who != self.side else self.own_capabilities
         if caps is None:
             return  # not initialized yet: nothing to check against
-        if not _get_path(caps, path):
+        hit = self._capability_cache.get(info.capability)
+        if hit is not None and hit[0] is caps:
+            allowed = hit[1]
+        else:
+            allowed = bool(_get_path(caps, path))
+            self._capability_cache[info.capability] = (caps, allowed)
+        if not allowed:
             owner = "client" if who == "client" else "agent"
             raise CapabilityError(f"{method} needs the {owner} capability {path!r}, which it did not advertise "
                                   f"(pass check_capabilities=False to call it anyway)")
@@ -210,6 +218,14 @@ class Connection:
         info = method_info(method, "notification")
         self._check_capability(info, method)
         await self.peer.notify(method, self._params_json(info, method, params, fields))
+
+    async def notify_json(self, method: str, params_json: bytes) -> None:
+        """Send a notification whose params are ready-made wire JSON (the caller vouches for
+        their validity; used by acplink's own fast paths such as ``PromptContext.send_text``)."""
+        info = method_info(method, "notification")
+        if info is not None and info.capability is not None:
+            self._check_capability(info, method)
+        await self.peer.notify(method, params_json)
 
     async def call(self, method: str, params: Any = None, *, timeout: float | None = None, **fields: Any) -> Any:
         """Send any request: typed through the registry, raw for extension methods."""

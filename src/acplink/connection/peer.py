@@ -39,6 +39,9 @@ log = logging.getLogger("acplink.rpc")
 
 CANCEL_REQUEST = "$/cancel_request"
 
+#: a write batch goes to the transport at once when it reaches this size
+FLUSH_AT = 256 * 1024
+
 
 class Dispatcher(Protocol):
     """What a peer hands inbound traffic to (the typed connection layer)."""
@@ -99,6 +102,9 @@ class Peer:
         self._closed_event: asyncio.Event | None = None
         self._started = False
         self._close_callbacks: list[Callable[[], None]] = []
+        self._wbuf: list[bytes] = []
+        self._wsize = 0
+        self._flush_scheduled = False
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -149,6 +155,7 @@ class Peer:
 
     async def aclose(self) -> None:
         """Close the transport, fail pending calls, cancel and await every owned task."""
+        self._flush()  # what we already sent (e.g. final responses) still goes out
         self._mark_closed(None)
         tasks = [t for t in self._inbound.values() if not t.done()]
         if self._consumer is not None and not self._consumer.done():
@@ -311,19 +318,47 @@ class Peer:
 
     # -- outbound ------------------------------------------------------------------------------
 
-    def _write_quiet(self, data: bytes) -> None:
+    # Writes are batched: messages queue in ``_wbuf`` and go to the transport in one write
+    # at the next turn of the event loop, or at once when the batch reaches FLUSH_AT bytes.
+    # A flood of notifications then costs one system call per batch, not one per message,
+    # and the order of messages is the order of the calls.
+
+    def _send(self, data: bytes) -> None:
         if self._closed:
+            raise ConnectionClosed(f"connection to {self.transport.description} is closed")
+        self._wbuf.append(data)
+        self._wsize += len(data)
+        if self._wsize >= FLUSH_AT:
+            self._flush()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        buf = self._wbuf
+        if not buf or self._closed:
+            buf.clear()
+            self._wsize = 0
             return
+        data = buf[0] if len(buf) == 1 else b"".join(buf)
+        buf.clear()
+        self._wsize = 0
         try:
             self.transport.write(data)
         except (AcpError, OSError, RuntimeError) as exc:
             self._mark_closed(exc)
 
-    async def _write(self, data: bytes) -> None:
+    def _write_quiet(self, data: bytes) -> None:
         if self._closed:
-            raise ConnectionClosed(f"connection to {self.transport.description} is closed")
+            return
+        self._send(data)
+
+    async def _write(self, data: bytes) -> None:
+        self._send(data)
+        if self._wsize:
+            return  # queued: flow control is checked when the batch is written
         try:
-            self.transport.write(data)
             await self.transport.drain()
         except (OSError, RuntimeError) as exc:
             self._mark_closed(exc)
@@ -331,6 +366,8 @@ class Peer:
         except TransportError:
             self._mark_closed(None)
             raise
+        if self._closed:
+            raise ConnectionClosed(f"connection to {self.transport.description} is closed")
 
     async def notify(self, method: str, params_json: bytes | None) -> None:
         """Send a notification whose params are already JSON."""

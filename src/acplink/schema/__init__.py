@@ -5,8 +5,10 @@ Every schema definition is available here under its schema name (``PromptRequest
 camelCase; ``_meta`` is the attribute ``meta``. See ``docs/schema.md``.
 """
 
+from typing import TYPE_CHECKING, Any
+
+from . import _generated
 from ._base import STRICT, AcpModel, UnknownVariant
-from ._generated import *  # noqa: F403
 from ._generated import STABILITY, __all__ as _generated_all
 from .parse import dump, dump_json, parse, parse_json
 from .registry import METHODS, MethodInfo, agent_methods, client_methods, method_info
@@ -27,3 +29,13 @@ __all__ = [  # noqa: PLE0604
     "parse_json",
     *_generated_all,
 ]
+
+if TYPE_CHECKING:
+    from ._generated import *  # noqa: F403
+else:
+
+    def __getattr__(name: str) -> Any:
+        # models are built on first use (see _generated.py); this keeps `import acplink` cheap
+        if name in _generated._ORDER:
+            return _generated._get(name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -66,6 +66,7 @@ async def main() -> None:
             await conn.turns[sid].cancel_event.wait()
         elif cmd == "exit":
             await say(sid, "started")
+            await asyncio.sleep(0)  # sends are batched: let the batch go out before dying
             os._exit(3)
         return {"stopReason": "end_turn"}
 
