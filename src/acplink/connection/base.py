@@ -22,6 +22,7 @@ from ..errors import (
     SchemaValidationError,
     UsageError,
 )
+from ..schema._base import STRICT
 from ..schema.parse import dump_json, parse
 from ..schema.registry import MethodInfo, method_info
 from ..transports.base import Transport
@@ -156,15 +157,28 @@ class Connection:
         result = await handler(typed)
         return self._result_json(info, method, result)
 
-    async def handle_notification(self, method: str, params: Any) -> None:
+    async def handle_notification(self, method: str, params: Any, typed: bool = False) -> None:
         handler = self.router.notifications.get(method)
         if handler is None:
             if not method.startswith(("_", "$/")):
                 log.debug("%s: no handler for notification %s", self.side, method)
             return
+        if not typed:
+            params = self._params(method_info(method, "notification"), method, params)
+        await handler(params)
+
+    def enable_fast_path(self, method: str) -> None:
+        """Decode ``method`` notifications straight from their bytes into the typed model
+        (one pass in pydantic-core instead of JSON parse + validate). Used for
+        ``session/update`` by the client side; anything unusual falls back to the general path."""
         info = method_info(method, "notification")
-        typed = self._params(info, method, params)
-        await handler(typed)
+        if info is None:
+            return
+        tp = info.params_type
+        ctx = STRICT if self.strict else None
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            validate = tp.__pydantic_validator__.validate_json
+            self.peer.engine.fast_params[method.encode()] = lambda data: validate(data, context=ctx)
 
     # -- outbound ------------------------------------------------------------------------------
 

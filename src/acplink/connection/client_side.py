@@ -19,6 +19,11 @@ class ClientSideConnection(Connection, AgentMethods):
     """
 
     side = "client"
+
+    def __init__(self, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self.enable_fast_path("session/update")
+
     agent_info: s.Implementation | None = None
     auth_methods: list[Any] = []  # noqa: RUF012  (replaced per instance at initialize)
     protocol_version: int | None = None

@@ -50,7 +50,7 @@ class Dispatcher(Protocol):
         """Handle one request; return the result as JSON bytes or raise an AcpError."""
         ...
 
-    async def handle_notification(self, method: str, params: Any) -> None: ...
+    async def handle_notification(self, method: str, params: Any, typed: bool = False) -> None: ...
 
 
 class PeerLimits:
@@ -265,7 +265,7 @@ class Peer:
                 self.transport.resume_reading()
             if type(item) is IncomingNotification:
                 try:
-                    await handle(item.method, item.params)
+                    await handle(item.method, item.params, item.typed)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:

@@ -8,6 +8,7 @@ outbound requests, and every reply to malformed input.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -40,6 +41,8 @@ class IncomingRequest:
 class IncomingNotification:
     method: str
     params: Any
+    #: True when ``params`` was already decoded into its typed model (see Engine.fast_params)
+    typed: bool = False
 
 
 @dataclass(slots=True)
@@ -73,6 +76,8 @@ _BODY_RE = re.compile(rb'"(?:params|result|error)"\s*:')
 _RESPONSE_RE = re.compile(rb'"(?:result|error)"\s*:')
 _TAIL_END_RE = re.compile(rb'\s*\}\s*$')
 _HEAD = b'{"jsonrpc":"2.0",'
+_NOTIFICATION_HEAD = b'{"jsonrpc":"2.0","method":"'
+_METHOD_AT = len(_NOTIFICATION_HEAD)
 
 
 def encode(obj: Any) -> bytes:
@@ -99,6 +104,9 @@ class Engine:
         self.skip_noise = skip_noise
         self.max_pending = max_pending
         self._next_id = 0
+        #: method name (bytes) -> decoder of a notification's params JSON into its typed model;
+        #: registered by the connection for hot notifications such as ``session/update``
+        self.fast_params: dict[bytes, Callable[[bytes], Any]] = {}
         #: id -> method of each request we sent and await a response for
         self.pending: dict[int | str, str] = {}
         #: id -> method of requests given up on (``forget``): their late response is expected
@@ -166,6 +174,10 @@ class Engine:
     def _event(self, item: bytes | Oversized) -> Event:
         if isinstance(item, Oversized):
             return self._oversized(item)
+        if self.fast_params and item.startswith(_NOTIFICATION_HEAD):
+            fast = self._fast_notification(item)
+            if fast is not None:
+                return fast
         try:
             msg = orjson.loads(item)
         except orjson.JSONDecodeError as exc:
@@ -182,6 +194,22 @@ class Engine:
         else:
             err = InvalidRequest("Invalid request: a message must be a JSON object")
         return Violation(f"invalid message from the peer: {err.message}", reply=self.error(None, err))
+
+    def _fast_notification(self, item: bytes) -> IncomingNotification | None:
+        """Decode a notification of the canonical shape ``{"jsonrpc":"2.0","method":M,"params":P}``
+        straight from its bytes when a typed decoder is registered for M (one pass, no
+        intermediate dicts). Anything unusual returns None and takes the general path."""
+        end = item.find(b'"', _METHOD_AT)
+        if end < 0 or not item.startswith(b'","params":', end) or not item.endswith(b"}"):
+            return None
+        decode = self.fast_params.get(item[_METHOD_AT:end])
+        if decode is None:
+            return None
+        try:
+            params = decode(item[end + 11:-1])
+        except Exception:  # malformed, or not exactly that shape: the general path reports it
+            return None
+        return IncomingNotification(item[_METHOD_AT:end].decode(), params, True)
 
     def classify(self, msg: dict[str, Any]) -> Event:
         """Turn one decoded JSON object into an event."""
