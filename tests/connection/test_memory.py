@@ -193,3 +193,39 @@ async def test_outgoing_message_too_large_is_local_and_connection_keeps_working(
         with pytest.raises(InternalError, match="MessageTooLarge"):
             await asyncio.wait_for(client.call("_test/big", {"size": 20_000}), GUARD)
         assert await client.call("_test/echo", "small") == "small"
+
+
+async def test_calls_beyond_max_pending_wait_for_a_slot_instead_of_failing() -> None:
+    """More outstanding calls than ``max_pending_requests``: the extra callers wait (backpressure)
+    and every call completes with its own answer."""
+    import asyncio
+
+    from acplink import AgentSideConnection, ClientSideConnection, PeerLimits, Router, memory_pair
+
+    ours, theirs = memory_pair()
+    release = asyncio.Event()
+    seen: list[int] = []
+
+    async def echo(params: dict[str, int]) -> dict[str, int]:
+        seen.append(params["i"])
+        await release.wait()
+        return {"i": params["i"]}
+
+    agent_router = Router()
+    agent_router.add_request("_test/echo", echo)
+    agent = AgentSideConnection(theirs, agent_router)
+    client = ClientSideConnection(ours, Router(), limits=PeerLimits(max_pending_requests=3))
+    await agent.start()
+    await client.start()
+    try:
+        calls = [asyncio.ensure_future(client.call("_test/echo", {"i": i})) for i in range(10)]
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert len(client.peer.engine.pending) == 3  # the other seven wait for a slot
+        assert len(seen) == 3
+        release.set()
+        answers = await asyncio.wait_for(asyncio.gather(*calls), 10)
+        assert [a["i"] for a in answers] == list(range(10))
+    finally:
+        await client.aclose()
+        await agent.aclose()

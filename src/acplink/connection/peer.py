@@ -103,6 +103,12 @@ class Peer:
         self._started = False
         self._close_callbacks: list[Callable[[], None]] = []
         self._wbuf: list[bytes] = []
+        self._eof = False
+        self._eof_task: asyncio.Task[None] | None = None
+        #: seconds the requests received before the peer's end of input may take to answer
+        self.eof_grace = 1.0
+        #: callers waiting for a free slot when max_pending_requests calls are outstanding
+        self._slot_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._wsize = 0
         self._flush_scheduled = False
 
@@ -145,6 +151,10 @@ class Peer:
                 fut.set_exception(err)
         self._futures.clear()
         self.engine.pending.clear()
+        for waiter in self._slot_waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        self._slot_waiters.clear()
         if self._closed_event is not None:
             self._closed_event.set()
         for cb in self._close_callbacks:
@@ -160,6 +170,8 @@ class Peer:
         tasks = [t for t in self._inbound.values() if not t.done()]
         if self._consumer is not None and not self._consumer.done():
             tasks.append(self._consumer)
+        if self._eof_task is not None and not self._eof_task.done():
+            tasks.append(self._eof_task)
         for t in tasks:
             t.cancel()
         if tasks:
@@ -180,8 +192,9 @@ class Peer:
             self._handle_event(event)
 
     def eof_received(self, exc: BaseException | None) -> None:
-        if self._closed:
+        if self._closed or self._eof:
             return
+        self._eof = True
         for event in self.engine.receive_eof():
             self._handle_event(event)
         # responses/notifications already queued are still delivered in order; then close
@@ -189,7 +202,29 @@ class Peer:
             self._queue.append(_EOF)  # type: ignore[arg-type]
             self._wake()
         else:
+            self._end_of_input(exc)
+
+    def _end_of_input(self, exc: BaseException | None) -> None:
+        """The peer sent its last byte. Requests it already sent may still be answered (within
+        ``eof_grace`` seconds, e.g. ``agent < requests.jsonl``); nothing it could answer can
+        arrive any more, so our own pending calls fail now."""
+        self._flush()  # answers already made still go out
+        inbound = [t for t in self._inbound.values() if not t.done()]
+        if exc is not None or not inbound or self.eof_grace <= 0:
             self._mark_closed(exc)
+            return
+        err = ConnectionClosed(f"connection to {self.transport.description} closed by the peer")
+        for fut in self._futures.values():
+            if not fut.done():
+                fut.set_exception(err)
+        self._futures.clear()
+
+        async def finish() -> None:
+            await asyncio.wait(inbound, timeout=self.eof_grace)
+            self._flush()
+            self._mark_closed(None)
+
+        self._eof_task = asyncio.get_running_loop().create_task(finish())
 
     def _handle_event(self, ev: Any) -> None:
         t = type(ev)
@@ -199,6 +234,8 @@ class Peer:
                 return
             self._enqueue(ev)
         elif t is IncomingResponse:
+            if self._slot_waiters:
+                self._free_slot()
             fut = self._futures.pop(ev.id, None)
             if fut is None:
                 return
@@ -230,6 +267,7 @@ class Peer:
         if v.reply is not None:
             self._write_quiet(v.reply)
         if v.pending_id is not None:
+            self._free_slot()
             fut = self._futures.pop(v.pending_id, None)
             if fut is not None and not fut.done():
                 fut.set_exception(v.error or InternalError(v.message))
@@ -275,7 +313,7 @@ class Peer:
                 _resolve(item.future, item.event)  # type: ignore[attr-defined]
             else:  # EOF marker
                 self._consumer_busy = False
-                self._mark_closed(None)
+                self._end_of_input(None)
                 return
 
     # -- inbound requests ----------------------------------------------------------------------
@@ -379,6 +417,18 @@ class Peer:
         Cancelling the caller sends ``$/cancel_request``; a ``timeout`` does the same and
         raises :class:`RequestTimeout`. Error responses raise the matching RequestError.
         """
+        while len(self.engine.pending) >= self.limits.max_pending_requests:
+            # backpressure: wait until an outstanding call finishes, rather than fail
+            if self._closed:
+                break
+            slot: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+            self._slot_waiters.append(slot)
+            try:
+                await slot
+            except asyncio.CancelledError:
+                if slot.done() and not slot.cancelled():
+                    self._free_slot()  # pass on the slot we were given
+                raise
         if self._closed:
             raise ConnectionClosed(f"connection to {self.transport.description} is closed")
         rid, data = self.engine.request(method, params_json)
@@ -398,9 +448,17 @@ class Peer:
         finally:
             self._futures.pop(rid, None)
 
+    def _free_slot(self) -> None:
+        while self._slot_waiters:
+            waiter = self._slot_waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
     def _abandon(self, rid: int | str) -> None:
         if rid in self.engine.pending and not self._closed:
             self.engine.forget(rid)
+            self._free_slot()
             self._write_quiet(self.engine.notification(CANCEL_REQUEST, orjson.dumps({"requestId": rid})))
 
 

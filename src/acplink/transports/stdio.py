@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import stat
 import sys
 
 from ..errors import ConnectionClosed
@@ -11,6 +12,10 @@ from ._pipes import ReadProtocol, WriteProtocol
 from .base import Transport, TransportSink
 
 __all__ = ["StdioTransport"]
+
+
+def _is_regular_file(fd: int) -> bool:
+    return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
 class StdioTransport(Transport):
@@ -31,6 +36,10 @@ class StdioTransport(Transport):
         self._wproto: WriteProtocol | None = None
         self._closed = False
         self._saved_stdout: object | None = None
+        self._file_out: int | None = None
+        self._file_in: asyncio.Task[None] | None = None
+        self._resumed = asyncio.Event()
+        self._resumed.set()
 
     async def start(self, sink: TransportSink) -> None:
         loop = asyncio.get_running_loop()
@@ -43,11 +52,36 @@ class StdioTransport(Transport):
             sys.stdout = sys.stderr
         else:
             out_fd = os.dup(self._stdout_fd if self._stdout_fd is not None else sys.stdout.fileno())
-        self._wproto = WriteProtocol()
-        self._writer, _ = await loop.connect_write_pipe(lambda: self._wproto, os.fdopen(out_fd, "wb", 0))  # type: ignore[arg-type, return-value]
-        self._reader, _ = await loop.connect_read_pipe(lambda: ReadProtocol(sink), os.fdopen(in_fd, "rb", 0))  # type: ignore[assignment]
+        if _is_regular_file(out_fd):  # `agent > out.jsonl`: plain blocking writes never stall
+            self._file_out = out_fd
+        else:
+            self._wproto = WriteProtocol()
+            wproto = self._wproto
+            self._writer, _ = await loop.connect_write_pipe(lambda: wproto, os.fdopen(out_fd, "wb", 0))
+        if _is_regular_file(in_fd):  # `agent < trace.jsonl`: read the file in chunks
+            self._file_in = asyncio.get_running_loop().create_task(self._read_file(in_fd, sink))
+        else:
+            self._reader, _ = await loop.connect_read_pipe(lambda: ReadProtocol(sink), os.fdopen(in_fd, "rb", 0))
+
+    async def _read_file(self, fd: int, sink: TransportSink) -> None:
+        try:
+            while True:
+                await self._resumed.wait()
+                data = os.read(fd, 256 * 1024)
+                if not data:
+                    break
+                sink.data_received(data)
+                await asyncio.sleep(0)
+            sink.eof_received(None)
+        finally:
+            os.close(fd)
 
     def write(self, data: bytes) -> None:
+        if self._file_out is not None and not self._closed:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._file_out, view):]
+            return
         if self._closed or self._writer is None or self._writer.is_closing():
             raise ConnectionClosed("stdout is closed")
         self._writer.write(data)
@@ -57,10 +91,12 @@ class StdioTransport(Transport):
             await self._wproto.wait_writable()
 
     def pause_reading(self) -> None:
+        self._resumed.clear()
         if self._reader is not None:
             self._reader.pause_reading()
 
     def resume_reading(self) -> None:
+        self._resumed.set()
         if self._reader is not None:
             self._reader.resume_reading()
 
@@ -68,6 +104,12 @@ class StdioTransport(Transport):
         if self._closed:
             return
         self._closed = True
+        if self._file_in is not None:
+            self._file_in.cancel()
+            await asyncio.gather(self._file_in, return_exceptions=True)
+        if self._file_out is not None:
+            os.close(self._file_out)
+            self._file_out = None
         if self._reader is not None:
             self._reader.close()
         if self._writer is not None:
