@@ -91,7 +91,7 @@ SPEC_URL = re.compile(r"https://agentclientprotocol\.com/[^\s)\]]+")
 RESERVED = {
     "model_config", "model_fields", "model_computed_fields", "model_extra", "model_fields_set",
     "model_construct", "model_copy", "model_dump_json", "model_json_schema", "model_parametrized_name",
-    "model_post_init", "model_rebuild", "model_validate_json", "model_validate_strings", "model_fields", "model_dump", "model_validate", "schema", "json", "dict",
+    "model_post_init", "model_rebuild", "model_validate_json", "model_validate_strings", "model_dump", "model_validate", "schema", "json", "dict",
     "copy", "construct", "validate", "fields", "parse_obj", "parse_raw", "from_orm",
     "update_forward_refs", "to_wire", "to_json", "tag", "raw",
 }

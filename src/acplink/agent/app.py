@@ -110,7 +110,7 @@ class AgentBase:
         def register(fn: F) -> F:
             if hook in self.handlers:
                 raise UsageError(f"a handler for {hook!r} ({HOOKS[hook][0]}) is already registered")
-            if not asyncio.iscoroutinefunction(fn):
+            if not _is_async(fn):
                 raise UsageError(f"the {hook!r} handler must be an async function")
             self.handlers[hook] = fn
             return fn
@@ -326,6 +326,10 @@ class AgentBase:
         conn = AgentSideConnection(transport, self.router(ref), **kw)
         ref.append(conn)
         return conn
+
+
+def _is_async(fn: object) -> bool:
+    return asyncio.iscoroutinefunction(fn)
 
 
 def _select_values(opt: Any) -> set[Any] | None:

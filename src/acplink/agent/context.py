@@ -273,7 +273,7 @@ class PromptContext(Context[s.PromptRequest]):
             await self.connection.call("session/request_permission", req, timeout=timeout)
         outcome = resp.outcome
         tag = getattr(outcome, "outcome", None)
-        if tag == "selected":
+        if isinstance(outcome, s.SelectedPermissionOutcome):
             chosen = next((o for o in opts if o.option_id == outcome.option_id), None)
             if chosen is None:
                 raise ProtocolError(f"the client selected option {outcome.option_id!r}, which was not offered "

@@ -92,7 +92,7 @@ class Peer:
         self.name = name
         self._futures: dict[int | str, asyncio.Future[Any]] = {}
         self._inbound: dict[int | str, asyncio.Task[None]] = {}
-        self._queue: collections.deque[IncomingNotification | IncomingResponse] = collections.deque()
+        self._queue: collections.deque[IncomingNotification | _Resolution | object] = collections.deque()
         self._queue_wakeup: asyncio.Event | None = None
         self._consumer: asyncio.Task[None] | None = None
         self._consumer_busy = False
@@ -199,7 +199,7 @@ class Peer:
             self._handle_event(event)
         # responses/notifications already queued are still delivered in order; then close
         if self._queue or self._consumer_busy:
-            self._queue.append(_EOF)  # type: ignore[arg-type]
+            self._queue.append(_EOF)
             self._wake()
         else:
             self._end_of_input(exc)
@@ -242,7 +242,7 @@ class Peer:
             if not self._queue and not self._consumer_busy:
                 _resolve(fut, ev)
             else:
-                self._queue.append(_Resolution(fut, ev))  # type: ignore[arg-type]
+                self._queue.append(_Resolution(fut, ev))
                 self._wake()
         elif t is IncomingRequest:
             if len(self._inbound) >= self.limits.max_concurrent_requests:
@@ -309,8 +309,8 @@ class Peer:
                 except Exception as exc:
                     log.warning("%s: notification handler for %s failed: %s", self.name, item.method, exc,
                                 exc_info=self.debug or not isinstance(exc, AcpError))
-            elif type(item) is _Resolution:
-                _resolve(item.future, item.event)  # type: ignore[attr-defined]
+            elif isinstance(item, _Resolution):
+                _resolve(item.future, item.event)
             else:  # EOF marker
                 self._consumer_busy = False
                 self._end_of_input(None)

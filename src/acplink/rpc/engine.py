@@ -185,8 +185,8 @@ class Engine:
             preview = item[:120].decode("utf-8", "replace")
             if self.skip_noise and first not in (b"{", b"["):
                 return Violation(f"skipped non-JSON output from the peer: {preview!r}", noise=True)
-            err = ParseError(f"Parse error: {exc}")
-            return Violation(f"invalid JSON from the peer: {preview!r}", reply=self.error(None, err))
+            parse_err = ParseError(f"Parse error: {exc}")
+            return Violation(f"invalid JSON from the peer: {preview!r}", reply=self.error(None, parse_err))
         if type(msg) is dict:
             return self.classify(msg)
         if isinstance(msg, list):

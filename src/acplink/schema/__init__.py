@@ -9,11 +9,12 @@ from typing import TYPE_CHECKING, Any
 
 from . import _generated
 from ._base import STRICT, AcpModel, UnknownVariant
-from ._generated import STABILITY, __all__ as _generated_all
+from ._generated import STABILITY
+from ._generated import __all__ as _generated_all
 from .parse import dump, dump_json, parse, parse_json
 from .registry import METHODS, MethodInfo, agent_methods, client_methods, method_info
 
-__all__ = [  # noqa: PLE0604
+__all__ = [
     "METHODS",
     "STABILITY",
     "STRICT",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 from typing import Any, TypeVar, overload
 
 import orjson
@@ -16,7 +16,7 @@ __all__ = ["dump", "dump_json", "json_path", "parse", "parse_json"]
 T = TypeVar("T")
 
 
-@lru_cache(maxsize=None)
+@cache
 def _adapter(tp: Any) -> TypeAdapter[Any]:
     return TypeAdapter(tp)
 

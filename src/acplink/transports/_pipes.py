@@ -31,7 +31,7 @@ class ReadProtocol(asyncio.Protocol):
 class WriteProtocol(FlowControl, asyncio.BaseProtocol):
     """Flow control for a write pipe; notices when the reader went away."""
 
-    def __init__(self, on_lost: "asyncio.Future[None] | None" = None) -> None:
+    def __init__(self, on_lost: asyncio.Future[None] | None = None) -> None:
         FlowControl.__init__(self)
         self.closed = asyncio.get_running_loop().create_future()
 

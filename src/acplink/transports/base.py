@@ -44,10 +44,10 @@ class Transport(ABC):
     async def aclose(self) -> None:
         """Close the transport and release everything it owns (bounded in time)."""
 
-    def pause_reading(self) -> None:
+    def pause_reading(self) -> None:  # noqa: B027  (optional: transports without backpressure)
         """Stop delivering data until :meth:`resume_reading` (backpressure)."""
 
-    def resume_reading(self) -> None:
+    def resume_reading(self) -> None:  # noqa: B027
         """Resume delivering data."""
 
     @property

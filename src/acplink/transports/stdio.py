@@ -6,6 +6,7 @@ import asyncio
 import os
 import stat
 import sys
+from typing import Any
 
 from ..errors import ConnectionClosed
 from ._pipes import ReadProtocol, WriteProtocol
@@ -35,7 +36,7 @@ class StdioTransport(Transport):
         self._writer: asyncio.WriteTransport | None = None
         self._wproto: WriteProtocol | None = None
         self._closed = False
-        self._saved_stdout: object | None = None
+        self._saved_stdout: Any = None
         self._file_out: int | None = None
         self._file_in: asyncio.Task[None] | None = None
         self._resumed = asyncio.Event()
@@ -125,7 +126,7 @@ class StdioTransport(Transport):
                 except TimeoutError:
                     self._writer.abort()
         if self._saved_stdout is not None:
-            sys.stdout = self._saved_stdout  # type: ignore[assignment]
+            sys.stdout = self._saved_stdout
 
     @property
     def description(self) -> str:

@@ -29,6 +29,7 @@ class _ChildProtocol(FlowControl, asyncio.SubprocessProtocol):
         FlowControl.__init__(self)
         self.owner = owner
         self.exited = asyncio.get_running_loop().create_future()
+        self.stdout_eof = asyncio.get_running_loop().create_future()
         self.stdout_closed = False
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
@@ -44,6 +45,8 @@ class _ChildProtocol(FlowControl, asyncio.SubprocessProtocol):
             self.flow_lost(exc)
         elif fd == 1 and not self.stdout_closed:
             self.stdout_closed = True
+            if not self.stdout_eof.done():
+                self.stdout_eof.set_result(None)
             sink = self.owner._sink
             if sink is not None:
                 sink.eof_received(exc)
@@ -203,6 +206,11 @@ class SubprocessTransport(Transport):
                     break
                 except TimeoutError:
                     continue
+            # the child is gone: let the last bytes it wrote reach the sink before closing
+            try:
+                await asyncio.wait_for(asyncio.shield(proto.stdout_eof), 1.0)
+            except TimeoutError:
+                pass
         finally:
             transport.close()
             # let the pipes' connection_lost callbacks run, so no fd outlives us
