@@ -201,10 +201,10 @@ async def test_message_size_limits_both_ways() -> None:
         assert info.value.direction == "outgoing" and info.value.limit == 1_000_000
         assert conn.peer.engine.pending == {}
         # incoming over the limit: discarded without buffering it whole, the caller fails
-        with pytest.raises(InvalidRequest, match="exceeds the limit") as too_big:
+        with pytest.raises(MessageTooLarge, match="exceeds the limit") as too_big:
             await guard(conn.call("_test/big", {"size": 5_000_000}))
-        assert too_big.value.data == {"size": 5_000_000 + len('{"jsonrpc":"2.0","id":3,"result":{"data":""}}'),
-                                      "limit": 1_000_000}
+        assert too_big.value.size == 5_000_000 + len('{"jsonrpc":"2.0","id":3,"result":{"data":""}}')
+        assert too_big.value.limit == 1_000_000 and too_big.value.direction == "incoming response"
         assert conn.peer.engine.decoder.buffered <= 1_000_000
         assert await guard(conn.call("_test/size", {"data": "y" * 900_000})) == {"size": 900_000}
 

@@ -203,7 +203,7 @@ def test_oversized_response_fails_only_its_pending_call() -> None:
     line = b'{"jsonrpc":"2.0","id":%d,"result":{"method":"not-a-request","content":"%b"}}\n' % (rid, b"x" * 5000)
     ev = one(e.receive(line))
     assert isinstance(ev, Violation) and ev.reply is None
-    assert ev.pending_id == rid and isinstance(ev.error, RequestError) and "exceeds the limit" in ev.error.message
+    assert ev.pending_id == rid and isinstance(ev.error, MessageTooLarge) and "exceeds the limit" in str(ev.error)
     assert e.pending == {other: "x"}
 
 

@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 
 from ..connection.agent_side import PROTOCOL_VERSION, AgentSideConnection
 from ..connection.base import Router
-from ..errors import InvalidParams, ResourceNotFound, UsageError
+from ..errors import InternalError, InvalidParams, ResourceNotFound, UsageError
 from ..schema import _generated as s
 from .context import AgentSession, Context, PromptContext
 
@@ -80,6 +80,7 @@ class AgentBase:
         models: Sequence[s.ModelInfo] = (),
         default_model: str | None = None,
         cancel_grace: float = 2.0,
+        max_sessions: int = 1000,
     ) -> None:
         self.name = name
         self.version = version
@@ -92,6 +93,8 @@ class AgentBase:
         self.models = list(models)
         self.default_model = default_model or (self.models[0].model_id if self.models else None)
         self.cancel_grace = cancel_grace
+        #: most sessions held at once (``self.sessions``); closed and deleted sessions free their slot
+        self.max_sessions = max_sessions
         self.handlers: dict[str, Callable[..., Awaitable[Any]]] = {}
         self.extensions: dict[tuple[str, str], Callable[..., Awaitable[Any]]] = {}
         self.sessions: dict[str, AgentSession] = {}
@@ -161,6 +164,9 @@ class AgentBase:
     def create_session(self, cwd: str, *, session_id: str | None = None, mcp_servers: Sequence[Any] = (),
                        additional_directories: Sequence[str] = ()) -> AgentSession:
         sid = session_id or f"sess_{uuid.uuid4().hex}"
+        if sid not in self.sessions and len(self.sessions) >= self.max_sessions:
+            raise InternalError(f"too many sessions (limit {self.max_sessions}); close or delete one first",
+                                {"limit": self.max_sessions})
         sess = AgentSession(sid, cwd, list(mcp_servers), list(additional_directories),
                             mode_id=self.default_mode, model_id=self.default_model)
         for opt in self.config_options:
@@ -312,10 +318,15 @@ class AgentBase:
 
     def _plain(self, h: Callable[..., Awaitable[Any]], conn: Callable[[], AgentSideConnection],
                hook: str) -> Callable[[Any], Awaitable[Any]]:
+        forget = hook in ("close_session", "delete_session")
+
         async def call(p: Any) -> Any:
             sid = getattr(p, "session_id", None)
             sess = self.sessions.get(sid) if isinstance(sid, str) else None
-            return await h(Context(self, conn(), p, sess))
+            res = await h(Context(self, conn(), p, sess))
+            if forget and isinstance(sid, str):
+                self.sessions.pop(sid, None)  # a closed or deleted session frees its slot
+            return res
 
         return call
 

@@ -22,12 +22,16 @@ import orjson
 
 from ..errors import (
     AcpError,
+    CapabilityError,
     ConnectionClosed,
     InternalError,
+    MessageTooLarge,
+    ProtocolError,
     RequestCancelled,
     RequestError,
     RequestTimeout,
     TransportError,
+    UsageError,
 )
 from ..rpc.engine import Engine, IncomingNotification, IncomingRequest, IncomingResponse, Violation
 from ..rpc.framing import DEFAULT_MAX_MESSAGE_SIZE
@@ -435,10 +439,14 @@ class Peer:
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._futures[rid] = fut
         try:
-            await self._write(data)
             if timeout is None:
+                await self._write(data)
                 return await fut
-            return await asyncio.wait_for(fut, timeout)
+            # the timeout covers the write too: a peer that stopped reading must not hold the
+            # caller in drain() past its deadline
+            async with asyncio.timeout(timeout):
+                await self._write(data)
+                return await fut
         except TimeoutError:
             self._abandon(rid)
             raise RequestTimeout(f"{method} got no response within {timeout} s (cancel sent)") from None
@@ -484,7 +492,10 @@ def _resolve(fut: asyncio.Future[Any], ev: IncomingResponse) -> None:
 
 
 def _public(exc: BaseException) -> str:
-    """An error message fit for the peer: no traceback, no local paths."""
+    """An error message fit for the peer: no traceback, no local paths. The messages of the
+    errors that carry neither (sizes, method and capability names) are kept."""
+    if isinstance(exc, (MessageTooLarge, CapabilityError, ProtocolError, RequestTimeout, UsageError)):
+        return f"Internal error: {type(exc).__name__}: {exc}"
     return f"Internal error: {type(exc).__name__}"
 
 

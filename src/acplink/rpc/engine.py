@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import InvalidRequest, MessageTooLarge, ParseError, RequestError
+from ..errors import AcpError, InvalidRequest, MessageTooLarge, ParseError, RequestError
 from .framing import DEFAULT_MAX_MESSAGE_SIZE, LineDecoder, Oversized
 
 __all__ = [
@@ -63,7 +63,7 @@ class Violation:
     message: str
     reply: bytes | None = None
     pending_id: int | str | None = None
-    error: RequestError | None = None
+    error: AcpError | None = None
     noise: bool = False
 
 
@@ -258,8 +258,8 @@ class Engine:
             return Violation(str(too_big), reply=self.error(rid, err))
         if rid is not None and rid in self.pending:
             self.pending.pop(rid)
-            err = InvalidRequest(f"response discarded: {too_big}", {"size": item.size, "limit": self.max_message_size})
-            return Violation(str(too_big), pending_id=rid, error=err)
+            return Violation(str(too_big), pending_id=rid,
+                             error=MessageTooLarge(item.size, self.max_message_size, "incoming response"))
         return Violation(f"{too_big}; discarded")
 
 
