@@ -138,14 +138,32 @@ def parse(tp: Any, data: Any, *, strict: bool = False, name: str | None = None) 
     # which the schema does not allow either
     strict_types = True if strict else None
     try:
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
-            return tp.model_validate(data, strict=strict_types, context=ctx)
-        return _adapter(tp).validate_python(data, strict=strict_types, context=ctx)
+        validate = _VALIDATORS.get(tp)
+        if validate is None:
+            validate = _validator_of(tp)
+        return validate(data, strict=strict_types, context=ctx)
     except ValidationError as exc:
         raise to_schema_error(tp, exc, name) from None
     except RecursionError:
         raise SchemaValidationError(name or _type_name(tp),
                                     [{"path": "$", "message": "value nested too deeply", "type": "recursion"}]) from None
+
+
+#: type -> its validate function (a model's own, or a cached TypeAdapter's): the hot path of
+#: every typed message, so no issubclass (slow on pydantic's metaclass) per call
+_VALIDATORS: dict[Any, Any] = {}
+
+
+def _validator_of(tp: Any) -> Any:
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        validate = tp.model_validate
+    else:
+        validate = _adapter(tp).validate_python
+    try:
+        _VALIDATORS[tp] = validate
+    except TypeError:  # an unhashable type expression: no caching
+        pass
+    return validate
 
 
 def parse_json(tp: Any, data: bytes | str, *, strict: bool = False) -> Any:
