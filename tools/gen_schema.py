@@ -829,6 +829,7 @@ class Emitter:
         models as plain classes, for type checkers and readers."""
         lines = self.models_prelude(
             "Typed models for every ACP schema definition, built lazily on first use (see _generated.pyi).")
+        lines += ["import gc as _gc", ""]
         blocks = self.node_blocks()
         for name, block, _ in blocks:
             lines += ["", f"def _d_{name}() -> Any:"]
@@ -862,9 +863,16 @@ class Emitter:
             "            if dep not in seen and dep not in ns:",
             "                seen.add(dep)",
             "                todo.append(dep)",
-            "    for n in sorted(seen, key=_ORDER.__getitem__):",
-            "        if n not in ns:",
-            "            ns[n] = ns['_d_' + n]()",
+            "    # class creation allocates a lot and frees nothing: the cyclic GC only costs here",
+            "    paused = _gc.isenabled()",
+            "    _gc.disable()",
+            "    try:",
+            "        for n in sorted(seen, key=_ORDER.__getitem__):",
+            "            if n not in ns:",
+            "                ns[n] = ns['_d_' + n]()",
+            "    finally:",
+            "        if paused:",
+            "            _gc.enable()",
             "    return ns[name]",
             "",
             "",

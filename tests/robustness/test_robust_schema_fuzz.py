@@ -50,7 +50,7 @@ def test_every_type_name_resolves() -> None:
 
 
 @given(value=json_values)
-@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+@settings(max_examples=60, deadline=None, derandomize=True, database=None,
           suppress_health_check=list(HealthCheck))
 def test_random_json_into_every_type_raises_only_acp_errors(value: Any) -> None:
     _parse_all(value)
