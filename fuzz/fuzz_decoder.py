@@ -31,14 +31,14 @@ from typing import Any
 
 import orjson
 
+from acplink.errors import AcpError
+from acplink.rpc.engine import Engine, IncomingNotification, IncomingRequest, IncomingResponse, Violation
+from acplink.schema import _generated, method_info, parse
+
 LIMITS = (64, 256, 1024, 4096, 65536)
 #: the requests we have "sent" before the input arrives, so responses can match them
 PENDING = ("session/prompt", "fs/read_text_file", "initialize")
 
-
-from acplink.errors import AcpError
-from acplink.rpc.engine import Engine, IncomingNotification, IncomingRequest, IncomingResponse, Violation
-from acplink.schema import _generated, method_info, parse
 
 try:
     import atheris  # type: ignore[import-not-found]
@@ -60,7 +60,8 @@ def _check_reply(reply: bytes) -> None:
     assert reply.endswith(b"\n") and reply.count(b"\n") == 1, reply
     msg = orjson.loads(reply)
     assert msg["jsonrpc"] == "2.0" and type(msg["id"]) in (int, str, type(None)), msg
-    assert type(msg["error"]["code"]) is int and type(msg["error"]["message"]) is str, msg
+    err = msg.get("error")
+    assert isinstance(err, dict) and type(err.get("code")) is int and type(err.get("message")) is str, msg
 
 
 def _check_params(kind: str, method: str, params: Any) -> None:
@@ -121,7 +122,7 @@ def check_input(data: bytes) -> None:
     _check_event(new_engine(flags).receive_message(stream))
 
 
-def TestOneInput(data: bytes) -> None:  # noqa: N802 (atheris' name)
+def TestOneInput(data: bytes) -> None:  # the name atheris looks for
     check_input(data)
 
 

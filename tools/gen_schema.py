@@ -271,6 +271,8 @@ class Parser:
         self.stability = stability
         self.alt_keys: dict[str, str] = ext.get("x-alt-discriminator", {})
         self.ir = SchemaIR(stability=dict(stability))
+        #: (new union, inner union, carried fields, outer union) for finish()
+        self._pending_carry: list[tuple[str, str, list[FieldIR], str]] = []
         self.refcount: dict[str, int] = {}
         self._count_refs(defs)
         #: which definitions reference each definition
@@ -493,6 +495,14 @@ class Parser:
                 if tag_value is None:
                     alias.fallback = cls_name
                     alias.members.append(("__other__", cls_name))
+                elif cls is None and r and base_props:
+                    # a variant that is itself a union, under a union with properties of its own
+                    # (CreateElicitationRequest's form/url): a union of subclasses carrying them,
+                    # built in finish() once the inner union's classes exist
+                    carried = name + pascal(tag_value)
+                    alias.members.append((tag_value, carried))
+                    self._push_tag(r, tag_key, tag_value)
+                    self._pending_carry.append((carried, r, self.fields_of(base_props, base_req), name))
                 elif cls is None and r:
                     alias.members.append((tag_value, r))
                     self._push_tag(r, tag_key, tag_value)
@@ -531,11 +541,22 @@ class Parser:
 
     def finish(self) -> None:
         for union, key, value in getattr(self, "_pending_push", []):
-            for cname, cls in self.ir.classes.items():
+            for cname, cls in list(self.ir.classes.items()):
                 if cls.origin == union and cname != union:
                     extra = self.tag_field(key, value)
                     extra.is_tag = True
                     cls.fields = [f for f in cls.fields if f.wire != key] + [extra]
+        for carried, inner, fields, outer in self._pending_carry:
+            members = [c for c, cls in list(self.ir.classes.items()) if cls.origin == inner and c != inner]
+            subs = []
+            for member in sorted(members):
+                sub = carried + member.removeprefix(inner)
+                self.ir.classes[sub] = ClassIR(sub, member, [FieldIR(**vars(f)) for f in fields],
+                                               f"`{member}` as a variant of `{outer}`.", carried)
+                subs.append(TypeIR("ref", sub))
+            self.ir.aliases[carried] = AliasIR(carried, f"Variant `{carried}` of `{outer}`.",
+                                               type=self._union(subs))
+            self.ir.stability[carried] = self.stability[outer]
 
     # -- methods -------------------------------------------------------------------------------
 

@@ -1705,14 +1705,13 @@ def _d_KillTerminalRequest() -> Any:
     return KillTerminalRequest
 
 
-def _d_ElicitationSessionScope() -> Any:
-    class ElicitationSessionScope(AcpModel):
-        """ACP type `ElicitationSessionScope`. Stable."""
+def _d_ElicitationRequestScope() -> Any:
+    class ElicitationRequestScope(AcpModel):
+        """ACP type `ElicitationRequestScope`. Stable."""
 
-        session_id: SessionId = Field(alias='sessionId')
-        tool_call_id: Annotated[Union[ToolCallId, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='toolCallId')
-    ElicitationSessionScope.__qualname__ = 'ElicitationSessionScope'
-    return ElicitationSessionScope
+        request_id: RequestId = Field(alias='requestId')
+    ElicitationRequestScope.__qualname__ = 'ElicitationRequestScope'
+    return ElicitationRequestScope
 
 
 def _d_ElicitationSchemaType() -> Any:
@@ -1896,26 +1895,6 @@ def _d_ElicitationSchema() -> Any:
     return ElicitationSchema
 
 
-def _d_ElicitationFormModeSession() -> Any:
-    class ElicitationFormModeSession(_TaggedMixin, ElicitationSessionScope):
-        """Variant `Session` of `ElicitationFormMode`."""
-
-        __acp_tag_fields__ = ('mode',)
-        requested_schema: ElicitationSchema = Field(alias='requestedSchema')
-        mode: Literal['form'] = 'form'
-    ElicitationFormModeSession.__qualname__ = 'ElicitationFormModeSession'
-    return ElicitationFormModeSession
-
-
-def _d_ElicitationRequestScope() -> Any:
-    class ElicitationRequestScope(AcpModel):
-        """ACP type `ElicitationRequestScope`. Stable."""
-
-        request_id: RequestId = Field(alias='requestId')
-    ElicitationRequestScope.__qualname__ = 'ElicitationRequestScope'
-    return ElicitationRequestScope
-
-
 def _d_ElicitationFormModeRequest() -> Any:
     class ElicitationFormModeRequest(_TaggedMixin, ElicitationRequestScope):
         """Variant `Request` of `ElicitationFormMode`."""
@@ -1927,22 +1906,51 @@ def _d_ElicitationFormModeRequest() -> Any:
     return ElicitationFormModeRequest
 
 
-def _d_ElicitationFormMode() -> Any:
-    ElicitationFormMode = Union[ElicitationFormModeSession, ElicitationFormModeRequest]
-    """ACP type `ElicitationFormMode`. Stable."""
-    return ElicitationFormMode
+def _d_CreateElicitationRequestFormRequest() -> Any:
+    class CreateElicitationRequestFormRequest(ElicitationFormModeRequest):
+        """`ElicitationFormModeRequest` as a variant of `CreateElicitationRequest`."""
+
+        message: str
+        meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    CreateElicitationRequestFormRequest.__qualname__ = 'CreateElicitationRequestFormRequest'
+    return CreateElicitationRequestFormRequest
 
 
-def _d_ElicitationUrlModeSession() -> Any:
-    class ElicitationUrlModeSession(_TaggedMixin, ElicitationSessionScope):
-        """Variant `Session` of `ElicitationUrlMode`."""
+def _d_ElicitationSessionScope() -> Any:
+    class ElicitationSessionScope(AcpModel):
+        """ACP type `ElicitationSessionScope`. Stable."""
+
+        session_id: SessionId = Field(alias='sessionId')
+        tool_call_id: Annotated[Union[ToolCallId, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='toolCallId')
+    ElicitationSessionScope.__qualname__ = 'ElicitationSessionScope'
+    return ElicitationSessionScope
+
+
+def _d_ElicitationFormModeSession() -> Any:
+    class ElicitationFormModeSession(_TaggedMixin, ElicitationSessionScope):
+        """Variant `Session` of `ElicitationFormMode`."""
 
         __acp_tag_fields__ = ('mode',)
-        elicitation_id: ElicitationId = Field(alias='elicitationId')
-        url: str
-        mode: Literal['url'] = 'url'
-    ElicitationUrlModeSession.__qualname__ = 'ElicitationUrlModeSession'
-    return ElicitationUrlModeSession
+        requested_schema: ElicitationSchema = Field(alias='requestedSchema')
+        mode: Literal['form'] = 'form'
+    ElicitationFormModeSession.__qualname__ = 'ElicitationFormModeSession'
+    return ElicitationFormModeSession
+
+
+def _d_CreateElicitationRequestFormSession() -> Any:
+    class CreateElicitationRequestFormSession(ElicitationFormModeSession):
+        """`ElicitationFormModeSession` as a variant of `CreateElicitationRequest`."""
+
+        message: str
+        meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    CreateElicitationRequestFormSession.__qualname__ = 'CreateElicitationRequestFormSession'
+    return CreateElicitationRequestFormSession
+
+
+def _d_CreateElicitationRequestForm() -> Any:
+    CreateElicitationRequestForm = Union[CreateElicitationRequestFormRequest, CreateElicitationRequestFormSession]
+    """Variant `CreateElicitationRequestForm` of `CreateElicitationRequest`."""
+    return CreateElicitationRequestForm
 
 
 def _d_ElicitationUrlModeRequest() -> Any:
@@ -1957,10 +1965,42 @@ def _d_ElicitationUrlModeRequest() -> Any:
     return ElicitationUrlModeRequest
 
 
-def _d_ElicitationUrlMode() -> Any:
-    ElicitationUrlMode = Union[ElicitationUrlModeSession, ElicitationUrlModeRequest]
-    """ACP type `ElicitationUrlMode`. Stable."""
-    return ElicitationUrlMode
+def _d_CreateElicitationRequestUrlRequest() -> Any:
+    class CreateElicitationRequestUrlRequest(ElicitationUrlModeRequest):
+        """`ElicitationUrlModeRequest` as a variant of `CreateElicitationRequest`."""
+
+        message: str
+        meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    CreateElicitationRequestUrlRequest.__qualname__ = 'CreateElicitationRequestUrlRequest'
+    return CreateElicitationRequestUrlRequest
+
+
+def _d_ElicitationUrlModeSession() -> Any:
+    class ElicitationUrlModeSession(_TaggedMixin, ElicitationSessionScope):
+        """Variant `Session` of `ElicitationUrlMode`."""
+
+        __acp_tag_fields__ = ('mode',)
+        elicitation_id: ElicitationId = Field(alias='elicitationId')
+        url: str
+        mode: Literal['url'] = 'url'
+    ElicitationUrlModeSession.__qualname__ = 'ElicitationUrlModeSession'
+    return ElicitationUrlModeSession
+
+
+def _d_CreateElicitationRequestUrlSession() -> Any:
+    class CreateElicitationRequestUrlSession(ElicitationUrlModeSession):
+        """`ElicitationUrlModeSession` as a variant of `CreateElicitationRequest`."""
+
+        message: str
+        meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    CreateElicitationRequestUrlSession.__qualname__ = 'CreateElicitationRequestUrlSession'
+    return CreateElicitationRequestUrlSession
+
+
+def _d_CreateElicitationRequestUrl() -> Any:
+    CreateElicitationRequestUrl = Union[CreateElicitationRequestUrlRequest, CreateElicitationRequestUrlSession]
+    """Variant `CreateElicitationRequestUrl` of `CreateElicitationRequest`."""
+    return CreateElicitationRequestUrl
 
 
 def _d_CreateElicitationRequestOther() -> Any:
@@ -1979,7 +2019,7 @@ def _d_CreateElicitationRequestOther() -> Any:
 
 
 def _d_CreateElicitationRequest() -> Any:
-    CreateElicitationRequest = Annotated[Union[ElicitationFormMode, ElicitationUrlMode, CreateElicitationRequestOther], Field(union_mode='left_to_right')]
+    CreateElicitationRequest = Annotated[Union[CreateElicitationRequestForm, CreateElicitationRequestUrl, CreateElicitationRequestOther], Field(union_mode='left_to_right')]
     """`elicitation/create` request params; handled by the client side. Stable."""
     return CreateElicitationRequest
 
@@ -3439,6 +3479,18 @@ def _d_DisconnectMcpResponse() -> Any:
     return DisconnectMcpResponse
 
 
+def _d_ElicitationFormMode() -> Any:
+    ElicitationFormMode = Union[ElicitationFormModeSession, ElicitationFormModeRequest]
+    """ACP type `ElicitationFormMode`. Stable."""
+    return ElicitationFormMode
+
+
+def _d_ElicitationUrlMode() -> Any:
+    ElicitationUrlMode = Union[ElicitationUrlModeSession, ElicitationUrlModeRequest]
+    """ACP type `ElicitationUrlMode`. Stable."""
+    return ElicitationUrlMode
+
+
 def _d_FileSystemCapability() -> Any:
     class FileSystemCapability(AcpModel):
         """ACP type `FileSystemCapability`. Legacy (schema 0.10.3). Spec: https://agentclientprotocol.com/protocol/initialization#filesystem"""
@@ -4050,7 +4102,7 @@ _ORDER: Dict[str, int] = {
     'ReleaseTerminalRequest': 159,
     'WaitForTerminalExitRequest': 160,
     'KillTerminalRequest': 161,
-    'ElicitationSessionScope': 162,
+    'ElicitationRequestScope': 162,
     'ElicitationSchemaType': 163,
     'StringFormat': 164,
     'EnumOption': 165,
@@ -4066,200 +4118,206 @@ _ORDER: Dict[str, int] = {
     'ElicitationPropertySchemaOther': 175,
     'ElicitationPropertySchema': 176,
     'ElicitationSchema': 177,
-    'ElicitationFormModeSession': 178,
-    'ElicitationRequestScope': 179,
-    'ElicitationFormModeRequest': 180,
-    'ElicitationFormMode': 181,
-    'ElicitationUrlModeSession': 182,
-    'ElicitationUrlModeRequest': 183,
-    'ElicitationUrlMode': 184,
-    'CreateElicitationRequestOther': 185,
-    'CreateElicitationRequest': 186,
-    'McpServerAcpId': 187,
-    'McpRequestId': 188,
-    'McpConnectionId': 189,
-    'MessageMcpRequest': 190,
-    'ExtRequest': 191,
-    'AgentRequest': 192,
-    'ProtocolVersion': 193,
-    'Implementation': 194,
-    'InitializeResponse': 195,
-    'AuthenticateResponse': 196,
-    'ProviderId': 197,
-    'LlmProtocol': 198,
-    'ProviderCurrentConfig': 199,
-    'ProviderInfo': 200,
-    'ListProvidersResponse': 201,
-    'SetProviderResponse': 202,
-    'DisableProviderResponse': 203,
-    'LogoutResponse': 204,
-    'AuthStatusResponse': 205,
-    'SessionMode': 206,
-    'SessionModeState': 207,
-    'ModelId': 208,
-    'ModelInfo': 209,
-    'SessionModelState': 210,
-    'NewSessionResponse': 211,
-    'LoadSessionResponse': 212,
-    'SessionInfo': 213,
-    'ListSessionsResponse': 214,
-    'DeleteSessionResponse': 215,
-    'ForkSessionResponse': 216,
-    'ArchiveSessionResponse': 217,
-    'UnarchiveSessionResponse': 218,
-    'SessionStatus': 219,
-    'SessionStatusResponse': 220,
-    'SetSessionTitleResponse': 221,
-    'ResumeSessionResponse': 222,
-    'CloseSessionResponse': 223,
-    'SetSessionModeResponse': 224,
-    'SetSessionConfigOptionResponse': 225,
-    'StopReason': 226,
-    'PromptResponse': 227,
-    'ExtResponse': 228,
-    'AgentResponseResult': 229,
-    'AgentResponseError': 230,
-    'AgentResponse': 231,
-    'ArchiveSessionRequest': 232,
-    'AuthCapabilities': 233,
-    'AuthStatusRequest': 234,
-    'AuthenticateRequest': 235,
-    'BooleanConfigOptionCapabilities': 236,
-    'CancelNotification': 237,
-    'CancelRequestNotification': 238,
-    'FileSystemCapabilities': 239,
-    'CompactionCapabilities': 240,
-    'SessionConfigOptionsCapabilities': 241,
-    'NoticeCapabilities': 242,
-    'ClientSessionCapabilities': 243,
-    'SubagentCapabilities': 244,
-    'PlanCapabilities': 245,
-    'ElicitationFormCapabilities': 246,
-    'ElicitationUrlCapabilities': 247,
-    'ElicitationCapabilities': 248,
-    'NesJumpCapabilities': 249,
-    'NesRenameCapabilities': 250,
-    'NesSearchAndReplaceCapabilities': 251,
-    'ClientNesCapabilities': 252,
-    'ClientCapabilities': 253,
-    'MessageMcpNotification': 254,
-    'ClientNotification': 255,
-    'InitializeRequest': 256,
-    'ListProvidersRequest': 257,
-    'SetProviderRequest': 258,
-    'DisableProviderRequest': 259,
-    'LogoutRequest': 260,
-    'HttpHeader': 261,
-    'McpServerHttp': 262,
-    'McpServerSse': 263,
-    'McpServerAcp': 264,
-    'McpServerStdio': 265,
-    'UnknownMcpServer': 266,
-    'McpServer': 267,
-    'SystemPromptMode': 268,
-    'SystemPrompt': 269,
-    'NewSessionRequest': 270,
-    'LoadSessionRequest': 271,
-    'SessionArchiveFilter': 272,
-    'ListSessionsRequest': 273,
-    'DeleteSessionRequest': 274,
-    'ForkSessionRequest': 275,
-    'UnarchiveSessionRequest': 276,
-    'SessionStatusRequest': 277,
-    'SetSessionTitleRequest': 278,
-    'ResumeSessionRequest': 279,
-    'CloseSessionRequest': 280,
-    'SetSessionModeRequest': 281,
-    'SetSessionConfigOptionRequestBoolean': 282,
-    'SetSessionConfigOptionRequestValueId': 283,
-    'UnknownSetSessionConfigOptionRequest': 284,
-    'SetSessionConfigOptionRequest': 285,
-    'PromptRequest': 286,
-    'ClientRequest': 287,
-    'WriteTextFileResponse': 288,
-    'ReadTextFileResponse': 289,
-    'RequestPermissionOutcomeCancelled': 290,
-    'SelectedPermissionOutcome': 291,
-    'RequestPermissionOutcomeTimeout': 292,
-    'UnknownRequestPermissionOutcome': 293,
-    'RequestPermissionOutcome': 294,
-    'RequestPermissionResponse': 295,
-    'CreateTerminalResponse': 296,
-    'TerminalExitStatus': 297,
-    'TerminalOutputResponse': 298,
-    'ReleaseTerminalResponse': 299,
-    'WaitForTerminalExitResponse': 300,
-    'KillTerminalResponse': 301,
-    'ElicitationContentValue': 302,
-    'ElicitationAcceptAction': 303,
-    'CreateElicitationResponseAccept': 304,
-    'CreateElicitationResponseDecline': 305,
-    'CreateElicitationResponseCancel': 306,
-    'CreateElicitationResponseOther': 307,
-    'CreateElicitationResponse': 308,
-    'MessageMcpResponseResult': 309,
-    'McpError': 310,
-    'MessageMcpResponseError': 311,
-    'MessageMcpResponse': 312,
-    'ClientResponseResult': 313,
-    'ClientResponseError': 314,
-    'ClientResponse': 315,
-    'CloseNesRequest': 316,
-    'CloseNesResponse': 317,
-    'ConnectMcpRequest': 318,
-    'ConnectMcpResponse': 319,
-    'Position': 320,
-    'Range': 321,
-    'TextDocumentContentChangeEvent': 322,
-    'DidChangeDocumentNotification': 323,
-    'DidCloseDocumentNotification': 324,
-    'DidFocusDocumentNotification': 325,
-    'DidOpenDocumentNotification': 326,
-    'DidSaveDocumentNotification': 327,
-    'DisconnectMcpRequest': 328,
-    'DisconnectMcpResponse': 329,
-    'FileSystemCapability': 330,
-    'InitializeProxyRequest': 331,
-    'InitializeProxyResponse': 332,
-    'KillTerminalCommandRequest': 333,
-    'KillTerminalCommandResponse': 334,
-    'NesDiagnosticSeverity': 335,
-    'NesDiagnostic': 336,
-    'NesEditHistoryEntry': 337,
-    'NesTextEdit': 338,
-    'NesEditSuggestion': 339,
-    'NesExcerpt': 340,
-    'NesJumpSuggestion': 341,
-    'NesOpenFile': 342,
-    'NesRecentFile': 343,
-    'NesRejectReason': 344,
-    'NesRelatedSnippet': 345,
-    'NesRenameSuggestion': 346,
-    'NesRepository': 347,
-    'NesSearchAndReplaceSuggestion': 348,
-    'NesUserAction': 349,
-    'NesSuggestContext': 350,
-    'UnknownNesSuggestion': 351,
-    'NesSuggestion': 352,
-    'NesTriggerKind': 353,
-    'ProxySuccessorNotification': 354,
-    'ProxyNotification': 355,
-    'ProxySuccessorRequest': 356,
-    'ProxyRequest': 357,
-    'ProxySuccessorResponse': 358,
-    'ProxyResponseResult': 359,
-    'ProxyResponseError': 360,
-    'ProxyResponse': 361,
-    'RejectNesNotification': 362,
-    'SetSessionModelRequest': 363,
-    'SetSessionModelResponse': 364,
-    'WorkspaceFolder': 365,
-    'StartNesRequest': 366,
-    'StartNesResponse': 367,
-    'StopSessionRequest': 368,
-    'StopSessionResponse': 369,
-    'SuggestNesRequest': 370,
-    'SuggestNesResponse': 371,
+    'ElicitationFormModeRequest': 178,
+    'CreateElicitationRequestFormRequest': 179,
+    'ElicitationSessionScope': 180,
+    'ElicitationFormModeSession': 181,
+    'CreateElicitationRequestFormSession': 182,
+    'CreateElicitationRequestForm': 183,
+    'ElicitationUrlModeRequest': 184,
+    'CreateElicitationRequestUrlRequest': 185,
+    'ElicitationUrlModeSession': 186,
+    'CreateElicitationRequestUrlSession': 187,
+    'CreateElicitationRequestUrl': 188,
+    'CreateElicitationRequestOther': 189,
+    'CreateElicitationRequest': 190,
+    'McpServerAcpId': 191,
+    'McpRequestId': 192,
+    'McpConnectionId': 193,
+    'MessageMcpRequest': 194,
+    'ExtRequest': 195,
+    'AgentRequest': 196,
+    'ProtocolVersion': 197,
+    'Implementation': 198,
+    'InitializeResponse': 199,
+    'AuthenticateResponse': 200,
+    'ProviderId': 201,
+    'LlmProtocol': 202,
+    'ProviderCurrentConfig': 203,
+    'ProviderInfo': 204,
+    'ListProvidersResponse': 205,
+    'SetProviderResponse': 206,
+    'DisableProviderResponse': 207,
+    'LogoutResponse': 208,
+    'AuthStatusResponse': 209,
+    'SessionMode': 210,
+    'SessionModeState': 211,
+    'ModelId': 212,
+    'ModelInfo': 213,
+    'SessionModelState': 214,
+    'NewSessionResponse': 215,
+    'LoadSessionResponse': 216,
+    'SessionInfo': 217,
+    'ListSessionsResponse': 218,
+    'DeleteSessionResponse': 219,
+    'ForkSessionResponse': 220,
+    'ArchiveSessionResponse': 221,
+    'UnarchiveSessionResponse': 222,
+    'SessionStatus': 223,
+    'SessionStatusResponse': 224,
+    'SetSessionTitleResponse': 225,
+    'ResumeSessionResponse': 226,
+    'CloseSessionResponse': 227,
+    'SetSessionModeResponse': 228,
+    'SetSessionConfigOptionResponse': 229,
+    'StopReason': 230,
+    'PromptResponse': 231,
+    'ExtResponse': 232,
+    'AgentResponseResult': 233,
+    'AgentResponseError': 234,
+    'AgentResponse': 235,
+    'ArchiveSessionRequest': 236,
+    'AuthCapabilities': 237,
+    'AuthStatusRequest': 238,
+    'AuthenticateRequest': 239,
+    'BooleanConfigOptionCapabilities': 240,
+    'CancelNotification': 241,
+    'CancelRequestNotification': 242,
+    'FileSystemCapabilities': 243,
+    'CompactionCapabilities': 244,
+    'SessionConfigOptionsCapabilities': 245,
+    'NoticeCapabilities': 246,
+    'ClientSessionCapabilities': 247,
+    'SubagentCapabilities': 248,
+    'PlanCapabilities': 249,
+    'ElicitationFormCapabilities': 250,
+    'ElicitationUrlCapabilities': 251,
+    'ElicitationCapabilities': 252,
+    'NesJumpCapabilities': 253,
+    'NesRenameCapabilities': 254,
+    'NesSearchAndReplaceCapabilities': 255,
+    'ClientNesCapabilities': 256,
+    'ClientCapabilities': 257,
+    'MessageMcpNotification': 258,
+    'ClientNotification': 259,
+    'InitializeRequest': 260,
+    'ListProvidersRequest': 261,
+    'SetProviderRequest': 262,
+    'DisableProviderRequest': 263,
+    'LogoutRequest': 264,
+    'HttpHeader': 265,
+    'McpServerHttp': 266,
+    'McpServerSse': 267,
+    'McpServerAcp': 268,
+    'McpServerStdio': 269,
+    'UnknownMcpServer': 270,
+    'McpServer': 271,
+    'SystemPromptMode': 272,
+    'SystemPrompt': 273,
+    'NewSessionRequest': 274,
+    'LoadSessionRequest': 275,
+    'SessionArchiveFilter': 276,
+    'ListSessionsRequest': 277,
+    'DeleteSessionRequest': 278,
+    'ForkSessionRequest': 279,
+    'UnarchiveSessionRequest': 280,
+    'SessionStatusRequest': 281,
+    'SetSessionTitleRequest': 282,
+    'ResumeSessionRequest': 283,
+    'CloseSessionRequest': 284,
+    'SetSessionModeRequest': 285,
+    'SetSessionConfigOptionRequestBoolean': 286,
+    'SetSessionConfigOptionRequestValueId': 287,
+    'UnknownSetSessionConfigOptionRequest': 288,
+    'SetSessionConfigOptionRequest': 289,
+    'PromptRequest': 290,
+    'ClientRequest': 291,
+    'WriteTextFileResponse': 292,
+    'ReadTextFileResponse': 293,
+    'RequestPermissionOutcomeCancelled': 294,
+    'SelectedPermissionOutcome': 295,
+    'RequestPermissionOutcomeTimeout': 296,
+    'UnknownRequestPermissionOutcome': 297,
+    'RequestPermissionOutcome': 298,
+    'RequestPermissionResponse': 299,
+    'CreateTerminalResponse': 300,
+    'TerminalExitStatus': 301,
+    'TerminalOutputResponse': 302,
+    'ReleaseTerminalResponse': 303,
+    'WaitForTerminalExitResponse': 304,
+    'KillTerminalResponse': 305,
+    'ElicitationContentValue': 306,
+    'ElicitationAcceptAction': 307,
+    'CreateElicitationResponseAccept': 308,
+    'CreateElicitationResponseDecline': 309,
+    'CreateElicitationResponseCancel': 310,
+    'CreateElicitationResponseOther': 311,
+    'CreateElicitationResponse': 312,
+    'MessageMcpResponseResult': 313,
+    'McpError': 314,
+    'MessageMcpResponseError': 315,
+    'MessageMcpResponse': 316,
+    'ClientResponseResult': 317,
+    'ClientResponseError': 318,
+    'ClientResponse': 319,
+    'CloseNesRequest': 320,
+    'CloseNesResponse': 321,
+    'ConnectMcpRequest': 322,
+    'ConnectMcpResponse': 323,
+    'Position': 324,
+    'Range': 325,
+    'TextDocumentContentChangeEvent': 326,
+    'DidChangeDocumentNotification': 327,
+    'DidCloseDocumentNotification': 328,
+    'DidFocusDocumentNotification': 329,
+    'DidOpenDocumentNotification': 330,
+    'DidSaveDocumentNotification': 331,
+    'DisconnectMcpRequest': 332,
+    'DisconnectMcpResponse': 333,
+    'ElicitationFormMode': 334,
+    'ElicitationUrlMode': 335,
+    'FileSystemCapability': 336,
+    'InitializeProxyRequest': 337,
+    'InitializeProxyResponse': 338,
+    'KillTerminalCommandRequest': 339,
+    'KillTerminalCommandResponse': 340,
+    'NesDiagnosticSeverity': 341,
+    'NesDiagnostic': 342,
+    'NesEditHistoryEntry': 343,
+    'NesTextEdit': 344,
+    'NesEditSuggestion': 345,
+    'NesExcerpt': 346,
+    'NesJumpSuggestion': 347,
+    'NesOpenFile': 348,
+    'NesRecentFile': 349,
+    'NesRejectReason': 350,
+    'NesRelatedSnippet': 351,
+    'NesRenameSuggestion': 352,
+    'NesRepository': 353,
+    'NesSearchAndReplaceSuggestion': 354,
+    'NesUserAction': 355,
+    'NesSuggestContext': 356,
+    'UnknownNesSuggestion': 357,
+    'NesSuggestion': 358,
+    'NesTriggerKind': 359,
+    'ProxySuccessorNotification': 360,
+    'ProxyNotification': 361,
+    'ProxySuccessorRequest': 362,
+    'ProxyRequest': 363,
+    'ProxySuccessorResponse': 364,
+    'ProxyResponseResult': 365,
+    'ProxyResponseError': 366,
+    'ProxyResponse': 367,
+    'RejectNesNotification': 368,
+    'SetSessionModelRequest': 369,
+    'SetSessionModelResponse': 370,
+    'WorkspaceFolder': 371,
+    'StartNesRequest': 372,
+    'StartNesResponse': 373,
+    'StopSessionRequest': 374,
+    'StopSessionResponse': 375,
+    'SuggestNesRequest': 376,
+    'SuggestNesResponse': 377,
 }
 _DEPS: Dict[str, tuple] = {
     'SessionId': (),
@@ -4424,7 +4482,7 @@ _DEPS: Dict[str, tuple] = {
     'ReleaseTerminalRequest': ('SessionId', 'TerminalId'),
     'WaitForTerminalExitRequest': ('SessionId', 'TerminalId'),
     'KillTerminalRequest': ('SessionId', 'TerminalId'),
-    'ElicitationSessionScope': ('SessionId', 'ToolCallId'),
+    'ElicitationRequestScope': ('RequestId',),
     'ElicitationSchemaType': (),
     'StringFormat': (),
     'EnumOption': (),
@@ -4440,15 +4498,19 @@ _DEPS: Dict[str, tuple] = {
     'ElicitationPropertySchemaOther': (),
     'ElicitationPropertySchema': ('BooleanPropertySchema', 'ElicitationPropertySchemaOther', 'IntegerPropertySchema', 'MultiSelectPropertySchema', 'NumberPropertySchema', 'StringPropertySchema'),
     'ElicitationSchema': ('ElicitationPropertySchema', 'ElicitationSchemaType'),
-    'ElicitationFormModeSession': ('ElicitationSchema', 'ElicitationSessionScope'),
-    'ElicitationRequestScope': ('RequestId',),
     'ElicitationFormModeRequest': ('ElicitationRequestScope', 'ElicitationSchema'),
-    'ElicitationFormMode': ('ElicitationFormModeRequest', 'ElicitationFormModeSession'),
-    'ElicitationUrlModeSession': ('ElicitationId', 'ElicitationSessionScope'),
+    'CreateElicitationRequestFormRequest': ('ElicitationFormModeRequest',),
+    'ElicitationSessionScope': ('SessionId', 'ToolCallId'),
+    'ElicitationFormModeSession': ('ElicitationSchema', 'ElicitationSessionScope'),
+    'CreateElicitationRequestFormSession': ('ElicitationFormModeSession',),
+    'CreateElicitationRequestForm': ('CreateElicitationRequestFormRequest', 'CreateElicitationRequestFormSession'),
     'ElicitationUrlModeRequest': ('ElicitationId', 'ElicitationRequestScope'),
-    'ElicitationUrlMode': ('ElicitationUrlModeRequest', 'ElicitationUrlModeSession'),
+    'CreateElicitationRequestUrlRequest': ('ElicitationUrlModeRequest',),
+    'ElicitationUrlModeSession': ('ElicitationId', 'ElicitationSessionScope'),
+    'CreateElicitationRequestUrlSession': ('ElicitationUrlModeSession',),
+    'CreateElicitationRequestUrl': ('CreateElicitationRequestUrlRequest', 'CreateElicitationRequestUrlSession'),
     'CreateElicitationRequestOther': (),
-    'CreateElicitationRequest': ('CreateElicitationRequestOther', 'ElicitationFormMode', 'ElicitationUrlMode'),
+    'CreateElicitationRequest': ('CreateElicitationRequestForm', 'CreateElicitationRequestOther', 'CreateElicitationRequestUrl'),
     'McpServerAcpId': (),
     'McpRequestId': (),
     'McpConnectionId': (),
@@ -4592,6 +4654,8 @@ _DEPS: Dict[str, tuple] = {
     'DidSaveDocumentNotification': ('SessionId',),
     'DisconnectMcpRequest': ('McpConnectionId',),
     'DisconnectMcpResponse': (),
+    'ElicitationFormMode': ('ElicitationFormModeRequest', 'ElicitationFormModeSession'),
+    'ElicitationUrlMode': ('ElicitationUrlModeRequest', 'ElicitationUrlModeSession'),
     'FileSystemCapability': (),
     'InitializeProxyRequest': ('InitializeRequest',),
     'InitializeProxyResponse': ('InitializeResponse',),
@@ -4728,6 +4792,8 @@ STABILITY: Dict[str, str] = {
     'ContentChunk': 'stable',
     'Cost': 'stable',
     'CreateElicitationRequest': 'stable',
+    'CreateElicitationRequestForm': 'stable',
+    'CreateElicitationRequestUrl': 'stable',
     'CreateElicitationResponse': 'stable',
     'CreateTerminalRequest': 'stable',
     'CreateTerminalResponse': 'stable',
@@ -5061,7 +5127,13 @@ __all__ = [
     'ContentChunk',
     'Cost',
     'CreateElicitationRequest',
+    'CreateElicitationRequestForm',
+    'CreateElicitationRequestFormRequest',
+    'CreateElicitationRequestFormSession',
     'CreateElicitationRequestOther',
+    'CreateElicitationRequestUrl',
+    'CreateElicitationRequestUrlRequest',
+    'CreateElicitationRequestUrlSession',
     'CreateElicitationResponse',
     'CreateElicitationResponseAccept',
     'CreateElicitationResponseCancel',

@@ -1260,11 +1260,10 @@ class KillTerminalRequest(AcpModel):
     meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
 
 
-class ElicitationSessionScope(AcpModel):
-    """ACP type `ElicitationSessionScope`. Stable."""
+class ElicitationRequestScope(AcpModel):
+    """ACP type `ElicitationRequestScope`. Stable."""
 
-    session_id: SessionId = Field(alias='sessionId')
-    tool_call_id: Annotated[Union[ToolCallId, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='toolCallId')
+    request_id: RequestId = Field(alias='requestId')
 
 
 ElicitationSchemaType = Literal['object']
@@ -1407,20 +1406,6 @@ class ElicitationSchema(AcpModel):
     meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
 
 
-class ElicitationFormModeSession(_TaggedMixin, ElicitationSessionScope):
-    """Variant `Session` of `ElicitationFormMode`."""
-
-    __acp_tag_fields__ = ('mode',)
-    requested_schema: ElicitationSchema = Field(alias='requestedSchema')
-    mode: Literal['form'] = 'form'
-
-
-class ElicitationRequestScope(AcpModel):
-    """ACP type `ElicitationRequestScope`. Stable."""
-
-    request_id: RequestId = Field(alias='requestId')
-
-
 class ElicitationFormModeRequest(_TaggedMixin, ElicitationRequestScope):
     """Variant `Request` of `ElicitationFormMode`."""
 
@@ -1429,17 +1414,37 @@ class ElicitationFormModeRequest(_TaggedMixin, ElicitationRequestScope):
     mode: Literal['form'] = 'form'
 
 
-ElicitationFormMode = Union[ElicitationFormModeSession, ElicitationFormModeRequest]
-"""ACP type `ElicitationFormMode`. Stable."""
+class CreateElicitationRequestFormRequest(ElicitationFormModeRequest):
+    """`ElicitationFormModeRequest` as a variant of `CreateElicitationRequest`."""
+
+    message: str
+    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
 
 
-class ElicitationUrlModeSession(_TaggedMixin, ElicitationSessionScope):
-    """Variant `Session` of `ElicitationUrlMode`."""
+class ElicitationSessionScope(AcpModel):
+    """ACP type `ElicitationSessionScope`. Stable."""
+
+    session_id: SessionId = Field(alias='sessionId')
+    tool_call_id: Annotated[Union[ToolCallId, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='toolCallId')
+
+
+class ElicitationFormModeSession(_TaggedMixin, ElicitationSessionScope):
+    """Variant `Session` of `ElicitationFormMode`."""
 
     __acp_tag_fields__ = ('mode',)
-    elicitation_id: ElicitationId = Field(alias='elicitationId')
-    url: str
-    mode: Literal['url'] = 'url'
+    requested_schema: ElicitationSchema = Field(alias='requestedSchema')
+    mode: Literal['form'] = 'form'
+
+
+class CreateElicitationRequestFormSession(ElicitationFormModeSession):
+    """`ElicitationFormModeSession` as a variant of `CreateElicitationRequest`."""
+
+    message: str
+    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+
+
+CreateElicitationRequestForm = Union[CreateElicitationRequestFormRequest, CreateElicitationRequestFormSession]
+"""Variant `CreateElicitationRequestForm` of `CreateElicitationRequest`."""
 
 
 class ElicitationUrlModeRequest(_TaggedMixin, ElicitationRequestScope):
@@ -1451,8 +1456,31 @@ class ElicitationUrlModeRequest(_TaggedMixin, ElicitationRequestScope):
     mode: Literal['url'] = 'url'
 
 
-ElicitationUrlMode = Union[ElicitationUrlModeSession, ElicitationUrlModeRequest]
-"""ACP type `ElicitationUrlMode`. Stable."""
+class CreateElicitationRequestUrlRequest(ElicitationUrlModeRequest):
+    """`ElicitationUrlModeRequest` as a variant of `CreateElicitationRequest`."""
+
+    message: str
+    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+
+
+class ElicitationUrlModeSession(_TaggedMixin, ElicitationSessionScope):
+    """Variant `Session` of `ElicitationUrlMode`."""
+
+    __acp_tag_fields__ = ('mode',)
+    elicitation_id: ElicitationId = Field(alias='elicitationId')
+    url: str
+    mode: Literal['url'] = 'url'
+
+
+class CreateElicitationRequestUrlSession(ElicitationUrlModeSession):
+    """`ElicitationUrlModeSession` as a variant of `CreateElicitationRequest`."""
+
+    message: str
+    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+
+
+CreateElicitationRequestUrl = Union[CreateElicitationRequestUrlRequest, CreateElicitationRequestUrlSession]
+"""Variant `CreateElicitationRequestUrl` of `CreateElicitationRequest`."""
 
 
 class CreateElicitationRequestOther(_TaggedMixin, FallbackVariant, AcpModel):
@@ -1467,7 +1495,7 @@ class CreateElicitationRequestOther(_TaggedMixin, FallbackVariant, AcpModel):
     mode: str
 
 
-CreateElicitationRequest = Annotated[Union[ElicitationFormMode, ElicitationUrlMode, CreateElicitationRequestOther], Field(union_mode='left_to_right')]
+CreateElicitationRequest = Annotated[Union[CreateElicitationRequestForm, CreateElicitationRequestUrl, CreateElicitationRequestOther], Field(union_mode='left_to_right')]
 """`elicitation/create` request params; handled by the client side. Stable."""
 
 
@@ -2518,6 +2546,14 @@ class DisconnectMcpResponse(AcpModel):
     meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
 
 
+ElicitationFormMode = Union[ElicitationFormModeSession, ElicitationFormModeRequest]
+"""ACP type `ElicitationFormMode`. Stable."""
+
+
+ElicitationUrlMode = Union[ElicitationUrlModeSession, ElicitationUrlModeRequest]
+"""ACP type `ElicitationUrlMode`. Stable."""
+
+
 class FileSystemCapability(AcpModel):
     """ACP type `FileSystemCapability`. Legacy (schema 0.10.3). Spec: https://agentclientprotocol.com/protocol/initialization#filesystem"""
 
@@ -2904,6 +2940,8 @@ STABILITY: Dict[str, str] = {
     'ContentChunk': 'stable',
     'Cost': 'stable',
     'CreateElicitationRequest': 'stable',
+    'CreateElicitationRequestForm': 'stable',
+    'CreateElicitationRequestUrl': 'stable',
     'CreateElicitationResponse': 'stable',
     'CreateTerminalRequest': 'stable',
     'CreateTerminalResponse': 'stable',
@@ -3237,7 +3275,13 @@ __all__ = [
     'ContentChunk',
     'Cost',
     'CreateElicitationRequest',
+    'CreateElicitationRequestForm',
+    'CreateElicitationRequestFormRequest',
+    'CreateElicitationRequestFormSession',
     'CreateElicitationRequestOther',
+    'CreateElicitationRequestUrl',
+    'CreateElicitationRequestUrlRequest',
+    'CreateElicitationRequestUrlSession',
     'CreateElicitationResponse',
     'CreateElicitationResponseAccept',
     'CreateElicitationResponseCancel',
