@@ -155,6 +155,7 @@ _VALIDATORS: dict[Any, Any] = {}
 
 
 def _validator_of(tp: Any) -> Any:
+    validate: Any
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         validate = tp.model_validate
     else:
