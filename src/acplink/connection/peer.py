@@ -31,7 +31,6 @@ from ..errors import (
     RequestError,
     RequestTimeout,
     TransportError,
-    UsageError,
 )
 from ..rpc.engine import Engine, IncomingNotification, IncomingRequest, IncomingResponse, Violation
 from ..rpc.framing import DEFAULT_MAX_MESSAGE_SIZE
@@ -494,7 +493,7 @@ def _resolve(fut: asyncio.Future[Any], ev: IncomingResponse) -> None:
 def _public(exc: BaseException) -> str:
     """An error message fit for the peer: no traceback, no local paths. The messages of the
     errors that carry neither (sizes, method and capability names) are kept."""
-    if isinstance(exc, (MessageTooLarge, CapabilityError, ProtocolError, RequestTimeout, UsageError)):
+    if isinstance(exc, (MessageTooLarge, CapabilityError, ProtocolError, RequestTimeout)):
         return f"Internal error: {type(exc).__name__}: {exc}"
     return f"Internal error: {type(exc).__name__}"
 
