@@ -26,7 +26,7 @@ step "generated code is up to date"
 .venv/bin/python tools/gen_schema.py --check
 
 step "ruff"
-.venv/bin/ruff check src tests tools benchmarks examples
+.venv/bin/ruff check src tests tools benchmarks examples fuzz
 
 step "mypy --strict (src/)"
 .venv/bin/mypy

@@ -15,7 +15,6 @@ from acplink.errors import (
     InvalidRequest,
     MessageTooLarge,
     MethodNotFound,
-    RequestError,
     UsageError,
 )
 from acplink.rpc import Engine, IncomingNotification, IncomingRequest, IncomingResponse, Violation
