@@ -98,7 +98,7 @@ def new_engine(flags: int) -> Any:
     engine = Engine(max_message_size=limit, skip_noise=bool(flags & 8), max_pending=16)
     if flags & 16:  # the client's typed fast path for session/update
         validate = _generated.SessionNotification.__pydantic_validator__.validate_json
-        engine.fast_params[b"session/update"] = validate
+        engine.fast_params[b"session/update"] = ("session/update", validate)
     for method in PENDING:
         engine.request(method, None)
     return engine

@@ -9,7 +9,7 @@ with their names untouched and their params as plain data.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any
 
 import orjson
@@ -33,6 +33,17 @@ __all__ = ["Connection", "Handler", "Router"]
 log = logging.getLogger("acplink.connection")
 
 Handler = Callable[[Any], Awaitable[Any]]
+
+
+class _Done:
+    """An awaitable that is already done (a notification nobody handles)."""
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield
+
+
+_DONE = _Done()
 
 
 class Router:
@@ -157,15 +168,17 @@ class Connection:
         result = await handler(typed)
         return self._result_json(info, method, result)
 
-    async def handle_notification(self, method: str, params: Any, typed: bool = False) -> None:
+    def handle_notification(self, method: str, params: Any, typed: bool = False) -> Awaitable[None]:
+        """Route one notification; returns the handler's awaitable (no extra coroutine frame:
+        this runs once per message of a flood)."""
         handler = self.router.notifications.get(method)
         if handler is None:
             if not method.startswith(("_", "$/")):
                 log.debug("%s: no handler for notification %s", self.side, method)
-            return
+            return _DONE
         if not typed:
             params = self._params(method_info(method, "notification"), method, params)
-        await handler(params)
+        return handler(params)
 
     def enable_fast_path(self, method: str) -> None:
         """Decode ``method`` notifications straight from their bytes into the typed model
@@ -178,7 +191,7 @@ class Connection:
         ctx = STRICT if self.strict else None
         if isinstance(tp, type) and issubclass(tp, BaseModel):
             validate = tp.__pydantic_validator__.validate_json
-            self.peer.engine.fast_params[method.encode()] = lambda data: validate(data, context=ctx)
+            self.peer.engine.fast_params[method.encode()] = (method, lambda data: validate(data, context=ctx))
 
     # -- outbound ------------------------------------------------------------------------------
 

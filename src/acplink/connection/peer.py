@@ -53,7 +53,7 @@ class Dispatcher(Protocol):
         """Handle one request; return the result as JSON bytes or raise an AcpError."""
         ...
 
-    async def handle_notification(self, method: str, params: Any, typed: bool = False) -> None: ...
+    def handle_notification(self, method: str, params: Any, typed: bool = False) -> Awaitable[None]: ...
 
 
 class PeerLimits:
@@ -300,24 +300,25 @@ class Peer:
                 await wakeup.wait()
                 continue
             self._consumer_busy = True
-            item = queue.popleft()
-            if self._reading_paused and len(queue) <= low:
-                self._reading_paused = False
-                self.transport.resume_reading()
-            if type(item) is IncomingNotification:
-                try:
-                    await handle(item.method, item.params, item.typed)
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:
-                    log.warning("%s: notification handler for %s failed: %s", self.name, item.method, exc,
-                                exc_info=self.debug or not isinstance(exc, AcpError))
-            elif isinstance(item, _Resolution):
-                _resolve(item.future, item.event)
-            else:  # EOF marker
-                self._consumer_busy = False
-                self._end_of_input(None)
-                return
+            while queue:
+                item = queue.popleft()
+                if self._reading_paused and len(queue) <= low:
+                    self._reading_paused = False
+                    self.transport.resume_reading()
+                if type(item) is IncomingNotification:
+                    try:
+                        await handle(item.method, item.params, item.typed)
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:
+                        log.warning("%s: notification handler for %s failed: %s", self.name, item.method, exc,
+                                    exc_info=self.debug or not isinstance(exc, AcpError))
+                elif isinstance(item, _Resolution):
+                    _resolve(item.future, item.event)
+                else:  # EOF marker
+                    self._consumer_busy = False
+                    self._end_of_input(None)
+                    return
 
     # -- inbound requests ----------------------------------------------------------------------
 

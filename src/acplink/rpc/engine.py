@@ -104,9 +104,9 @@ class Engine:
         self.skip_noise = skip_noise
         self.max_pending = max_pending
         self._next_id = 0
-        #: method name (bytes) -> decoder of a notification's params JSON into its typed model;
-        #: registered by the connection for hot notifications such as ``session/update``
-        self.fast_params: dict[bytes, Callable[[bytes], Any]] = {}
+        #: method name (bytes) -> (method name, decoder of a notification's params JSON into its
+        #: typed model); registered by the connection for hot notifications (``session/update``)
+        self.fast_params: dict[bytes, tuple[str, Callable[[bytes], Any]]] = {}
         #: id -> method of each request we sent and await a response for
         self.pending: dict[int | str, str] = {}
         #: id -> method of requests given up on (``forget``): their late response is expected
@@ -202,14 +202,14 @@ class Engine:
         end = item.find(b'"', _METHOD_AT)
         if end < 0 or not item.startswith(b'","params":', end) or not item.endswith(b"}"):
             return None
-        decode = self.fast_params.get(item[_METHOD_AT:end])
-        if decode is None:
+        fast = self.fast_params.get(item[_METHOD_AT:end])
+        if fast is None:
             return None
         try:
-            params = decode(item[end + 11:-1])
+            params = fast[1](item[end + 11:-1])
         except Exception:  # malformed, or not exactly that shape: the general path reports it
             return None
-        return IncomingNotification(item[_METHOD_AT:end].decode(), params, True)
+        return IncomingNotification(fast[0], params, True)
 
     def classify(self, msg: dict[str, Any]) -> Event:
         """Turn one decoded JSON object into an event."""
