@@ -388,7 +388,7 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02) ->
                 return
             entries[i] = entries[i].model_copy(update={"status": "in_progress"})
             await ctx.send_plan(entries)
-            await reply.stream(f"Working on: {st}\n")
+            await reply.stream(f"- Working on: {st}\n")
             entries[i] = entries[i].model_copy(update={"status": "completed"})
             await ctx.send_plan(entries)
         await reply.stream("All steps done.")
