@@ -66,9 +66,9 @@ app = AgentApp("acplink-scenario-agent", "0.1.0")
 
 
 @app.initialize
-async def initialize(ctx: Any) -> s.InitializeResponse:
-    response = ctx.app.initialize_response(ctx.params)
-    return response.model_copy(update={"meta": {"maxrss_kb": maxrss_kb(), "rss_kb": rss_kb()}})
+async def initialize(ctx: Any) -> Any:
+    # the built-in answer plus the contract's _meta figures
+    return ctx.app.initialize_json(meta={"maxrss_kb": maxrss_kb(), "rss_kb": rss_kb()})
 
 
 async def run_scenario(ctx: PromptContext, scenario: str, n: int) -> dict[str, Any]:

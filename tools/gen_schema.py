@@ -757,8 +757,11 @@ class Emitter:
         chain: list[str] = []
         if len(tagged) > 1:
             chain.append(f"Annotated[Union[{', '.join(tagged)}], Field(discriminator={a.tag_py!r})]")
-        else:
-            chain.extend(tagged)
+        elif tagged:
+            # one tagged variant: its tag has a default (for Python construction), so on input
+            # the tag must be checked explicitly, or any object would pass as that variant
+            (tag,) = [t for t, c in a.members if not t.startswith("__") and c in self.ir.classes]
+            chain.append(f"Annotated[{tagged[0]}, BeforeValidator(require_tag({a.tag_key!r}, {tag!r}))]")
         chain.extend(nested)
         if a.untagged:
             chain.append(self.name_src(a.untagged))
@@ -816,6 +819,7 @@ class Emitter:
             "from pydantic import BeforeValidator, Field",
             "",
             "from ._base import AcpModel, FallbackVariant, Lenient, UnknownVariant, _TaggedMixin, alt_tag, none_factory",
+            "from ._base import require_tag",
             "from ._base import const_factory as _const_factory, copy_factory as _copy_factory",
             "",
         ]

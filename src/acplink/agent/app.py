@@ -19,8 +19,10 @@ import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
+import orjson
+
 from ..connection.agent_side import PROTOCOL_VERSION, AgentSideConnection
-from ..connection.base import Router
+from ..connection.base import RawJSON, Router
 from ..errors import InternalError, InvalidParams, ResourceNotFound, UsageError
 from ..schema import _generated as s
 from .context import AgentSession, Context, PromptContext
@@ -85,7 +87,8 @@ class AgentBase:
         self.name = name
         self.version = version
         self.title = title
-        self.prompt_capabilities = prompt_capabilities or s.PromptCapabilities(embedded_context=True)
+        #: None: the default (embedded context accepted), answered without building a model
+        self.prompt_capabilities = prompt_capabilities
         self.auth_methods = list(auth_methods)
         self.modes = list(modes)
         self.default_mode = default_mode or (self.modes[0].id if self.modes else None)
@@ -144,11 +147,37 @@ class AgentBase:
 
     def agent_capabilities(self) -> s.AgentCapabilities:
         session_caps: dict[str, Any] = {cap: {} for hook, cap in _SESSION_CAPS.items() if hook in self.handlers}
-        return s.AgentCapabilities(
-            load_session="load_session" in self.handlers,
-            prompt_capabilities=self.prompt_capabilities,
-            session_capabilities=s.SessionCapabilities.model_validate(session_caps),
-        )
+        return s.AgentCapabilities.model_validate({
+            "loadSession": "load_session" in self.handlers,
+            "promptCapabilities": self._prompt_capabilities_wire(),
+            "sessionCapabilities": session_caps,
+        })
+
+    def _prompt_capabilities_wire(self) -> Any:
+        caps = self.prompt_capabilities
+        return caps.to_wire() if caps is not None else {"embeddedContext": True}
+
+    def initialize_json(self, *, meta: dict[str, Any] | None = None) -> RawJSON:
+        """The built-in ``initialize`` answer as wire JSON: the same content as
+        :meth:`initialize_response`, built without models so that answering the first message
+        of a freshly spawned agent costs no model building. An ``initialize`` handler may
+        return it (e.g. with its own ``_meta``)."""
+        agent_info: dict[str, Any] = {"name": self.name, "version": self.version}
+        if self.title is not None:
+            agent_info["title"] = self.title
+        body = {
+            "protocolVersion": PROTOCOL_VERSION,
+            "agentCapabilities": {
+                "loadSession": "load_session" in self.handlers,
+                "promptCapabilities": self._prompt_capabilities_wire(),
+                "sessionCapabilities": {cap: {} for hook, cap in _SESSION_CAPS.items() if hook in self.handlers},
+            },
+            "agentInfo": agent_info,
+            "authMethods": [m.to_wire() if hasattr(m, "to_wire") else m for m in self.auth_methods],
+        }
+        if meta is not None:
+            body["_meta"] = meta
+        return RawJSON(orjson.dumps(body))
 
     def initialize_response(self, params: s.InitializeRequest) -> s.InitializeResponse:
         # version negotiation: echo the client's version if we speak it, else offer ours
@@ -215,7 +244,7 @@ class AgentBase:
                 res = await h(Context(self, conn(), p))
                 if res is not None:
                     return res
-            return self.initialize_response(p)
+            return self.initialize_json()
 
         async def new_session(p: s.NewSessionRequest) -> Any:
             sess = self.create_session(p.cwd, mcp_servers=p.mcp_servers,

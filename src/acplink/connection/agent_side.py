@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import InvalidRequest
 from ..schema import _generated as s
 from ._stubs import ClientMethods
-from .base import Connection, Router
+from .base import Connection, RawJSON, Router
 
 __all__ = ["PROTOCOL_VERSION", "AgentSideConnection", "Turn"]
 
@@ -82,6 +82,10 @@ class AgentSideConnection(Connection, ClientMethods):
             if isinstance(result, s.InitializeResponse):
                 self.own_capabilities = result.agent_capabilities
                 self.protocol_version = result.protocol_version
+            elif isinstance(result, RawJSON):
+                wire = result.value()
+                self.own_capabilities = wire.get("agentCapabilities")
+                self.protocol_version = wire.get("protocolVersion")
             self.initialized = True
             return result
 

@@ -28,7 +28,7 @@ from ..schema.registry import MethodInfo, method_info
 from ..transports.base import Transport
 from .peer import Peer, PeerLimits
 
-__all__ = ["Connection", "Handler", "Router"]
+__all__ = ["Connection", "Handler", "RawJSON", "Router"]
 
 log = logging.getLogger("acplink.connection")
 
@@ -44,6 +44,19 @@ class _Done:
 
 
 _DONE = _Done()
+
+
+class RawJSON:
+    """A result that is already wire JSON, valid by construction (acplink's own fast paths,
+    e.g. the built-in ``initialize`` answer, which then needs no models at startup)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def value(self) -> Any:
+        return orjson.loads(self.data)
 
 
 class Router:
@@ -141,6 +154,8 @@ class Connection:
             raise InvalidParams(f"Invalid params for {method}: {exc.message}", exc.data) from None
 
     def _result_json(self, info: MethodInfo | None, method: str, result: Any) -> bytes:
+        if type(result) is RawJSON:
+            return result.data
         if info is None or info.result_type is None:
             return dump_json(result) if result is not None else b"null"
         if result is None:

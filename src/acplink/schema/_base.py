@@ -28,6 +28,7 @@ __all__ = [
     "FallbackVariant",
     "UnknownVariant",
     "alt_tag",
+    "require_tag",
     "is_strict",
 ]
 
@@ -150,6 +151,17 @@ class UnknownVariant(FallbackVariant):
     def raw(self) -> dict[str, Any]:
         """The raw wire object, exactly as received."""
         return dict(self.__pydantic_extra__ or {})
+
+
+def require_tag(key: str, value: str) -> Callable[[Any], Any]:
+    """Before-validator of the only tagged variant of a union: the input must carry its tag."""
+
+    def check(data: Any) -> Any:
+        if isinstance(data, dict) and data.get(key) != value:
+            raise PydanticCustomError("union_tag_invalid", "{key} is not '{value}'", {"key": key, "value": value})
+        return data
+
+    return check
 
 
 def alt_tag(key: str, alt_key: str) -> Callable[[Any], Any]:

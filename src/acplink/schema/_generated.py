@@ -18,6 +18,7 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 from pydantic import BeforeValidator, Field
 
 from ._base import AcpModel, FallbackVariant, Lenient, UnknownVariant, _TaggedMixin, alt_tag, none_factory
+from ._base import require_tag
 from ._base import const_factory as _const_factory, copy_factory as _copy_factory
 
 import gc as _gc
@@ -1314,7 +1315,7 @@ def _d_UnknownAuthMethod() -> Any:
 
 
 def _d_AuthMethod() -> Any:
-    AuthMethod = Annotated[Union[AuthMethodTerminal, AuthMethodAgent, UnknownAuthMethod], Field(union_mode='left_to_right')]
+    AuthMethod = Annotated[Union[Annotated[AuthMethodTerminal, BeforeValidator(require_tag('type', 'terminal'))], AuthMethodAgent, UnknownAuthMethod], Field(union_mode='left_to_right')]
     """ACP type `AuthMethod`. Stable."""
     return AuthMethod
 
@@ -1840,7 +1841,7 @@ def _d_TitledMultiSelectItems() -> Any:
 
 
 def _d_MultiSelectItems() -> Any:
-    MultiSelectItems = Annotated[Union[StringMultiSelectItems, TitledMultiSelectItems, MultiSelectItemsOther], Field(union_mode='left_to_right')]
+    MultiSelectItems = Annotated[Union[Annotated[StringMultiSelectItems, BeforeValidator(require_tag('type', 'string'))], TitledMultiSelectItems, MultiSelectItemsOther], Field(union_mode='left_to_right')]
     """ACP type `MultiSelectItems`. Stable."""
     return MultiSelectItems
 
@@ -3027,7 +3028,7 @@ def _d_UnknownSetSessionConfigOptionRequest() -> Any:
 
 
 def _d_SetSessionConfigOptionRequest() -> Any:
-    SetSessionConfigOptionRequest = Annotated[Union[SetSessionConfigOptionRequestBoolean, SetSessionConfigOptionRequestValueId, UnknownSetSessionConfigOptionRequest], Field(union_mode='left_to_right')]
+    SetSessionConfigOptionRequest = Annotated[Union[Annotated[SetSessionConfigOptionRequestBoolean, BeforeValidator(require_tag('type', 'boolean'))], SetSessionConfigOptionRequestValueId, UnknownSetSessionConfigOptionRequest], Field(union_mode='left_to_right')]
     """`session/set_config_option` request params; handled by the agent side. Stable."""
     return SetSessionConfigOptionRequest
 

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 from pydantic import BeforeValidator, Field
 
 from ._base import AcpModel, FallbackVariant, Lenient, UnknownVariant, _TaggedMixin, alt_tag, none_factory
+from ._base import require_tag
 from ._base import const_factory as _const_factory, copy_factory as _copy_factory
 
 
@@ -969,7 +970,7 @@ class UnknownAuthMethod(UnknownVariant):
     __acp_known__ = frozenset(['terminal'])
 
 
-AuthMethod = Annotated[Union[AuthMethodTerminal, AuthMethodAgent, UnknownAuthMethod], Field(union_mode='left_to_right')]
+AuthMethod = Annotated[Union[Annotated[AuthMethodTerminal, BeforeValidator(require_tag('type', 'terminal'))], AuthMethodAgent, UnknownAuthMethod], Field(union_mode='left_to_right')]
 """ACP type `AuthMethod`. Stable."""
 
 
@@ -1363,7 +1364,7 @@ class TitledMultiSelectItems(AcpModel):
     meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
 
 
-MultiSelectItems = Annotated[Union[StringMultiSelectItems, TitledMultiSelectItems, MultiSelectItemsOther], Field(union_mode='left_to_right')]
+MultiSelectItems = Annotated[Union[Annotated[StringMultiSelectItems, BeforeValidator(require_tag('type', 'string'))], TitledMultiSelectItems, MultiSelectItemsOther], Field(union_mode='left_to_right')]
 """ACP type `MultiSelectItems`. Stable."""
 
 
@@ -2222,7 +2223,7 @@ class UnknownSetSessionConfigOptionRequest(UnknownVariant):
     __acp_known__ = frozenset(['boolean'])
 
 
-SetSessionConfigOptionRequest = Annotated[Union[SetSessionConfigOptionRequestBoolean, SetSessionConfigOptionRequestValueId, UnknownSetSessionConfigOptionRequest], Field(union_mode='left_to_right')]
+SetSessionConfigOptionRequest = Annotated[Union[Annotated[SetSessionConfigOptionRequestBoolean, BeforeValidator(require_tag('type', 'boolean'))], SetSessionConfigOptionRequestValueId, UnknownSetSessionConfigOptionRequest], Field(union_mode='left_to_right')]
 """`session/set_config_option` request params; handled by the agent side. Stable."""
 
 
