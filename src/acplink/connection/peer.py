@@ -191,8 +191,18 @@ class Peer:
         if self.transport.framed:
             self._handle_event(self.engine.receive_message(data))
             return
+        queued = False
         for event in self.engine.receive(data):
-            self._handle_event(event)
+            if type(event) is IncomingNotification and event.typed:
+                self._queue.append(event)  # (typed fast path: never $/cancel_request)
+                queued = True
+            else:
+                self._handle_event(event)
+        if queued:
+            self._wake()
+            if not self._reading_paused and len(self._queue) > self.limits.max_queued_notifications:
+                self._reading_paused = True
+                self.transport.pause_reading()
 
     def eof_received(self, exc: BaseException | None) -> None:
         if self._closed or self._eof:

@@ -160,7 +160,24 @@ class Engine:
 
     def receive(self, data: bytes) -> list[Event]:
         """Feed bytes read from the peer; returns the events they complete."""
-        return [self._event(item) for item in self.decoder.feed(data)]
+        items = self.decoder.feed(data)
+        fast = self.fast_params
+        if not fast:
+            return [self._event(item) for item in items]
+        # the hot loop of a notification flood: the canonical typed shape is handled inline
+        out: list[Event] = []
+        for item in items:
+            if type(item) is bytes and item.startswith(_NOTIFICATION_HEAD):
+                end = item.find(b'"', _METHOD_AT)
+                entry = fast.get(item[_METHOD_AT:end]) if end > 0 else None
+                if entry is not None and item.startswith(b'","params":', end) and item.endswith(b"}"):
+                    try:
+                        out.append(IncomingNotification(entry[0], entry[1](item[end + 11:-1]), True))
+                        continue
+                    except Exception:  # malformed or unusual: the general path reports it
+                        pass
+            out.append(self._event(item))
+        return out
 
     def receive_message(self, data: bytes) -> Event:
         """Feed one whole message (message-framed transports such as WebSocket)."""

@@ -79,7 +79,7 @@ class LineDecoder:
                 continue
             if line.endswith(b"\r"):
                 line = line[:-1]
-            if line.strip():
+            if line and not line.isspace():  # (no copy, unlike strip())
                 out.append(line)
         return out
 
