@@ -238,8 +238,3 @@ def copy_factory(value: Any) -> Callable[[], Any]:
     import copy
 
     return lambda: copy.deepcopy(value)
-
-
-def model_factory(namespace: dict[str, Any], name: str, value: dict[str, Any]) -> Callable[[], Any]:
-    """A default factory building model ``name`` (looked up lazily) from its wire dict."""
-    return lambda: namespace[name].model_validate(value)
