@@ -223,6 +223,19 @@ def test_piped_stdin_line_by_line(cli: Cli) -> None:
     assert (cli.workdir / "notes.txt").read_text() == "piped\n"
 
 
+def test_elicitation_form_is_asked_field_by_field(cli: Cli) -> None:
+    """The demo's `ask` sends elicitation/create (form mode); chat advertises elicitation,
+    asks for each field and answers accept with the typed content."""
+    proc = cli.run("chat", input="ask\nteal\nhello\n")
+    assert proc.returncode == 0, proc.stderr
+    out = proc.stdout
+    assert "What is your favourite colour?" in out
+    assert "Colour:" in out
+    assert "Nice, teal it is." in out
+    assert "does not support elicitation" not in out
+    assert "You said: hello" in out
+
+
 @pytest.mark.parametrize("peer", official_params()[:1])
 def test_official_agent_in_chat(cli: Cli, peer: str) -> None:
     proc = cli.run("chat", "--", *official_agent(peer), input="hello\nfull\n1\nfail\n")

@@ -67,6 +67,9 @@ def run(args: argparse.Namespace) -> int:
         lib.handlers, lib.propagate = saved
 
 
+_CANCELLED: Any = object()
+
+
 class CtrlC(Exception):
     """Ctrl-C pressed at a prompt."""
 
@@ -107,7 +110,7 @@ class ChatApp(LocalCommands):
     async def _main(self) -> int:
         policy = PermissionPolicy(default="ask", ask=self._ask)
         try:
-            client = await self._until_quit(open_client(self.args, policy))
+            client = await self._until_quit(open_client(self.args, policy, elicitation=self._elicit))
         except Quit:
             return 0
         self.client = client
@@ -341,6 +344,76 @@ class ChatApp(LocalCommands):
             if picked is not None:
                 return picked
             self.console.print(Text(f"type a number from 1 to {len(options)}", style="yellow"))
+
+    # -- elicitation (the agent asks the user for structured input) ---------------------------
+
+    async def _elicit(self, params: Any) -> dict[str, Any]:
+        """Form-mode ``elicitation/create``: ask for each field of the requested schema."""
+        wire = params.to_wire() if hasattr(params, "to_wire") else dict(params)
+        schema = wire.get("requestedSchema") or {}
+        if wire.get("mode") != "form" or not isinstance(schema.get("properties"), dict):
+            return {"action": "decline"}
+        async with self.ask_lock:
+            if self.prompting or self.quit.is_set():
+                return {"action": "cancel"}
+            renderer = self.renderer
+            if renderer is not None:
+                renderer.suspend()
+            try:
+                self.console.print(Text.assemble(("? ", "bold yellow"), str(wire.get("message", ""))))
+                content: dict[str, Any] = {}
+                required = set(schema.get("required") or [])
+                for name, prop in schema["properties"].items():
+                    value = await self._ask_field(name, prop if isinstance(prop, dict) else {}, name in required)
+                    if value is _CANCELLED:
+                        return {"action": "cancel"}
+                    if value is not None:
+                        content[name] = value
+                return {"action": "accept", "content": content}
+            finally:
+                if renderer is not None:
+                    renderer.resume()
+
+    async def _ask_field(self, name: str, prop: dict[str, Any], required: bool) -> Any:
+        kind = prop.get("type", "string")
+        label = prop.get("title") or name
+        question = f"  {label}{'' if required else ' (optional)'}{' [y/n]' if kind == 'boolean' else ''}: "
+        while True:
+            answer = await self._ask_line(question)
+            if answer is None:
+                return _CANCELLED
+            answer = answer.strip()
+            if not answer and not required:
+                return None
+            try:
+                if kind == "boolean" and answer.lower() in ("y", "yes", "true", "n", "no", "false"):
+                    return answer.lower() in ("y", "yes", "true")
+                if kind == "integer":
+                    return int(answer)
+                if kind == "number":
+                    return float(answer)
+                if kind in ("string", None) and answer:
+                    return answer
+            except ValueError:
+                pass
+            self.console.print(Text(f"a {kind} is expected", style="yellow"))
+
+    async def _ask_line(self, question: str) -> str | None:
+        """One line from the user while a turn waits; None when cancelled."""
+        try:
+            if self.interactive:
+                if self._choice is None:
+                    self._choice = PromptSession()
+                return await self._prompt(self._choice, question)
+            self.console.print(question, end="")
+            answer = await self._until_quit(self._line_unless_cancelled())
+            self.console.print(answer or "")
+            return answer
+        except CtrlC:
+            self._cancel_turn()
+            return None
+        except (EOFError, Quit):
+            return None
 
     # -- local commands ----------------------------------------------------------------------
 
