@@ -51,10 +51,9 @@ def run(args: argparse.Namespace) -> int:
     from ..conformance.probe import Options
     from ..conformance.runner import run_checks
     from ..errors import AcpError
+    from .common import given_command
 
-    cmd = list(args.agent or [])
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
+    cmd = given_command(args)
     if not cmd:
         print("acplink check: error: no agent command given (acplink check -- AGENT_CMD ...)", file=sys.stderr)
         return 2

@@ -15,7 +15,7 @@ from ..client.session import Session
 from ..errors import AcpError, AuthRequired, ConnectionClosed, TransportError
 from ..transports.subprocess import SubprocessTransport
 
-__all__ = ["add_client_options", "agent_command", "describe_failure", "fail", "open_client", "start_session"]
+__all__ = ["add_client_options", "agent_command", "describe_failure", "fail", "given_command", "open_client", "start_session"]
 
 
 class _AgentAfterDashDash(argparse.ArgumentParser):
@@ -48,14 +48,15 @@ def add_client_options(p: argparse.ArgumentParser) -> None:
                    help="the agent command line, after `--` (default: the built-in demo agent)")
 
 
+def given_command(args: argparse.Namespace) -> list[str]:
+    """The agent command line the user gave after ``--`` (possibly empty)."""
+    cmd = list(args.agent or [])
+    return cmd[1:] if cmd and cmd[0] == "--" else cmd
+
+
 def agent_command(args: argparse.Namespace) -> list[str]:
     """The agent command line: everything after ``--``, or the built-in demo agent."""
-    cmd = list(args.agent or [])
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
-    if not cmd:
-        return [sys.executable, "-m", "acplink.demo"]
-    return cmd
+    return given_command(args) or [sys.executable, "-m", "acplink.demo"]
 
 
 def open_client(args: argparse.Namespace, permission: PermissionPolicy, **kw: Any) -> connect:

@@ -35,10 +35,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from ..tools.record import RecordingProxy
+    from .common import given_command
 
-    cmd = list(args.agent or [])
-    if cmd and cmd[0] == "--":
-        cmd = cmd[1:]
+    cmd = given_command(args)
     if not cmd:
         print("acplink record: error: no agent command given (acplink record --out FILE -- AGENT_CMD ...)",
               file=sys.stderr)
