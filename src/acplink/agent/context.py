@@ -289,13 +289,17 @@ class PromptContext(Context[s.PromptRequest]):
 
     async def read_file(self, path: str, *, line: int | None = None, limit: int | None = None) -> str:
         """Read a text file through the client (``fs/read_text_file``)."""
-        fields: dict[str, Any] = {"session_id": self.session_id, "path": path}
-        if line is not None:
-            fields["line"] = line
-        if limit is not None:
-            fields["limit"] = limit
-        resp = await self.connection.fs_read_text_file(**fields)
-        return resp.content
+        # a hot path of tool-using agents: the params are built from checked values directly
+        if type(path) is not str:
+            raise UsageError(f"path must be a str, not {type(path).__name__}")
+        params: dict[str, Any] = {"sessionId": self.session_id, "path": path}
+        for key, value in (("line", line), ("limit", limit)):
+            if value is not None:
+                if type(value) is not int or value < 0:
+                    raise UsageError(f"{key} must be a non-negative int, not {value!r}")
+                params[key] = value
+        resp = await self.connection.request_json("fs/read_text_file", orjson.dumps(params))
+        return str(resp.content)
 
     async def write_file(self, path: str, content: str) -> None:
         """Write a text file through the client (``fs/write_text_file``)."""

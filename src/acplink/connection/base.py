@@ -269,6 +269,17 @@ class Connection:
             self._check_capability(info, method)
         await self.peer.notify(method, params_json)
 
+    async def request_json(self, method: str, params_json: bytes, *, timeout: float | None = None) -> Any:
+        """Send a request whose params are ready-made wire JSON (the caller vouches for their
+        validity; acplink's own fast paths such as ``PromptContext.read_file``); the result is
+        validated into its typed model as usual."""
+        info = method_info(method, "request")
+        self._check_capability(info, method)
+        raw = await self.peer.request(method, params_json, timeout=timeout)
+        if info is None or info.result_type is None:
+            return raw
+        return parse(info.result_type, raw if raw is not None else {}, strict=self.strict, name=info.result_name)
+
     async def call(self, method: str, params: Any = None, *, timeout: float | None = None, **fields: Any) -> Any:
         """Send any request: typed through the registry, raw for extension methods."""
         return await self._call(method, params, fields, timeout=timeout)
