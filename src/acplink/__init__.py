@@ -66,7 +66,7 @@ if TYPE_CHECKING:
     )
     from .transports import MemoryTransport, StdioTransport, SubprocessTransport, Transport, memory_pair
 
-__version__ = "0.1.0"
+from ._version import __version__
 
 #: public name -> the module that defines it; imported on first use, so an agent process
 #: does not pay for the client side (and the other way round)

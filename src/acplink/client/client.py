@@ -13,8 +13,9 @@ import os
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._version import __version__
 from ..connection.agent_side import PROTOCOL_VERSION
-from ..connection.base import Router
+from ..connection.base import Router, advertises
 from ..connection.client_side import ClientSideConnection
 from ..connection.peer import PeerLimits
 from ..errors import ConnectionClosed, MethodNotFound, ResourceNotFound, TransportError, UsageError
@@ -61,7 +62,7 @@ class Client:
             terminal if isinstance(terminal, TerminalHandler) else TerminalHandler() if terminal else None)
         self.permission = permission or PermissionPolicy()
         self.elicitation = elicitation
-        self.client_info = client_info or s.Implementation(name="acplink", version=_version())
+        self.client_info = client_info or s.Implementation(name="acplink", version=__version__)
         self.sessions: dict[str, Session] = {}
         self.observers: list[UpdateObserver] = []
         self._fs: dict[str, FileSystemHandler] = {}
@@ -130,14 +131,7 @@ class Client:
 
     def supports(self, path: str) -> bool:
         """Whether the agent advertised the capability at ``path`` (e.g. "sessionCapabilities.list")."""
-        node: Any = self.agent_capabilities
-        for part in path.split("."):
-            if node is None:
-                return False
-            fields = type(node).model_fields
-            name = next((n for n, f in fields.items() if (f.alias or n) == part), None)
-            node = getattr(node, name) if name else (node.__pydantic_extra__ or {}).get(part)
-        return bool(node) or node == {}
+        return advertises(self.agent_capabilities, path)
 
     # -- sessions --------------------------------------------------------------------------------
 
@@ -338,12 +332,3 @@ def _agent_failed(transport: Transport, exc: BaseException) -> TransportError:
         err: TransportError = ConnectionClosed(msg) if isinstance(exc, ConnectionClosed) else TransportError(msg)
         return err
     return exc if isinstance(exc, TransportError) else ConnectionClosed(str(exc))
-
-
-def _version() -> str:
-    try:
-        from importlib.metadata import version
-
-        return version("acplink")
-    except Exception:  # not installed (running from a checkout)
-        return "0.0.0"

@@ -28,7 +28,7 @@ from ..schema.registry import MethodInfo, method_info
 from ..transports.base import Transport
 from .peer import Peer, PeerLimits
 
-__all__ = ["Connection", "Handler", "RawJSON", "Router"]
+__all__ = ["Connection", "Handler", "RawJSON", "Router", "advertises"]
 
 log = logging.getLogger("acplink.connection")
 
@@ -81,18 +81,21 @@ class Router:
         self.notifications[method] = handler
 
 
-def _get_path(obj: Any, path: str) -> Any:
+def advertises(capabilities: Any, path: str) -> bool:
+    """Whether ``capabilities`` (a capabilities model or its wire dict) advertise the dotted
+    wire ``path`` (e.g. "sessionCapabilities.list"). An empty object (``{}``) counts: that is
+    how ACP advertises most capabilities; absent, ``null`` and ``false`` do not."""
+    node = capabilities
     for part in path.split("."):
-        if obj is None:
-            return None
-        if isinstance(obj, dict):
-            obj = obj.get(part)
+        if node is None:
+            return False
+        if isinstance(node, dict):
+            node = node.get(part)
         else:
-            extra = getattr(obj, "__pydantic_extra__", None) or {}
-            fields = type(obj).model_fields if isinstance(obj, BaseModel) else {}
+            fields = type(node).model_fields if isinstance(node, BaseModel) else {}
             name = next((n for n, f in fields.items() if (f.alias or n) == part), None)
-            obj = getattr(obj, name) if name else extra.get(part)
-    return obj
+            node = getattr(node, name) if name else (getattr(node, "__pydantic_extra__", None) or {}).get(part)
+    return node is not None and node is not False
 
 
 class Connection:
@@ -221,7 +224,7 @@ class Connection:
         if hit is not None and hit[0] is caps:
             allowed = hit[1]
         else:
-            allowed = bool(_get_path(caps, path))
+            allowed = advertises(caps, path)
             self._capability_cache[info.capability] = (caps, allowed)
         if not allowed:
             owner = "client" if who == "client" else "agent"
