@@ -160,24 +160,7 @@ class Engine:
 
     def receive(self, data: bytes) -> list[Event]:
         """Feed bytes read from the peer; returns the events they complete."""
-        items = self.decoder.feed(data)
-        fast = self.fast_params
-        if not fast:
-            return [self._event(item) for item in items]
-        # the hot loop of a notification flood: the canonical typed shape is handled inline
-        out: list[Event] = []
-        for item in items:
-            if type(item) is bytes and item.startswith(_NOTIFICATION_HEAD):
-                end = item.find(b'"', _METHOD_AT)
-                entry = fast.get(item[_METHOD_AT:end]) if end > 0 else None
-                if entry is not None and item.startswith(b'","params":', end) and item.endswith(b"}"):
-                    try:
-                        out.append(IncomingNotification(entry[0], entry[1](item[end + 11:-1]), True))
-                        continue
-                    except Exception:  # malformed or unusual: the general path reports it
-                        pass
-            out.append(self._event(item))
-        return out
+        return [self._event(item) for item in self.decoder.feed(data)]
 
     def receive_message(self, data: bytes) -> Event:
         """Feed one whole message (message-framed transports such as WebSocket)."""
@@ -195,6 +178,10 @@ class Engine:
             fast = self._fast_notification(item)
             if fast is not None:
                 return fast
+        return self._general(item)
+
+    def _general(self, item: bytes) -> Event:
+        """Any line: parse it as JSON and classify it."""
         try:
             msg = orjson.loads(item)
         except orjson.JSONDecodeError as exc:
