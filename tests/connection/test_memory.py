@@ -229,3 +229,21 @@ async def test_calls_beyond_max_pending_wait_for_a_slot_instead_of_failing() -> 
     finally:
         await client.aclose()
         await agent.aclose()
+
+
+async def test_one_router_serves_two_agent_connections_unchanged() -> None:
+    """The agent side wraps its prompt/initialize handlers in a copy: the router given stays as it
+    was and can serve another connection (no double wrapping)."""
+    from acplink import AgentSideConnection, Router, memory_pair
+
+    async def prompt(params: object) -> dict[str, str]:
+        return {"stopReason": "end_turn"}
+
+    router = Router()
+    router.add_request("session/prompt", prompt)
+    first = AgentSideConnection(memory_pair()[1], router)
+    second = AgentSideConnection(memory_pair()[1], router)
+    assert router.requests["session/prompt"] is prompt
+    assert "session/cancel" not in router.notifications
+    assert first.router is not router and second.router is not router
+    assert first.router.requests["session/prompt"] is not prompt  # wrapped, for turn tracking

@@ -47,6 +47,7 @@ class AgentSideConnection(Connection, ClientMethods):
     side = "agent"
 
     def __init__(self, transport: Any, router: Router, *, cancel_grace: float = 2.0, **kw: Any) -> None:
+        router = router.copy()  # the wrappers below are this connection's own
         super().__init__(transport, router, **kw)
         self.cancel_grace = cancel_grace
         self.initialized = False

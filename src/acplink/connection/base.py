@@ -70,6 +70,13 @@ class Router:
         self.requests: dict[str, Handler] = {}
         self.notifications: dict[str, Handler] = {}
 
+    def copy(self) -> Router:
+        """A router with the same handlers (changing one does not change the other)."""
+        other = Router()
+        other.requests = dict(self.requests)
+        other.notifications = dict(self.notifications)
+        return other
+
     def add_request(self, method: str, handler: Handler, *, replace: bool = False) -> None:
         if method in self.requests and not replace:
             raise UsageError(f"a handler for request {method!r} is already registered")
