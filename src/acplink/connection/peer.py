@@ -199,10 +199,7 @@ class Peer:
             else:
                 self._handle_event(event)
         if queued:
-            self._wake()
-            if not self._reading_paused and len(self._queue) > self.limits.max_queued_notifications:
-                self._reading_paused = True
-                self.transport.pause_reading()
+            self._queued()
 
     def eof_received(self, exc: BaseException | None) -> None:
         if self._closed or self._eof:
@@ -287,6 +284,10 @@ class Peer:
 
     def _enqueue(self, item: IncomingNotification) -> None:
         self._queue.append(item)
+        self._queued()
+
+    def _queued(self) -> None:
+        """After queueing: wake the consumer; past the limit, stop reading (backpressure)."""
         self._wake()
         if not self._reading_paused and len(self._queue) > self.limits.max_queued_notifications:
             self._reading_paused = True
