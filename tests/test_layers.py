@@ -12,6 +12,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "acplink"
 #: package → rank; a module may import only packages of lower or equal rank
 RANK = {
     "errors": 0,
+    "_version": 0,
     "schema": 1,
     "rpc": 2,
     "transports": 3,

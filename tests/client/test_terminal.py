@@ -221,7 +221,11 @@ async def test_release_after_exit(term: TerminalHandler) -> None:
     tid = await create(term, "true")
     await wait(term, tid)
     await release(term, tid)
-    assert term.snapshot(tid).exit_status is not None
+    assert tid not in term.terminal_ids  # released: forgotten by the handler
+    with pytest.raises(ResourceNotFound):
+        await output(term, tid)
+    kept = term.snapshot(tid)  # the last output stays available for display
+    assert kept.exit_status is not None and kept.exit_status.exit_code == 0
 
 
 async def test_unknown_terminal_id(term: TerminalHandler) -> None:

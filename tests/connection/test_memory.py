@@ -247,3 +247,44 @@ async def test_one_router_serves_two_agent_connections_unchanged() -> None:
     assert "session/cancel" not in router.notifications
     assert first.router is not router and second.router is not router
     assert first.router.requests["session/prompt"] is not prompt  # wrapped, for turn tracking
+
+
+async def test_memory_transport_delivers_held_back_data_before_end_of_input() -> None:
+    """Reading paused, data held back, then the other end closes: the data still arrives,
+    and only then the end of input."""
+    import asyncio
+
+    from acplink import memory_pair
+
+    events: list[object] = []
+
+    class Sink:
+        def data_received(self, data: bytes) -> None:
+            events.append(data)
+
+        def eof_received(self, exc: BaseException | None) -> None:
+            events.append("eof")
+
+    ours, theirs = memory_pair()
+    await ours.start(Sink())
+    ours.pause_reading()
+    theirs.write(b"one\n")
+    theirs.write(b"two\n")
+    await theirs.aclose()
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert events == []  # paused: nothing yet, not even the end
+    ours.resume_reading()
+    assert events == [b"one\n", b"two\n", "eof"]
+    await ours.aclose()
+
+
+async def test_initialize_with_bad_params_is_a_usage_error_not_a_pydantic_error() -> None:
+    from acplink import ClientSideConnection, Router, UsageError, memory_pair
+    from acplink.schema import InitializeRequest
+
+    conn = ClientSideConnection(memory_pair()[0], Router())
+    with pytest.raises(UsageError, match="bad params for initialize"):
+        await conn.initialize(protocol_version="not a number")
+    with pytest.raises(UsageError, match="not both"):
+        await conn.initialize(InitializeRequest(protocol_version=1), protocol_version=1)

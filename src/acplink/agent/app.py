@@ -145,48 +145,43 @@ class AgentBase:
 
     # -- capabilities ---------------------------------------------------------------------------
 
-    def agent_capabilities(self) -> s.AgentCapabilities:
-        session_caps: dict[str, Any] = {cap: {} for hook, cap in _SESSION_CAPS.items() if hook in self.handlers}
-        return s.AgentCapabilities.model_validate({
-            "loadSession": "load_session" in self.handlers,
-            "promptCapabilities": self._prompt_capabilities_wire(),
-            "sessionCapabilities": session_caps,
-        })
-
-    def _prompt_capabilities_wire(self) -> Any:
+    def _capabilities_wire(self) -> dict[str, Any]:
+        """What this agent advertises, derived from the registered hooks (wire form)."""
         caps = self.prompt_capabilities
-        return caps.to_wire() if caps is not None else {"embeddedContext": True}
+        return {
+            "loadSession": "load_session" in self.handlers,
+            "promptCapabilities": caps.to_wire() if caps is not None else {"embeddedContext": True},
+            "sessionCapabilities": {cap: {} for hook, cap in _SESSION_CAPS.items() if hook in self.handlers},
+        }
 
-    def initialize_json(self, *, meta: dict[str, Any] | None = None) -> RawJSON:
-        """The built-in ``initialize`` answer as wire JSON: the same content as
-        :meth:`initialize_response`, built without models so that answering the first message
-        of a freshly spawned agent costs no model building. An ``initialize`` handler may
-        return it (e.g. with its own ``_meta``)."""
+    def _initialize_wire(self, meta: dict[str, Any] | None) -> dict[str, Any]:
         agent_info: dict[str, Any] = {"name": self.name, "version": self.version}
         if self.title is not None:
             agent_info["title"] = self.title
         body = {
             "protocolVersion": PROTOCOL_VERSION,
-            "agentCapabilities": {
-                "loadSession": "load_session" in self.handlers,
-                "promptCapabilities": self._prompt_capabilities_wire(),
-                "sessionCapabilities": {cap: {} for hook, cap in _SESSION_CAPS.items() if hook in self.handlers},
-            },
+            "agentCapabilities": self._capabilities_wire(),
             "agentInfo": agent_info,
             "authMethods": [m.to_wire() if hasattr(m, "to_wire") else m for m in self.auth_methods],
         }
         if meta is not None:
             body["_meta"] = meta
-        return RawJSON(orjson.dumps(body))
+        return body
 
-    def initialize_response(self, params: s.InitializeRequest) -> s.InitializeResponse:
-        # version negotiation: echo the client's version if we speak it, else offer ours
-        return s.InitializeResponse(
-            protocol_version=PROTOCOL_VERSION,
-            agent_capabilities=self.agent_capabilities(),
-            agent_info=s.Implementation(name=self.name, version=self.version, title=self.title),
-            auth_methods=self.auth_methods,
-        )
+    def agent_capabilities(self) -> s.AgentCapabilities:
+        """The capabilities this agent advertises, as a model."""
+        return s.AgentCapabilities.model_validate(self._capabilities_wire())
+
+    def initialize_response(self, *, meta: dict[str, Any] | None = None) -> s.InitializeResponse:
+        """The built-in ``initialize`` answer as a model (to adjust in an ``initialize`` hook)."""
+        return s.InitializeResponse.model_validate(self._initialize_wire(meta))
+
+    def initialize_json(self, *, meta: dict[str, Any] | None = None) -> RawJSON:
+        """The built-in ``initialize`` answer as wire JSON, built without models, so that
+        answering the first message of a freshly spawned agent costs no model building. An
+        ``initialize`` hook may return it (e.g. with its own ``_meta``). The protocol version is
+        always acplink's (1): the spec has the agent answer with the version it supports."""
+        return RawJSON(orjson.dumps(self._initialize_wire(meta)))
 
     # -- sessions --------------------------------------------------------------------------------
 

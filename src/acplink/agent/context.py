@@ -269,8 +269,7 @@ class PromptContext(Context[s.PromptRequest]):
             s.PermissionOption(option_id=i, name=n, kind=k) for i, n, k in DEFAULT_PERMISSION_OPTIONS]
         meta = {"acplink": {"acceptsTimeout": True}} if accepts_timeout else None
         req = s.RequestPermissionRequest(session_id=self.session_id, tool_call=tc, options=opts, meta=meta)
-        resp = await self.connection.session_request_permission(req) if timeout is None else \
-            await self.connection.call("session/request_permission", req, timeout=timeout)
+        resp = await self.connection.call("session/request_permission", req, timeout=timeout)
         outcome = resp.outcome
         tag = getattr(outcome, "outcome", None)
         if isinstance(outcome, s.SelectedPermissionOutcome):
@@ -327,7 +326,7 @@ class PromptContext(Context[s.PromptRequest]):
         for term in list(self._terminals):
             try:
                 await term.release()
-            except (ConnectionClosed, asyncio.CancelledError):
+            except ConnectionClosed:  # (a cancellation propagates: the turn is being torn down)
                 break
             except Exception:  # best effort: the turn's result matters more
                 continue

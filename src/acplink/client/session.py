@@ -83,7 +83,7 @@ class Session:
     async def set_mode(self, mode_id: str) -> None:
         self._check_open()
         await self.client.conn.session_set_mode(session_id=self.session_id, mode_id=mode_id)
-        self.state.current_mode_id = mode_id
+        self.state.set_current_mode(mode_id)
 
     async def set_config_option(self, config_id: str, value: Any) -> Any:
         self._check_open()
@@ -92,14 +92,14 @@ class Session:
             params["type"] = "boolean"
         resp = await self.client.conn.session_set_config_option(parse(s.SetSessionConfigOptionRequest, params))
         if resp.config_options is not None:
-            self.state.config_options = list(resp.config_options)
+            self.state.set_config_options(list(resp.config_options))
         return resp
 
     async def set_model(self, model_id: str) -> None:
         """Legacy model selector (``session/set_model``, schema 0.10.3)."""
         self._check_open()
         await self.client.conn.session_set_model(session_id=self.session_id, model_id=model_id)
-        self.state.current_model_id = model_id
+        self.state.set_current_model(model_id)
 
     async def close(self) -> None:
         """``session/close`` when the agent supports it; the session is unusable afterwards."""

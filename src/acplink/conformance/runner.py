@@ -72,9 +72,6 @@ class Report:
     def result(self, req_id: str) -> RequirementResult | None:
         return next((r for r in self.results if r.requirement.id == req_id), None)
 
-    def failed_ids(self) -> set[str]:
-        return {r.requirement.id for r in self.results if r.status == "fail"}
-
     def to_json(self) -> dict[str, Any]:
         runs = {r.name: r for r in self.runs}
         return {

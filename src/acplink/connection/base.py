@@ -239,17 +239,11 @@ class Connection:
                                   f"(pass check_capabilities=False to call it anyway)")
 
     def _params_json(self, info: MethodInfo | None, method: str, params: Any, fields: dict[str, Any]) -> bytes:
-        if params is None:
-            if info is not None:
-                try:
-                    params = parse(info.params_type, fields, name=info.params_name)
-                except SchemaValidationError as exc:
-                    raise UsageError(f"bad params for {method}: {exc.message}") from None
-            else:
-                params = fields
-        elif fields:
+        if params is not None and fields:
             raise UsageError("pass either a params model or keyword fields, not both")
-        elif isinstance(params, dict) and info is not None:
+        if params is None:
+            params = fields
+        if isinstance(params, dict) and info is not None:
             try:
                 params = parse(info.params_type, params, name=info.params_name)
             except SchemaValidationError as exc:
@@ -261,7 +255,11 @@ class Connection:
     async def _call(self, method: str, params: Any, fields: dict[str, Any], *, timeout: float | None = None) -> Any:
         info = method_info(method, "request")
         self._check_capability(info, method)
-        raw = await self.peer.request(method, self._params_json(info, method, params, fields), timeout=timeout)
+        return await self._request(info, method, self._params_json(info, method, params, fields), timeout)
+
+    async def _request(self, info: MethodInfo | None, method: str, params_json: bytes,
+                       timeout: float | None) -> Any:
+        raw = await self.peer.request(method, params_json, timeout=timeout)
         if info is None or info.result_type is None:
             return raw
         return parse(info.result_type, raw if raw is not None else {}, strict=self.strict, name=info.result_name)
@@ -274,9 +272,7 @@ class Connection:
     async def notify_json(self, method: str, params_json: bytes) -> None:
         """Send a notification whose params are ready-made wire JSON (the caller vouches for
         their validity; used by acplink's own fast paths such as ``PromptContext.send_text``)."""
-        info = method_info(method, "notification")
-        if info is not None and info.capability is not None:
-            self._check_capability(info, method)
+        self._check_capability(method_info(method, "notification"), method)
         await self.peer.notify(method, params_json)
 
     async def request_json(self, method: str, params_json: bytes, *, timeout: float | None = None) -> Any:
@@ -285,10 +281,7 @@ class Connection:
         validated into its typed model as usual."""
         info = method_info(method, "request")
         self._check_capability(info, method)
-        raw = await self.peer.request(method, params_json, timeout=timeout)
-        if info is None or info.result_type is None:
-            return raw
-        return parse(info.result_type, raw if raw is not None else {}, strict=self.strict, name=info.result_name)
+        return await self._request(info, method, params_json, timeout)
 
     async def call(self, method: str, params: Any = None, *, timeout: float | None = None, **fields: Any) -> Any:
         """Send any request: typed through the registry, raw for extension methods."""

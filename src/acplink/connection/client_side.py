@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..errors import SchemaValidationError, UsageError
 from ..schema import _generated as s
+from ..schema.parse import parse
 from ._stubs import AgentMethods
 from .base import Connection
 
@@ -31,9 +33,14 @@ class ClientSideConnection(Connection, AgentMethods):
 
     async def _call(self, method: str, params: Any, fields: dict[str, Any], *, timeout: float | None = None) -> Any:
         if method == "initialize":
-            request = params if params is not None else s.InitializeRequest.model_validate(fields)
-            if isinstance(request, dict):
-                request = s.InitializeRequest.model_validate(request)
+            if params is not None and fields:
+                raise UsageError("pass either a params model or keyword fields, not both")
+            request = params if params is not None else fields
+            if not isinstance(request, s.InitializeRequest):
+                try:
+                    request = parse(s.InitializeRequest, request, name="InitializeRequest")
+                except SchemaValidationError as exc:
+                    raise UsageError(f"bad params for initialize: {exc.message}") from None
             self.own_capabilities = request.client_capabilities
             result: s.InitializeResponse = await super()._call(method, request, {}, timeout=timeout)
             self.initialize_response = result

@@ -15,7 +15,7 @@ import asyncio
 import collections
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import Any, Protocol
 
 import orjson
@@ -101,10 +101,8 @@ class Peer:
         self._consumer_busy = False
         self._reading_paused = False
         self._closed = False
-        self._close_reason: BaseException | None = None
         self._closed_event: asyncio.Event | None = None
         self._started = False
-        self._close_callbacks: list[Callable[[], None]] = []
         self._wbuf: list[bytes] = []
         self._eof = False
         self._eof_task: asyncio.Task[None] | None = None
@@ -139,20 +137,12 @@ class Peer:
         assert self._closed_event is not None, "peer not started"
         await self._closed_event.wait()
 
-    def on_close(self, callback: Callable[[], None]) -> None:
-        self._close_callbacks.append(callback)
-
     def _mark_closed(self, reason: BaseException | None) -> None:
         if self._closed:
             return
         self._closed = True
-        self._close_reason = reason
-        err = ConnectionClosed(f"connection to {self.transport.description} closed"
-                               + (f": {reason}" if reason else ""))
-        for fut in self._futures.values():
-            if not fut.done():
-                fut.set_exception(err)
-        self._futures.clear()
+        self._fail_futures(ConnectionClosed(f"connection to {self.transport.description} closed"
+                                            + (f": {reason}" if reason else "")))
         self.engine.pending.clear()
         for waiter in self._slot_waiters:
             if not waiter.done():
@@ -160,11 +150,13 @@ class Peer:
         self._slot_waiters.clear()
         if self._closed_event is not None:
             self._closed_event.set()
-        for cb in self._close_callbacks:
-            try:
-                cb()
-            except Exception:  # a close callback must not break shutdown
-                log.exception("close callback failed")
+
+    def _fail_futures(self, err: BaseException) -> None:
+        """Fail every call still waiting for a response."""
+        for fut in self._futures.values():
+            if not fut.done():
+                fut.set_exception(err)
+        self._futures.clear()
 
     async def aclose(self) -> None:
         """Close the transport, fail pending calls, cancel and await every owned task."""
@@ -223,11 +215,7 @@ class Peer:
         if exc is not None or not inbound or self.eof_grace <= 0:
             self._mark_closed(exc)
             return
-        err = ConnectionClosed(f"connection to {self.transport.description} closed by the peer")
-        for fut in self._futures.values():
-            if not fut.done():
-                fut.set_exception(err)
-        self._futures.clear()
+        self._fail_futures(ConnectionClosed(f"connection to {self.transport.description} closed by the peer"))
 
         async def finish() -> None:
             await asyncio.wait(inbound, timeout=self.eof_grace)
@@ -244,11 +232,11 @@ class Peer:
                 return
             self._enqueue(ev)
         elif t is IncomingResponse:
-            if self._slot_waiters:
-                self._free_slot()
             fut = self._futures.pop(ev.id, None)
             if fut is None:
-                return
+                return  # a call given up on: its slot was freed then
+            if self._slot_waiters:
+                self._free_slot()
             if not self._queue and not self._consumer_busy:
                 _resolve(fut, ev)
             else:
@@ -508,6 +496,3 @@ def _public(exc: BaseException) -> str:
     if isinstance(exc, (MessageTooLarge, CapabilityError, ProtocolError, RequestTimeout)):
         return f"Internal error: {type(exc).__name__}: {exc}"
     return f"Internal error: {type(exc).__name__}"
-
-
-Handler = Callable[..., Awaitable[Any]]

@@ -14,7 +14,7 @@ from typing import Any
 
 import orjson
 
-from ..errors import AcpError, InvalidRequest, MessageTooLarge, ParseError, RequestError
+from ..errors import AcpError, InvalidRequest, MessageTooLarge, ParseError, RequestError, UsageError
 from .framing import DEFAULT_MAX_MESSAGE_SIZE, LineDecoder, Oversized
 
 __all__ = [
@@ -75,7 +75,6 @@ _METHOD_RE = re.compile(rb'"method"\s*:\s*"')
 _BODY_RE = re.compile(rb'"(?:params|result|error)"\s*:')
 _RESPONSE_RE = re.compile(rb'"(?:result|error)"\s*:')
 _TAIL_END_RE = re.compile(rb'\s*\}\s*$')
-_HEAD = b'{"jsonrpc":"2.0",'
 _NOTIFICATION_HEAD = b'{"jsonrpc":"2.0","method":"'
 _METHOD_AT = len(_NOTIFICATION_HEAD)
 
@@ -122,8 +121,6 @@ class Engine:
     def request(self, method: str, params_json: bytes | None) -> tuple[int, bytes]:
         """Mint an id and encode a request whose params are already JSON."""
         if len(self.pending) >= self.max_pending:
-            from ..errors import UsageError
-
             raise UsageError(f"too many pending requests ({self.max_pending}); await some first")
         self._next_id += 1
         rid = self._next_id

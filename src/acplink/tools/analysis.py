@@ -143,7 +143,6 @@ class _Analyzer:
         self.turn_ended: set[str] = set()
         self.loading: dict[str, int] = {}  # session id → pending session/load|resume count
         self.initialized = False
-        self.tool_call_seen: dict[str, set[str]] = {}
 
     def find(self, code: str, message: str, rec: dict[str, Any]) -> None:
         self.t.findings.append(Finding(code, message, rec.get("seq"), rec.get("dir"), rec.get("mono")))

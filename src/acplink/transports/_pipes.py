@@ -12,26 +12,28 @@ class ReadProtocol(asyncio.Protocol):
 
     def __init__(self, sink: TransportSink) -> None:
         self.sink = sink
-        self.transport: asyncio.ReadTransport | None = None
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+        self._ended = False
 
     def data_received(self, data: bytes) -> None:
         self.sink.data_received(data)
 
+    def _end(self, exc: BaseException | None) -> None:
+        if not self._ended:  # asyncio reports both eof_received and connection_lost
+            self._ended = True
+            self.sink.eof_received(exc)
+
     def eof_received(self) -> bool:
-        self.sink.eof_received(None)
+        self._end(None)
         return False
 
     def connection_lost(self, exc: Exception | None) -> None:
-        self.sink.eof_received(exc)
+        self._end(exc)
 
 
 class WriteProtocol(FlowControl, asyncio.BaseProtocol):
     """Flow control for a write pipe; notices when the reader went away."""
 
-    def __init__(self, on_lost: asyncio.Future[None] | None = None) -> None:
+    def __init__(self) -> None:
         FlowControl.__init__(self)
         self.closed = asyncio.get_running_loop().create_future()
 

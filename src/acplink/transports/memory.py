@@ -20,6 +20,7 @@ class MemoryTransport(Transport):
         self._backlog: list[bytes] = []
         self._closed = False
         self._paused = False
+        self._eof_pending = False
 
     async def start(self, sink: TransportSink) -> None:
         self._sink = sink
@@ -56,11 +57,20 @@ class MemoryTransport(Transport):
                 self._backlog = backlog[i:] + self._backlog
                 return
             self._sink.data_received(data)
+        if self._eof_pending:
+            self._eof_pending = False
+            self._sink_eof()
 
     def _peer_closed(self) -> None:
         if self._closed:
             return
         self._closed = True
+        if self._backlog:  # data still held back (paused): end of input comes after it
+            self._eof_pending = True
+        else:
+            self._sink_eof()
+
+    def _sink_eof(self) -> None:
         if self._sink is not None:
             self._sink.eof_received(None)
 

@@ -30,7 +30,6 @@ class _ChildProtocol(FlowControl, asyncio.SubprocessProtocol):
         self.owner = owner
         self.exited = asyncio.get_running_loop().create_future()
         self.stdout_eof = asyncio.get_running_loop().create_future()
-        self.stdout_closed = False
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
@@ -43,10 +42,8 @@ class _ChildProtocol(FlowControl, asyncio.SubprocessProtocol):
     def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
         if fd == 0:
             self.flow_lost(exc)
-        elif fd == 1 and not self.stdout_closed:
-            self.stdout_closed = True
-            if not self.stdout_eof.done():
-                self.stdout_eof.set_result(None)
+        elif fd == 1 and not self.stdout_eof.done():
+            self.stdout_eof.set_result(None)
             sink = self.owner._sink
             if sink is not None:
                 sink.eof_received(exc)
