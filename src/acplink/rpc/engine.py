@@ -15,7 +15,7 @@ from typing import Any
 import orjson
 
 from ..errors import AcpError, InvalidRequest, MessageTooLarge, ParseError, RequestError, UsageError
-from .framing import DEFAULT_MAX_MESSAGE_SIZE, LineDecoder, Oversized
+from .framing import _KEEP, DEFAULT_MAX_MESSAGE_SIZE, LineDecoder, Oversized
 
 __all__ = [
     "Engine",
@@ -162,7 +162,7 @@ class Engine:
     def receive_message(self, data: bytes) -> Event:
         """Feed one whole message (message-framed transports such as WebSocket)."""
         if len(data) > self.max_message_size:
-            return self._event(Oversized(len(data), data[:4096], data[-4096:]))
+            return self._event(Oversized(len(data), data[:_KEEP], data[-_KEEP:]))
         return self._event(data)
 
     def receive_eof(self) -> list[Event]:
