@@ -75,7 +75,9 @@ def _check_params(kind: str, method: str, params: Any) -> None:
             pass
 
 
-def _check_event(ev: Any) -> None:
+def _check_event(ev: Any, engine: Engine) -> None:
+    if type(ev) is bytes:  # a deferred notification: decoded when its turn comes
+        ev = engine.decode_deferred(ev)
     t = type(ev)
     if t is IncomingRequest:
         assert type(ev.id) in (int, str) and type(ev.method) is str
@@ -98,7 +100,7 @@ def new_engine(flags: int) -> Any:
     engine = Engine(max_message_size=limit, skip_noise=bool(flags & 8), max_pending=16)
     if flags & 16:  # the client's typed fast path for session/update
         validate = _generated.SessionNotification.__pydantic_validator__.validate_json
-        engine.fast_params[b"session/update"] = ("session/update", validate)
+        engine.add_fast_notification("session/update", validate)
     for method in PENDING:
         engine.request(method, None)
     return engine
@@ -113,13 +115,14 @@ def check_input(data: bytes) -> None:
     limit = engine.max_message_size
     for chunk in _chunks(stream, seed):
         for ev in engine.receive(chunk):
-            _check_event(ev)
+            _check_event(ev, engine)
         assert engine.decoder.buffered <= limit, (engine.decoder.buffered, limit)
     for ev in engine.receive_eof():
-        _check_event(ev)
+        _check_event(ev, engine)
     assert engine.decoder.buffered == 0
     # the same bytes as one framed message (WebSocket-style transports)
-    _check_event(new_engine(flags).receive_message(stream))
+    framed = new_engine(flags)
+    _check_event(framed.receive_message(stream), framed)
 
 
 def TestOneInput(data: bytes) -> None:  # the name atheris looks for

@@ -13,6 +13,7 @@ SRC = Path(__file__).resolve().parent.parent / "src" / "acplink"
 RANK = {
     "errors": 0,
     "_version": 0,
+    "runtime": 0,
     "schema": 1,
     "rpc": 2,
     "transports": 3,

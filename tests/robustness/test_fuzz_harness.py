@@ -45,5 +45,5 @@ def test_the_target_checks_what_it_claims(harness: ModuleType) -> None:
     with pytest.raises(AssertionError):
         harness._check_reply(b'{"jsonrpc":"2.0","id":1}\n')
     engine = harness.new_engine(16)  # LIMITS[16 % 5] == 256; bit 16: fast path on
-    assert engine.max_message_size == 256 and b"session/update" in engine.fast_params
+    assert engine.max_message_size == 256 and engine.fast_methods == ["session/update"]
     assert len(engine.pending) == 3

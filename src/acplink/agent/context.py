@@ -76,13 +76,13 @@ class Context(Generic[P]):
 
     async def send_text(self, text: str, *, message_id: str | None = None) -> None:
         """Stream a chunk of the agent's reply."""
-        await self._send_chunk("agent_message_chunk", text, message_id)
+        await self.connection.notify_json("session/update", self._chunk_json("agent_message_chunk", text, message_id))
 
     async def send_thought(self, text: str, *, message_id: str | None = None) -> None:
         """Stream a chunk of the agent's reasoning."""
-        await self._send_chunk("agent_thought_chunk", text, message_id)
+        await self.connection.notify_json("session/update", self._chunk_json("agent_thought_chunk", text, message_id))
 
-    async def _send_chunk(self, kind: str, text: str, message_id: str | None) -> None:
+    def _chunk_json(self, kind: str, text: str, message_id: str | None) -> bytes:
         # The hot path of every streaming agent: the wire JSON of a text chunk is built
         # directly from checked values (valid by construction), not through three models.
         if type(text) is not str:
@@ -92,8 +92,7 @@ class Context(Generic[P]):
             if type(message_id) is not str:
                 raise UsageError(f"message_id must be a str, not {type(message_id).__name__}")
             update["messageId"] = message_id
-        await self.connection.notify_json("session/update", orjson.dumps({"sessionId": self.session_id,
-                                                                         "update": update}))
+        return orjson.dumps({"sessionId": self.session_id, "update": update})
 
     async def send_plan(self, entries: Sequence[s.PlanEntry | str]) -> None:
         """Publish the plan (replaces the previous one). Strings become pending entries."""

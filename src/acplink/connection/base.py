@@ -9,7 +9,7 @@ with their names untouched and their params as plain data.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import orjson
@@ -26,24 +26,13 @@ from ..schema._base import STRICT
 from ..schema.parse import dump_json, parse
 from ..schema.registry import MethodInfo, method_info
 from ..transports.base import Transport
-from .peer import Peer, PeerLimits
+from .peer import DONE, Peer, PeerLimits
 
 __all__ = ["Connection", "Handler", "RawJSON", "Router", "advertises"]
 
 log = logging.getLogger("acplink.connection")
 
 Handler = Callable[[Any], Awaitable[Any]]
-
-
-class _Done:
-    """An awaitable that is already done (a notification nobody handles)."""
-
-    def __await__(self) -> Generator[Any, None, None]:
-        return
-        yield
-
-
-_DONE = _Done()
 
 
 class RawJSON:
@@ -200,15 +189,16 @@ class Connection:
         if handler is None:
             if not method.startswith(("_", "$/")):
                 log.debug("%s: no handler for notification %s", self.side, method)
-            return _DONE
+            return DONE
         if not typed:
             params = self._params(method_info(method, "notification"), method, params)
         return handler(params)
 
     def enable_fast_path(self, method: str) -> None:
         """Decode ``method`` notifications straight from their bytes into the typed model
-        (one pass in pydantic-core instead of JSON parse + validate). Used for
-        ``session/update`` by the client side; anything unusual falls back to the general path."""
+        (one pass in pydantic-core instead of JSON parse + validate), right before each is
+        handled. Used for ``session/update`` by the client side; anything unusual falls back
+        to the general path."""
         info = method_info(method, "notification")
         if info is None:
             return
@@ -216,7 +206,8 @@ class Connection:
         ctx = STRICT if self.strict else None
         if isinstance(tp, type) and issubclass(tp, BaseModel):
             validate = tp.__pydantic_validator__.validate_json
-            self.peer.engine.fast_params[method.encode()] = (method, lambda data: validate(data, context=ctx))
+            decode = validate if ctx is None else (lambda data: validate(data, context=ctx))
+            self.peer.engine.add_fast_notification(method, decode)
 
     # -- outbound ------------------------------------------------------------------------------
 
@@ -259,7 +250,9 @@ class Connection:
 
     async def _request(self, info: MethodInfo | None, method: str, params_json: bytes,
                        timeout: float | None) -> Any:
-        raw = await self.peer.request(method, params_json, timeout=timeout)
+        return self._parse_result(info, await self.peer.request(method, params_json, timeout=timeout))
+
+    def _parse_result(self, info: MethodInfo | None, raw: Any) -> Any:
         if info is None or info.result_type is None:
             return raw
         return parse(info.result_type, raw if raw is not None else {}, strict=self.strict, name=info.result_name)
@@ -281,7 +274,7 @@ class Connection:
         validated into its typed model as usual."""
         info = method_info(method, "request")
         self._check_capability(info, method)
-        return await self._request(info, method, params_json, timeout)
+        return self._parse_result(info, await self.peer.request(method, params_json, timeout=timeout))
 
     async def call(self, method: str, params: Any = None, *, timeout: float | None = None, **fields: Any) -> Any:
         """Send any request: typed through the registry, raw for extension methods."""

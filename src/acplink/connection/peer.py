@@ -15,7 +15,7 @@ import asyncio
 import collections
 import functools
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Generator
 from typing import Any, Protocol
 
 import orjson
@@ -42,8 +42,10 @@ log = logging.getLogger("acplink.rpc")
 
 CANCEL_REQUEST = "$/cancel_request"
 
-#: a write batch goes to the transport at once when it reaches this size
-FLUSH_AT = 256 * 1024
+#: a write batch goes to the transport at once when it reaches this size. Small enough that
+#: the peer starts on a burst while the rest is still being produced (both processes busy at
+#: once), big enough that a flood costs one system call per ~100 messages.
+FLUSH_AT = 16 * 1024
 
 
 class Dispatcher(Protocol):
@@ -95,7 +97,7 @@ class Peer:
         self.name = name
         self._futures: dict[int | str, asyncio.Future[Any]] = {}
         self._inbound: dict[int | str, asyncio.Task[None]] = {}
-        self._queue: collections.deque[IncomingNotification | _Resolution | object] = collections.deque()
+        self._queue: collections.deque[IncomingNotification | bytes | _Resolution | object] = collections.deque()
         self._queue_wakeup: asyncio.Event | None = None
         self._consumer: asyncio.Task[None] | None = None
         self._consumer_busy = False
@@ -184,9 +186,10 @@ class Peer:
             self._handle_event(self.engine.receive_message(data))
             return
         queued = False
+        queue = self._queue
         for event in self.engine.receive(data):
-            if type(event) is IncomingNotification and event.typed:
-                self._queue.append(event)  # (typed fast path: never $/cancel_request)
+            if type(event) is bytes:
+                queue.append(event)  # a deferred notification (never $/cancel_request)
                 queued = True
             else:
                 self._handle_event(event)
@@ -226,7 +229,9 @@ class Peer:
 
     def _handle_event(self, ev: Any) -> None:
         t = type(ev)
-        if t is IncomingNotification:
+        if t is bytes:  # a deferred notification (see Engine.receive)
+            self._enqueue(ev)
+        elif t is IncomingNotification:
             if ev.method == CANCEL_REQUEST:
                 self._cancel_inbound(ev.params)
                 return
@@ -270,7 +275,7 @@ class Peer:
             if fut is not None and not fut.done():
                 fut.set_exception(v.error or InternalError(v.message))
 
-    def _enqueue(self, item: IncomingNotification) -> None:
+    def _enqueue(self, item: IncomingNotification | bytes) -> None:
         self._queue.append(item)
         self._queued()
 
@@ -291,6 +296,7 @@ class Peer:
         wakeup = self._queue_wakeup
         assert wakeup is not None
         handle = self.dispatcher.handle_notification
+        decode = self.engine.decode_deferred
         low = self.limits.max_queued_notifications // 2
         while True:
             if not queue:
@@ -304,6 +310,12 @@ class Peer:
                 if self._reading_paused and len(queue) <= low:
                     self._reading_paused = False
                     self.transport.resume_reading()
+                if type(item) is bytes:
+                    # decoded now, not on arrival: the model lives only while it is handled
+                    item = decode(item)
+                    if type(item) is not IncomingNotification:  # a request or a broken line
+                        self._handle_event(item)
+                        continue
                 if type(item) is IncomingNotification:
                     try:
                         await handle(item.method, item.params, item.typed)
@@ -395,10 +407,13 @@ class Peer:
             return
         self._send(data)
 
-    async def _write(self, data: bytes) -> None:
+    def _write(self, data: bytes) -> Awaitable[None]:
+        """Queue ``data``; the result is awaited for flow control: already done while the
+        message only joined a batch (no coroutine is created for that common case)."""
         self._send(data)
-        if self._wsize:
-            return  # queued: flow control is checked when the batch is written
+        return DONE if self._wsize else self._drain()
+
+    async def _drain(self) -> None:
         try:
             await self.transport.drain()
         except (OSError, RuntimeError) as exc:
@@ -410,9 +425,9 @@ class Peer:
         if self._closed:
             raise ConnectionClosed(f"connection to {self.transport.description} is closed")
 
-    async def notify(self, method: str, params_json: bytes | None) -> None:
-        """Send a notification whose params are already JSON."""
-        await self._write(self.engine.notification(method, params_json))
+    def notify(self, method: str, params_json: bytes | None) -> Awaitable[None]:
+        """Send a notification whose params are already JSON; await the result (flow control)."""
+        return self._write(self.engine.notification(method, params_json))
 
     async def request(self, method: str, params_json: bytes | None, *, timeout: float | None = None) -> Any:
         """Send a request and wait for its result (raw JSON value).
@@ -467,6 +482,19 @@ class Peer:
             self.engine.forget(rid)
             self._free_slot()
             self._write_quiet(self.engine.notification(CANCEL_REQUEST, orjson.dumps({"requestId": rid})))
+
+
+class _Done:
+    """An awaitable that is already done."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return iter(())  # type: ignore[return-value]
+
+
+#: an awaitable that is already done (shared by the connection layer)
+DONE = _Done()
 
 
 class _Resolution:

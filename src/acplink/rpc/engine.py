@@ -41,7 +41,8 @@ class IncomingRequest:
 class IncomingNotification:
     method: str
     params: Any
-    #: True when ``params`` was already decoded into its typed model (see Engine.fast_params)
+    #: True when ``params`` was already decoded into its typed model (see
+    #: Engine.add_fast_notification)
     typed: bool = False
 
 
@@ -75,8 +76,6 @@ _METHOD_RE = re.compile(rb'"method"\s*:\s*"')
 _BODY_RE = re.compile(rb'"(?:params|result|error)"\s*:')
 _RESPONSE_RE = re.compile(rb'"(?:result|error)"\s*:')
 _TAIL_END_RE = re.compile(rb'\s*\}\s*$')
-_NOTIFICATION_HEAD = b'{"jsonrpc":"2.0","method":"'
-_METHOD_AT = len(_NOTIFICATION_HEAD)
 
 
 def encode(obj: Any) -> bytes:
@@ -103,9 +102,10 @@ class Engine:
         self.skip_noise = skip_noise
         self.max_pending = max_pending
         self._next_id = 0
-        #: method name (bytes) -> (method name, decoder of a notification's params JSON into its
-        #: typed model); registered by the connection for hot notifications (``session/update``)
-        self.fast_params: dict[bytes, tuple[str, Callable[[bytes], Any]]] = {}
+        #: line prefix -> (method, decoder of the params JSON into the typed model): the
+        #: notifications registered with :meth:`add_fast_notification`
+        self._fast: dict[bytes, tuple[str, Callable[[bytes], Any]]] = {}
+        self._fast_prefixes: tuple[bytes, ...] = ()
         #: id -> method of each request we sent and await a response for
         self.pending: dict[int | str, str] = {}
         #: id -> method of requests given up on (``forget``): their late response is expected
@@ -155,26 +155,63 @@ class Engine:
 
     # -- incoming ------------------------------------------------------------------------------
 
-    def receive(self, data: bytes) -> list[Event]:
-        """Feed bytes read from the peer; returns the events they complete."""
-        return [self._event(item) for item in self.decoder.feed(data)]
+    def add_fast_notification(self, method: str, decode: Callable[[bytes], Any]) -> None:
+        """Register a hot notification (the client's ``session/update``): its lines of the
+        canonical shape ``{"jsonrpc":"2.0","method":M,"params":P}`` are handed out undecoded
+        by :meth:`receive` and decoded later by :meth:`decode_deferred`, ``P`` straight from
+        its bytes into the typed model by ``decode`` (one pass in pydantic-core, no dicts)."""
+        self._fast[b'{"jsonrpc":"2.0","method":%b,"params":' % orjson.dumps(method)] = (method, decode)
+        self._fast_prefixes = tuple(self._fast)
+
+    @property
+    def fast_methods(self) -> list[str]:
+        """The methods registered with :meth:`add_fast_notification`."""
+        return [method for method, _ in self._fast.values()]
+
+    def receive(self, data: bytes) -> list[Event | bytes]:
+        """Feed bytes read from the peer; returns the events they complete.
+
+        A ``bytes`` item is a *deferred* notification: a line of a method registered with
+        :meth:`add_fast_notification`, not decoded yet. Pass it to :meth:`decode_deferred`
+        when it is its turn to be handled: decoding right before handling keeps a burst of
+        notifications from holding thousands of models alive at once (which makes the
+        garbage collector run often and expensively).
+        """
+        return self._events(self.decoder.feed(data))
 
     def receive_message(self, data: bytes) -> Event:
         """Feed one whole message (message-framed transports such as WebSocket)."""
         if len(data) > self.max_message_size:
-            return self._event(Oversized(len(data), data[:_KEEP], data[-_KEEP:]))
-        return self._event(data)
+            return self._oversized(Oversized(len(data), data[:_KEEP], data[-_KEEP:]))
+        event = self._events([data])[0]
+        return self.decode_deferred(event) if isinstance(event, bytes) else event
 
-    def receive_eof(self) -> list[Event]:
-        return [self._event(item) for item in self.decoder.eof()]
+    def receive_eof(self) -> list[Event | bytes]:
+        """The peer's end of input: a last unterminated line still counts."""
+        return self._events(self.decoder.eof())
+
+    def _events(self, items: list[bytes | Oversized]) -> list[Event | bytes]:
+        prefixes = self._fast_prefixes
+        if not prefixes:
+            return [self._event(item) for item in items]
+        return [item if type(item) is bytes and item.startswith(prefixes) and item.endswith(b"}")
+                else self._event(item) for item in items]
+
+    def decode_deferred(self, line: bytes) -> Event:
+        """Decode a deferred notification line (see :meth:`receive`). A line that is not
+        exactly the canonical shape with valid params (e.g. one with an ``id`` after its
+        params, or params its model refuses) takes the general path, which reports it."""
+        for prefix, (method, decode) in self._fast.items():
+            if line.startswith(prefix):
+                try:
+                    return IncomingNotification(method, decode(line[len(prefix):-1]), True)
+                except Exception:  # malformed, or not exactly that shape
+                    break
+        return self._general(line)
 
     def _event(self, item: bytes | Oversized) -> Event:
         if isinstance(item, Oversized):
             return self._oversized(item)
-        if self.fast_params and item.startswith(_NOTIFICATION_HEAD):
-            fast = self._fast_notification(item)
-            if fast is not None:
-                return fast
         return self._general(item)
 
     def _general(self, item: bytes) -> Event:
@@ -195,22 +232,6 @@ class Engine:
         else:
             err = InvalidRequest("Invalid request: a message must be a JSON object")
         return Violation(f"invalid message from the peer: {err.message}", reply=self.error(None, err))
-
-    def _fast_notification(self, item: bytes) -> IncomingNotification | None:
-        """Decode a notification of the canonical shape ``{"jsonrpc":"2.0","method":M,"params":P}``
-        straight from its bytes when a typed decoder is registered for M (one pass, no
-        intermediate dicts). Anything unusual returns None and takes the general path."""
-        end = item.find(b'"', _METHOD_AT)
-        if end < 0 or not item.startswith(b'","params":', end) or not item.endswith(b"}"):
-            return None
-        fast = self.fast_params.get(item[_METHOD_AT:end])
-        if fast is None:
-            return None
-        try:
-            params = fast[1](item[end + 11:-1])
-        except Exception:  # malformed, or not exactly that shape: the general path reports it
-            return None
-        return IncomingNotification(fast[0], params, True)
 
     def classify(self, msg: dict[str, Any]) -> Event:
         """Turn one decoded JSON object into an event."""

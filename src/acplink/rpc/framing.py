@@ -43,6 +43,25 @@ class LineDecoder:
         return len(self._buf)
 
     def feed(self, data: bytes) -> list[bytes | Oversized]:
+        buf = self._buf
+        if self._discarding or len(buf) + len(data) > self.max_size or b"\r" in data:
+            return self._feed_slow(data)
+        # The common case: no line in this chunk can exceed the limit and none ends in \r,
+        # so one C-level split does the work of the loop below.
+        lines = data.split(b"\n")
+        rest = lines.pop()
+        if buf:
+            if not lines:
+                buf += rest
+                return []
+            buf += lines[0]
+            lines[0] = bytes(buf)
+            buf.clear()
+        if rest:
+            buf += rest
+        return [line for line in lines if line and not line.isspace()]
+
+    def _feed_slow(self, data: bytes) -> list[bytes | Oversized]:
         out: list[bytes | Oversized] = []
         start = 0
         n = len(data)

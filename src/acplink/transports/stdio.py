@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from ..errors import ConnectionClosed
-from ._pipes import ReadProtocol, WriteProtocol
+from ._pipes import ReadProtocol, WriteProtocol, enlarge_pipe
 from .base import Transport, TransportSink
 
 __all__ = ["StdioTransport"]
@@ -53,6 +53,8 @@ class StdioTransport(Transport):
             sys.stdout = sys.stderr
         else:
             out_fd = os.dup(self._stdout_fd if self._stdout_fd is not None else sys.stdout.fileno())
+        enlarge_pipe(in_fd)
+        enlarge_pipe(out_fd)
         if _is_regular_file(out_fd):  # `agent > out.jsonl`: plain blocking writes never stall
             self._file_out = out_fd
         else:

@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 from ..errors import ConnectionClosed, TransportError
+from ._pipes import enlarge_pipe
 from .base import FlowControl, Transport, TransportSink
 
 __all__ = ["SubprocessTransport"]
@@ -114,6 +115,11 @@ class SubprocessTransport(Transport):
         self._transport = transport
         self._proto = proto
         self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]
+        for fd in (0, 1):
+            pipe = transport.get_pipe_transport(fd)
+            pipe_file = pipe.get_extra_info("pipe") if pipe is not None else None
+            if pipe_file is not None and not pipe_file.closed:  # (a child that exited at once)
+                enlarge_pipe(pipe_file.fileno())
 
     @property
     def command_line(self) -> str:
