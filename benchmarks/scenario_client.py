@@ -11,7 +11,8 @@ each: used to check that memory does not grow), ``--timeout S`` (default 600).
 Written on acplink's typed low-level connection, the way a performance-minded client
 would: a :class:`acplink.ClientSideConnection` over a :class:`acplink.SubprocessTransport`,
 with a :class:`acplink.Router` holding the ``session/update`` and ``fs/read_text_file``
-handlers (typed params in, typed results out; every validation on).
+handlers (typed params in, typed results out; every validation on), in a process whose
+garbage collector is tuned with :func:`acplink.tune_gc` (docs/performance.md).
 
 The prompt sent is ``"<scenario> <N>"`` (e.g. ``"flood 20000"``), like the official SDKs'
 benchmark peers. Prints exactly one JSON line (``ok``, ``error`` on failure, ``wall_s``,
@@ -34,7 +35,7 @@ import sys
 import time
 from typing import Any
 
-from acplink import ClientSideConnection, PeerLimits, RequestError, Router, SubprocessTransport
+from acplink import ClientSideConnection, PeerLimits, RequestError, Router, SubprocessTransport, tune_gc
 from acplink import schema as s
 
 DEFAULT_N = {"flood": 20000, "rtt": 5000, "concurrent": 5000, "big": 20000000, "bigup": 20000000,
@@ -219,6 +220,9 @@ def parse_args(argv: list[str]) -> tuple[str, int, list[str], dict[str, Any]]:
 
 def main() -> None:
     scenario, n, command, opts = parse_args(sys.argv[1:])
+    # what acplink recommends for a process that mostly moves ACP traffic (docs/performance.md);
+    # run_agent does the same on the agent side
+    tune_gc()
     result: dict[str, Any] = {"scenario": scenario, "n": n, "impl": "acplink"}
     limits = PeerLimits(max_message_size=opts["max_message_size"]) if opts["max_message_size"] else None
     try:

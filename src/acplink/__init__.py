@@ -64,6 +64,7 @@ if TYPE_CHECKING:
         TransportError,
         UsageError,
     )
+    from .runtime import tune_gc
     from .transports import MemoryTransport, StdioTransport, SubprocessTransport, Transport, memory_pair
 
 from ._version import __version__
@@ -122,6 +123,7 @@ _LAZY: dict[str, str] = {
     'run_agent': '.agent',
     'schema': '.',
     'serve': '.agent',
+    'tune_gc': '.runtime',
 }
 
 
@@ -191,4 +193,5 @@ __all__ = [
     "run_agent",
     "schema",
     "serve",
+    "tune_gc",
 ]

@@ -27,3 +27,12 @@ def test_agent_reads_requests_from_a_file_and_writes_answers_to_a_file(tmp_path:
     assert answers[1]["result"]["protocolVersion"] == 1
     assert answers[2]["result"]["sessionId"]
     assert answers[3]["error"]["code"] == -32601
+
+
+def test_agent_with_stdin_from_dev_null_exits_at_once() -> None:
+    # /dev/null cannot be watched by epoll: it is read like a file, so the agent sees end of
+    # input and exits instead of hanging
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "echo_agent.py")], stdin=subprocess.DEVNULL,
+                          stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, timeout=30)
+    assert proc.returncode == 0, proc.stderr.decode()
+    assert b"Traceback" not in proc.stderr

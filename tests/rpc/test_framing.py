@@ -102,3 +102,14 @@ def test_random_bytes_memory_stays_bounded(data: bytes, cuts: list[int], limit: 
             else:
                 assert 0 < len(item) <= limit and b"\n" not in item
         assert dec.buffered <= limit
+
+
+@given(lines=st.lists(st.binary(max_size=60).map(lambda b: b.replace(b"\n", b"")), max_size=30),
+       cuts=st.lists(st.integers(min_value=0), max_size=30))
+@settings(max_examples=300, deadline=None)
+def test_the_split_fast_path_agrees_with_the_line_loop(lines: list[bytes], cuts: list[int]) -> None:
+    # a generous limit: every chunk without "\r" takes the one-split path
+    data = b"".join(line + b"\n" for line in lines)
+    expected = [line.removesuffix(b"\r") for line in lines if line.removesuffix(b"\r").strip()]
+    assert feed_all(LineDecoder(1 << 20), split(data, cuts)) == expected
+    assert feed_all(LineDecoder(1 << 20), [data]) == expected

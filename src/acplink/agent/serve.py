@@ -9,6 +9,7 @@ import signal
 import sys
 from typing import Any
 
+from ..runtime import tune_gc as _tune_gc
 from ..transports.base import Transport
 from ..transports.stdio import StdioTransport
 from .app import AgentBase
@@ -26,8 +27,15 @@ async def serve(app: AgentBase, transport: Transport | None = None, **kw: Any) -
         await conn.aclose()
 
 
-def run_agent(app: AgentBase, *, debug: bool = False, log_level: int = logging.WARNING, **kw: Any) -> None:
-    """Serve ``app`` on stdio until stdin closes (how editors run agents). Logs go to stderr."""
+def run_agent(app: AgentBase, *, debug: bool = False, log_level: int = logging.WARNING, tune_gc: bool = True,
+              **kw: Any) -> None:
+    """Serve ``app`` on stdio until stdin closes (how editors run agents). Logs go to stderr.
+
+    The process is the agent's own, so the garbage collector is tuned for message traffic
+    first (:func:`acplink.tune_gc`; ``tune_gc=False`` leaves it alone).
+    """
+    if tune_gc:
+        _tune_gc()
     logging.basicConfig(level=logging.DEBUG if debug else log_level, stream=sys.stderr,
                         format="%(levelname)s %(name)s: %(message)s")
 

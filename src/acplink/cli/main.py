@@ -7,6 +7,8 @@ import importlib
 import sys
 from collections.abc import Sequence
 
+from ..runtime import tune_gc
+
 #: subcommand modules, each with ``add_parser(subparsers)``; imported only when present
 SUBCOMMANDS = ("chat", "prompt", "demo", "record", "inspect", "check")
 
@@ -48,5 +50,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     return code
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The ``acplink`` command: a process of its own, so the collector is tuned first."""
+    tune_gc()
     sys.exit(main())
+
+
+if __name__ == "__main__":
+    entry()

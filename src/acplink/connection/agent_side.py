@@ -10,7 +10,7 @@ from typing import Any
 from ..errors import InvalidRequest
 from ..schema import _generated as s
 from ._stubs import ClientMethods
-from .base import Connection, RawJSON, Router
+from .base import Connection, RawJSON, Router, advertises
 
 __all__ = ["PROTOCOL_VERSION", "AgentSideConnection", "Turn"]
 
@@ -20,6 +20,13 @@ log = logging.getLogger("acplink.agent")
 PROTOCOL_VERSION = 1
 
 _BEFORE_INIT_OK = frozenset({"initialize"})
+
+#: client methods a prompt turn typically calls, with the capability that allows each
+_CLIENT_CALLS = (
+    ("fs/read_text_file", "fs.readTextFile"),
+    ("session/request_permission", None),
+    ("fs/write_text_file", "fs.writeTextFile"),
+)
 
 
 @dataclass
@@ -88,9 +95,21 @@ class AgentSideConnection(Connection, ClientMethods):
                 self.own_capabilities = wire.get("agentCapabilities")
                 self.protocol_version = wire.get("protocolVersion")
             self.initialized = True
+            self.warm_up(self._hot_methods())
             return result
 
         return initialize
+
+    def _hot_methods(self) -> list[tuple[str, str]]:
+        """What a session is about to need: its own handlers first, then the client methods a
+        prompt turn calls (those the client advertised)."""
+        hot: list[tuple[str, str]] = [(m, "request") for m in ("session/prompt", "session/new")
+                                      if m in self.router.requests]
+        hot.append(("session/cancel", "notification"))
+        for method, capability in _CLIENT_CALLS:
+            if capability is None or advertises(self.peer_capabilities, capability):
+                hot.append((method, "request"))
+        return hot
 
     def _wrap_prompt(self, handler: Any) -> Any:
         async def prompt(params: s.PromptRequest) -> Any:

@@ -8,8 +8,9 @@ with their names untouched and their params as plain data.
 
 from __future__ import annotations
 
+import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
 import orjson
@@ -23,7 +24,7 @@ from ..errors import (
     UsageError,
 )
 from ..schema._base import STRICT
-from ..schema.parse import dump_json, parse
+from ..schema.parse import dump_json, parse, prepare
 from ..schema.registry import MethodInfo, method_info
 from ..transports.base import Transport
 from .peer import DONE, Peer, PeerLimits
@@ -120,12 +121,54 @@ class Connection:
         self.own_capabilities: Any = None
         #: capability -> (the capabilities object it was read from, advertised?)
         self._capability_cache: dict[str, tuple[Any, bool]] = {}
+        self._warm_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
         await self.peer.start()
 
     async def aclose(self) -> None:
+        if self._warm_task is not None and not self._warm_task.done():
+            self._warm_task.cancel()
+            await asyncio.gather(self._warm_task, return_exceptions=True)
         await self.peer.aclose()
+
+    # -- warming up ----------------------------------------------------------------------------
+
+    def warm_up(self, methods: Iterable[tuple[str, str]]) -> None:
+        """Build, in the background, the models of ``methods`` ((method, "request" or
+        "notification") pairs, in the order they are likely to be needed).
+
+        Models are built lazily, and the first build of a big one takes milliseconds (tens
+        for ``SessionNotification``). The connections call this right after the handshake,
+        so that the first prompt does not pay for it: one model per turn of the event loop,
+        traffic first. Stops when the connection closes.
+        """
+        if self._warm_task is not None:
+            return
+        types: list[Any] = []
+        for method, kind in methods:
+            info = method_info(method, kind)
+            if info is not None:
+                types.append(info.params_type)
+                if info.result_type is not None:
+                    types.append(info.result_type)
+
+        async def run() -> None:
+            for tp in dict.fromkeys(types):
+                await asyncio.sleep(0)  # what is already queued (e.g. a response) goes first
+                if self.closed:
+                    return
+                try:
+                    prepare(tp)
+                except Exception as exc:  # a model that cannot be built fails where it is used
+                    log.debug("%s: could not prepare %r: %s", self.side, tp, exc)
+
+        self._warm_task = asyncio.get_running_loop().create_task(run(), name=f"acplink-{self.side}-warm-up")
+
+    def _routed(self) -> list[tuple[str, str]]:
+        """The methods this side handles, notifications first (they come in floods)."""
+        return ([(m, "notification") for m in self.router.notifications]
+                + [(m, "request") for m in self.router.requests])
 
     async def __aenter__(self) -> Connection:
         await self.start()
@@ -204,10 +247,18 @@ class Connection:
             return
         tp = info.params_type
         ctx = STRICT if self.strict else None
-        if isinstance(tp, type) and issubclass(tp, BaseModel):
+        if not (isinstance(tp, type) and issubclass(tp, BaseModel)):
+            return
+        engine = self.peer.engine
+
+        def first(data: bytes) -> Any:
+            # the model is built on first use (or by warm_up), not when the connection is made
             validate = tp.__pydantic_validator__.validate_json
             decode = validate if ctx is None else (lambda data: validate(data, context=ctx))
-            self.peer.engine.add_fast_notification(method, decode)
+            engine.add_fast_notification(method, decode)
+            return decode(data)
+
+        engine.add_fast_notification(method, first)
 
     # -- outbound ------------------------------------------------------------------------------
 
@@ -250,7 +301,9 @@ class Connection:
 
     async def _request(self, info: MethodInfo | None, method: str, params_json: bytes,
                        timeout: float | None) -> Any:
-        return self._parse_result(info, await self.peer.request(method, params_json, timeout=timeout))
+        call = self.peer.request(method, params_json, timeout=timeout)
+        del params_json  # (not held while the call is in flight: see Peer.request)
+        return self._parse_result(info, await call)
 
     def _parse_result(self, info: MethodInfo | None, raw: Any) -> Any:
         if info is None or info.result_type is None:
@@ -274,7 +327,9 @@ class Connection:
         validated into its typed model as usual."""
         info = method_info(method, "request")
         self._check_capability(info, method)
-        return self._parse_result(info, await self.peer.request(method, params_json, timeout=timeout))
+        call = self.peer.request(method, params_json, timeout=timeout)
+        del params_json  # (not held while the call is in flight: see Peer.request)
+        return self._parse_result(info, await call)
 
     async def call(self, method: str, params: Any = None, *, timeout: float | None = None, **fields: Any) -> Any:
         """Send any request: typed through the registry, raw for extension methods."""

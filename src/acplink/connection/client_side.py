@@ -48,5 +48,7 @@ class ClientSideConnection(Connection, AgentMethods):
             self.agent_info = result.agent_info
             self.auth_methods = list(result.auth_methods or [])
             self.protocol_version = result.protocol_version
+            # what a session is about to need: the handlers' types, then the prompt's
+            self.warm_up([*self._routed(), ("session/prompt", "request"), ("session/new", "request")])
             return result
         return await super()._call(method, params, fields, timeout=timeout)

@@ -258,7 +258,6 @@ class Peer:
                 return
             task = asyncio.get_running_loop().create_task(self._run_request(ev))
             self._inbound[ev.id] = task
-            task.add_done_callback(functools.partial(self._request_done, ev.id))
         else:
             self._violation(ev)
 
@@ -335,13 +334,17 @@ class Peer:
 
     def _cancel_inbound(self, params: Any) -> None:
         rid = params.get("requestId") if isinstance(params, dict) else None
-        task = self._inbound.get(rid) if isinstance(rid, (int, str)) else None
+        if not isinstance(rid, (int, str)):
+            return
+        task = self._inbound.get(rid)
         if task is not None and not task.done():
             task.cancel(msg=_CANCELLED_BY_PEER)
+            task.add_done_callback(functools.partial(self._request_done, rid))
 
     def _request_done(self, rid: int | str, task: asyncio.Task[None]) -> None:
         # A task cancelled before its first step (a request and its $/cancel_request read in
-        # one chunk) never runs _run_request's body: answer it here and forget it.
+        # one chunk) never runs _run_request's body: answer it here and forget it. (Only
+        # cancelled tasks get this callback: the others remove themselves.)
         if self._inbound.get(rid) is task:
             del self._inbound[rid]
             if task.cancelled():
@@ -450,16 +453,23 @@ class Peer:
         if self._closed:
             raise ConnectionClosed(f"connection to {self.transport.description} is closed")
         rid, data = self.engine.request(method, params_json)
+        # This frame lives until the response: hold no bytes that are no longer needed (a
+        # small orjson result keeps a 4 KiB buffer; thousands of calls in flight add up).
+        del params_json
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._futures[rid] = fut
         try:
             if timeout is None:
-                await self._write(data)
+                written = self._write(data)
+                del data
+                await written
                 return await fut
             # the timeout covers the write too: a peer that stopped reading must not hold the
             # caller in drain() past its deadline
             async with asyncio.timeout(timeout):
-                await self._write(data)
+                written = self._write(data)
+                del data
+                await written
                 return await fut
         except TimeoutError:
             self._abandon(rid)

@@ -44,7 +44,8 @@ class LineDecoder:
 
     def feed(self, data: bytes) -> list[bytes | Oversized]:
         buf = self._buf
-        if self._discarding or len(buf) + len(data) > self.max_size or b"\r" in data:
+        if (self._discarding or len(buf) + len(data) > self.max_size or b"\r" in data
+                or buf.endswith(b"\r")):
             return self._feed_slow(data)
         # The common case: no line in this chunk can exceed the limit and none ends in \r,
         # so one C-level split does the work of the loop below.

@@ -11,7 +11,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError
 from ..errors import SchemaValidationError
 from ._base import STRICT, AcpModel, serialization_error
 
-__all__ = ["dump", "dump_json", "json_path", "parse", "parse_json"]
+__all__ = ["dump", "dump_json", "json_path", "parse", "parse_json", "prepare"]
 
 T = TypeVar("T")
 
@@ -157,7 +157,9 @@ _VALIDATORS: dict[Any, Any] = {}
 def _validator_of(tp: Any) -> Any:
     validate: Any
     if isinstance(tp, type) and issubclass(tp, BaseModel):
-        validate = tp.model_validate
+        # the core validator itself (builds a deferred model): model_validate would add a
+        # Python-level call with keyword handling to every message
+        validate = tp.__pydantic_validator__.validate_python
     else:
         validate = _adapter(tp).validate_python
     try:
@@ -165,6 +167,16 @@ def _validator_of(tp: Any) -> Any:
     except TypeError:  # an unhashable type expression: no caching
         pass
     return validate
+
+
+def prepare(tp: Any) -> None:
+    """Build ``tp``'s validator and serializer now (models are built lazily, on first use:
+    a connection prepares the types it is about to need while it is idle)."""
+    validate = _VALIDATORS.get(tp)
+    if validate is None:
+        _validator_of(tp)
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        tp.__pydantic_serializer__.to_json  # noqa: B018  (the attribute access builds it)
 
 
 def parse_json(tp: Any, data: bytes | str, *, strict: bool = False) -> Any:

@@ -19,6 +19,13 @@ def _is_regular_file(fd: int) -> bool:
     return stat.S_ISREG(os.fstat(fd).st_mode)
 
 
+def _reads_like_a_file(fd: int) -> bool:
+    """A regular file, or a character device that is not a terminal (``/dev/null``, which
+    epoll refuses): read with plain reads, not through the event loop's selector."""
+    mode = os.fstat(fd).st_mode
+    return stat.S_ISREG(mode) or (stat.S_ISCHR(mode) and not os.isatty(fd))
+
+
 class StdioTransport(Transport):
     """Reads NDJSON from stdin and writes it to stdout.
 
@@ -61,7 +68,7 @@ class StdioTransport(Transport):
             self._wproto = WriteProtocol()
             wproto = self._wproto
             self._writer, _ = await loop.connect_write_pipe(lambda: wproto, os.fdopen(out_fd, "wb", 0))
-        if _is_regular_file(in_fd):  # `agent < trace.jsonl`: read the file in chunks
+        if _reads_like_a_file(in_fd):  # `agent < trace.jsonl`, `< /dev/null`: read in chunks
             self._file_in = asyncio.get_running_loop().create_task(self._read_file(in_fd, sink))
         else:
             self._reader, _ = await loop.connect_read_pipe(lambda: ReadProtocol(sink), os.fdopen(in_fd, "rb", 0))
