@@ -197,7 +197,7 @@ class TerminalHandle:
         await self.release()
 
 
-class PromptContext(Context[s.PromptRequest]):
+class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is defined on first use)
     """Everything a prompt turn can do: stream, tool calls, plans, permission, files,
     terminals, elicitation, and whether the turn was cancelled."""
 

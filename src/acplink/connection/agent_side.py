@@ -87,13 +87,15 @@ class AgentSideConnection(Connection, ClientMethods):
             self.peer_capabilities = params.client_capabilities
             self.client_info = params.client_info
             result = await handler(params)
-            if isinstance(result, s.InitializeResponse):
-                self.own_capabilities = result.agent_capabilities
-                self.protocol_version = result.protocol_version
-            elif isinstance(result, RawJSON):
-                wire = result.value()
+            # (no isinstance against InitializeResponse: naming it would define its classes
+            # while the first answer of a fresh agent waits)
+            if isinstance(result, (RawJSON, dict)):
+                wire = result.value() if isinstance(result, RawJSON) else result
                 self.own_capabilities = wire.get("agentCapabilities")
                 self.protocol_version = wire.get("protocolVersion")
+            elif result is not None:
+                self.own_capabilities = getattr(result, "agent_capabilities", None)
+                self.protocol_version = getattr(result, "protocol_version", None)
             self.initialized = True
             self.warm_up(self._hot_methods())
             return result

@@ -145,23 +145,21 @@ class Connection:
         """
         if self._warm_task is not None:
             return
-        types: list[Any] = []
-        for method, kind in methods:
-            info = method_info(method, kind)
-            if info is not None:
-                types.append(info.params_type)
-                if info.result_type is not None:
-                    types.append(info.result_type)
+        infos = [info for info in (method_info(m, kind) for m, kind in methods) if info is not None]
 
         async def run() -> None:
-            for tp in dict.fromkeys(types):
-                await asyncio.sleep(0)  # what is already queued (e.g. a response) goes first
-                if self.closed:
-                    return
-                try:
-                    prepare(tp)
-                except Exception as exc:  # a model that cannot be built fails where it is used
-                    log.debug("%s: could not prepare %r: %s", self.side, tp, exc)
+            # (even naming a type defines its classes: that too happens here, not in the caller)
+            for info in infos:
+                for attr in ("params_type", "result_type"):
+                    await asyncio.sleep(0)  # what is already queued (e.g. a response) goes first
+                    if self.closed:
+                        return
+                    try:
+                        tp = getattr(info, attr)
+                        if tp is not None:
+                            prepare(tp)
+                    except Exception as exc:  # a model that cannot be built fails where it is used
+                        log.debug("%s: could not prepare %s of %s: %s", self.side, attr, info.method, exc)
 
         self._warm_task = asyncio.get_running_loop().create_task(run(), name=f"acplink-{self.side}-warm-up")
 

@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from ..errors import AcpError, InvalidRequest, MessageTooLarge, ParseError, RequestError, UsageError
-from .framing import _KEEP, DEFAULT_MAX_MESSAGE_SIZE, LineDecoder, Oversized
+from .framing import _KEEP, DEFAULT_MAX_MESSAGE_SIZE, LineDecoder, Oversized, Record
 
 __all__ = [
     "Engine",
@@ -30,42 +29,55 @@ __all__ = [
 RequestId = int | str | None
 
 
-@dataclass(slots=True)
-class IncomingRequest:
-    id: int | str
-    method: str
-    params: Any
+class IncomingRequest(Record):
+    """A request from the peer."""
+
+    __slots__ = ("id", "method", "params")
+
+    def __init__(self, id: int | str, method: str, params: Any) -> None:
+        self.id = id
+        self.method = method
+        self.params = params
 
 
-@dataclass(slots=True)
-class IncomingNotification:
-    method: str
-    params: Any
-    #: True when ``params`` was already decoded into its typed model (see
-    #: Engine.add_fast_notification)
-    typed: bool = False
+class IncomingNotification(Record):
+    """A notification from the peer. ``typed``: ``params`` is already its typed model (see
+    Engine.add_fast_notification)."""
+
+    __slots__ = ("method", "params", "typed")
+
+    def __init__(self, method: str, params: Any, typed: bool = False) -> None:
+        self.method = method
+        self.params = params
+        self.typed = typed
 
 
-@dataclass(slots=True)
-class IncomingResponse:
+class IncomingResponse(Record):
     """A response to one of our requests. Exactly one of ``result``/``error`` is meaningful."""
 
-    id: int | str
-    method: str
-    result: Any = None
-    error: RequestError | None = None
+    __slots__ = ("error", "id", "method", "result")
+
+    def __init__(self, id: int | str, method: str, result: Any = None,
+                 error: RequestError | None = None) -> None:
+        self.id = id
+        self.method = method
+        self.result = result
+        self.error = error
 
 
-@dataclass(slots=True)
-class Violation:
+class Violation(Record):
     """The peer sent something invalid. ``reply`` (if any) must be written back; ``pending_id``
     names one of our requests that this broken message answered (it fails with ``error``)."""
 
-    message: str
-    reply: bytes | None = None
-    pending_id: int | str | None = None
-    error: AcpError | None = None
-    noise: bool = False
+    __slots__ = ("error", "message", "noise", "pending_id", "reply")
+
+    def __init__(self, message: str, reply: bytes | None = None, pending_id: int | str | None = None,
+                 error: AcpError | None = None, noise: bool = False) -> None:
+        self.message = message
+        self.reply = reply
+        self.pending_id = pending_id
+        self.error = error
+        self.noise = noise
 
 
 Event = IncomingRequest | IncomingNotification | IncomingResponse | Violation

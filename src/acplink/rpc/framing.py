@@ -3,22 +3,41 @@ oversized message."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 __all__ = ["DEFAULT_MAX_MESSAGE_SIZE", "LineDecoder", "Oversized"]
 
 DEFAULT_MAX_MESSAGE_SIZE = 64 * 1024 * 1024
 _KEEP = 4096  # bytes kept from the head and tail of a discarded message, to find its id
 
 
-@dataclass(slots=True)
-class Oversized:
+class Record:
+    """A small value class: attributes in ``__slots__``, compared and shown by them (what
+    ``@dataclass(slots=True)`` gives, without generating code when acplink is imported: an
+    agent's start-up is measured from spawn to its first answer)."""
+
+    __slots__: tuple[str, ...] = ()
+    #: mutable and compared by value, so not hashable
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not type(self):
+            return NotImplemented
+        return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class Oversized(Record):
     """A message that exceeded the limit and was discarded. ``head``/``tail`` are kept so
     the engine can still find its ``id`` and answer it."""
 
-    size: int
-    head: bytes
-    tail: bytes
+    __slots__ = ("head", "size", "tail")
+
+    def __init__(self, size: int, head: bytes, tail: bytes) -> None:
+        self.size = size
+        self.head = head
+        self.tail = tail
 
 
 class LineDecoder:
