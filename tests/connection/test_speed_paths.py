@@ -12,6 +12,7 @@ import textwrap
 import tracemalloc
 from collections.abc import Iterator
 
+import orjson
 import pytest
 from connhelpers import guard
 
@@ -165,8 +166,8 @@ async def test_calls_in_flight_hold_no_spent_bytes() -> None:
         tracemalloc.start()
         base = tracemalloc.get_traced_memory()[0]
         calls = [asyncio.ensure_future(agent.request_json("fs/read_text_file",
-                                                          b'{"sessionId":"s","path":"/x"}'))
-                 for _ in range(2000)]
+                                                          orjson.dumps({"sessionId": "s", "path": f"/x{i}"})))
+                 for i in range(2000)]
         for _ in range(5):
             await asyncio.sleep(0)
         per_call = (tracemalloc.get_traced_memory()[0] - base) / len(calls)
