@@ -374,21 +374,27 @@ class Peer:
 
     # -- outbound ------------------------------------------------------------------------------
 
-    # Writes are batched: messages queue in ``_wbuf`` and go to the transport in one write
-    # at the next turn of the event loop, or at once when the batch reaches FLUSH_AT bytes.
-    # A flood of notifications then costs one system call per batch, not one per message,
-    # and the order of messages is the order of the calls.
+    # Writes are batched: the first message of a turn of the event loop is written at once;
+    # the ones after it queue in ``_wbuf`` and go to the transport in one write at the next
+    # turn, or at once when the batch reaches FLUSH_AT bytes. A flood of notifications then
+    # costs one system call per batch, not one per message, a lone message waits for
+    # nothing, and the order of messages is the order of the calls.
 
     def _send(self, data: bytes) -> None:
         if self._closed:
             raise ConnectionClosed(f"connection to {self.transport.description} is closed")
+        if not self._flush_scheduled:
+            # the first message of this turn goes out at once (a lone request or response
+            # does not wait a turn); the ones after it in the same turn are batched
+            self._flush_scheduled = True
+            asyncio.get_running_loop().call_soon(self._flush)
+            self._write_out(data)
+            return
         self._wbuf.append(data)
         self._wsize += len(data)
         if self._wsize >= FLUSH_AT:
             self._flush()
-        elif not self._flush_scheduled:
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
+            self._flush_scheduled = True  # (still scheduled: the rest of this turn batches)
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -400,6 +406,9 @@ class Peer:
         data = buf[0] if len(buf) == 1 else b"".join(buf)
         buf.clear()
         self._wsize = 0
+        self._write_out(data)
+
+    def _write_out(self, data: bytes) -> None:
         try:
             self.transport.write(data)
         except (AcpError, OSError, RuntimeError) as exc:
