@@ -350,8 +350,14 @@ def targets(runs: list[Run], med: dict[tuple[str, str, str], float], impls: dict
     if over:
         clean = [r for r in over if _clean_error(r)]
         out.append(Target("over-limit gives a clean error", len(clean) == len(over),
-                          "; ".join(f"{r.pair} {r.check}: {str(r.result.get('error'))[:90]}" for r in over)))
+                          "; ".join(f"{r.pair} {r.check}: {_over_detail(r)}" for r in over)))
     return out
+
+
+def _over_detail(run: Run) -> str:
+    if run.check == "overlimit-up" and "scenario check failed (updates=0" in str(run.result.get("error", "")):
+        return f"the notification was dropped (0 received) and the turn ended ({run.result.get('stop_reason')})"
+    return str(run.result.get("error"))[:120]
 
 
 def _clean_error(run: Run) -> bool:
