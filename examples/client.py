@@ -17,7 +17,7 @@ import argparse
 import asyncio
 import sys
 
-from acplink import AcpError, PermissionPolicy, connect, schema
+from acplink import AcpError, PermissionPolicy, connect, schema, tune_gc
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -94,4 +94,5 @@ async def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
+    tune_gc()  # this process only moves ACP traffic: a collector tuned for it (docs/performance.md)
     sys.exit(asyncio.run(main(sys.argv[1:])))
