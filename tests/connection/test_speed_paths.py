@@ -86,17 +86,22 @@ def test_enlarge_pipe_asks_for_a_bigger_buffer_and_ignores_what_is_not_a_pipe(tm
 
 
 @linux_only
-async def test_subprocess_pipes_are_enlarged() -> None:
+@pytest.mark.parametrize("pipe_size", [PIPE_SIZE, None])
+async def test_subprocess_pipes_are_enlarged_unless_told_not_to(pipe_size: int | None) -> None:
     # the child reports the size of the pipes it was given, as its stdin and stdout
     code = ("import fcntl, sys; print(fcntl.fcntl(0, fcntl.F_GETPIPE_SZ), fcntl.fcntl(1, fcntl.F_GETPIPE_SZ), "
             "file=sys.stderr)")
-    transport = SubprocessTransport([sys.executable, "-c", code], stderr="capture")
+    transport = SubprocessTransport([sys.executable, "-c", code], stderr="capture", pipe_size=pipe_size)
     conn = ClientSideConnection(transport, Router())
     await conn.start()
     await guard(conn.wait_closed())
     await conn.aclose()
     sizes = [int(x) for x in "".join(transport.stderr_tail).split()]
-    assert sizes and all(size >= PIPE_SIZE for size in sizes), sizes
+    assert len(sizes) == 2, sizes
+    if pipe_size:
+        assert all(size >= PIPE_SIZE for size in sizes), sizes
+    else:
+        assert all(size < PIPE_SIZE for size in sizes), sizes  # the system's default (64 KiB)
 
 
 def test_models_are_prepared_after_the_handshake_not_before() -> None:

@@ -39,9 +39,11 @@ def _version() -> str:
     return __version__
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def main(argv: Sequence[str] | None = None, *, tune: bool = False) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if tune:  # after the subcommands' imports, so that they are frozen too
+        tune_gc()
     run = getattr(args, "run", None)
     if run is None:
         parser.print_help()
@@ -51,9 +53,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def entry() -> None:
-    """The ``acplink`` command: a process of its own, so the collector is tuned first."""
-    tune_gc()
-    sys.exit(main())
+    """The ``acplink`` command: a process of its own, so its collector is tuned."""
+    sys.exit(main(tune=True))
 
 
 if __name__ == "__main__":

@@ -252,7 +252,8 @@ class Connection:
         def first(data: bytes) -> Any:
             # the model is built on first use (or by warm_up), not when the connection is made
             validate = tp.__pydantic_validator__.validate_json
-            decode = validate if ctx is None else (lambda data: validate(data, context=ctx))
+            # strict: the leniency rules off (context) and pydantic's strict types, as in parse()
+            decode = validate if ctx is None else (lambda data: validate(data, strict=True, context=ctx))
             engine.add_fast_notification(method, decode)
             return decode(data)
 

@@ -257,7 +257,8 @@ class Peer:
                     f"Invalid request: duplicate request id {ev.id!r}", code=-32600)))
                 return
             task = asyncio.get_running_loop().create_task(self._run_request(ev))
-            self._inbound[ev.id] = task
+            if not task.done():  # (an eager task factory may have run it to the end already)
+                self._inbound[ev.id] = task
         else:
             self._violation(ev)
 
@@ -411,7 +412,7 @@ class Peer:
     def _write_out(self, data: bytes) -> None:
         try:
             self.transport.write(data)
-        except (AcpError, OSError, RuntimeError) as exc:
+        except Exception as exc:  # a transport that cannot write any more: the connection is over
             self._mark_closed(exc)
 
     def _write_quiet(self, data: bytes) -> None:
@@ -471,14 +472,16 @@ class Peer:
             if timeout is None:
                 written = self._write(data)
                 del data
-                await written
+                if written is not DONE:
+                    await self._written(written, fut)
                 return await fut
             # the timeout covers the write too: a peer that stopped reading must not hold the
             # caller in drain() past its deadline
             async with asyncio.timeout(timeout):
                 written = self._write(data)
                 del data
-                await written
+                if written is not DONE:
+                    await self._written(written, fut)
                 return await fut
         except TimeoutError:
             self._abandon(rid)
@@ -488,6 +491,17 @@ class Peer:
             raise
         finally:
             self._futures.pop(rid, None)
+
+    @staticmethod
+    async def _written(written: Awaitable[None], fut: asyncio.Future[Any]) -> None:
+        """Await a request's write; when the write closed the connection, the call fails with
+        what its future already holds (the cause), not a second, vaguer error."""
+        try:
+            await written
+        except ConnectionClosed:
+            if fut.done() and not fut.cancelled():
+                await fut  # raises the cause (and marks it retrieved)
+            raise
 
     def _free_slot(self) -> None:
         while self._slot_waiters:

@@ -32,6 +32,7 @@ RequestId = int | str | None
 class IncomingRequest(Record):
     """A request from the peer."""
 
+    __match_args__ = ("id", "method", "params")
     __slots__ = ("id", "method", "params")
 
     def __init__(self, id: int | str, method: str, params: Any) -> None:
@@ -44,6 +45,7 @@ class IncomingNotification(Record):
     """A notification from the peer. ``typed``: ``params`` is already its typed model (see
     Engine.add_fast_notification)."""
 
+    __match_args__ = ("method", "params", "typed")
     __slots__ = ("method", "params", "typed")
 
     def __init__(self, method: str, params: Any, typed: bool = False) -> None:
@@ -55,6 +57,7 @@ class IncomingNotification(Record):
 class IncomingResponse(Record):
     """A response to one of our requests. Exactly one of ``result``/``error`` is meaningful."""
 
+    __match_args__ = ("id", "method", "result", "error")
     __slots__ = ("error", "id", "method", "result")
 
     def __init__(self, id: int | str, method: str, result: Any = None,
@@ -69,6 +72,7 @@ class Violation(Record):
     """The peer sent something invalid. ``reply`` (if any) must be written back; ``pending_id``
     names one of our requests that this broken message answered (it fails with ``error``)."""
 
+    __match_args__ = ("message", "reply", "pending_id", "error", "noise")
     __slots__ = ("error", "message", "noise", "pending_id", "reply")
 
     def __init__(self, message: str, reply: bytes | None = None, pending_id: int | str | None = None,

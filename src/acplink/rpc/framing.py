@@ -24,7 +24,8 @@ class Record:
         return all(getattr(self, k) == getattr(other, k) for k in self.__slots__)
 
     def __repr__(self) -> str:
-        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in self.__slots__)
+        names = getattr(self, "__match_args__", self.__slots__)  # (constructor order)
+        fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in names)
         return f"{type(self).__name__}({fields})"
 
 
@@ -32,6 +33,7 @@ class Oversized(Record):
     """A message that exceeded the limit and was discarded. ``head``/``tail`` are kept so
     the engine can still find its ``id`` and answer it."""
 
+    __match_args__ = ("size", "head", "tail")
     __slots__ = ("head", "size", "tail")
 
     def __init__(self, size: int, head: bytes, tail: bytes) -> None:

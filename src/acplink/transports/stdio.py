@@ -9,7 +9,7 @@ import sys
 from typing import Any
 
 from ..errors import ConnectionClosed
-from ._pipes import ReadProtocol, WriteProtocol, enlarge_pipe
+from ._pipes import PIPE_SIZE, ReadProtocol, WriteProtocol, enlarge_pipe
 from .base import Transport, TransportSink
 
 __all__ = ["StdioTransport"]
@@ -20,10 +20,18 @@ def _is_regular_file(fd: int) -> bool:
 
 
 def _reads_like_a_file(fd: int) -> bool:
-    """A regular file, or a character device that is not a terminal (``/dev/null``, which
-    epoll refuses): read with plain reads, not through the event loop's selector."""
-    mode = os.fstat(fd).st_mode
-    return stat.S_ISREG(mode) or (stat.S_ISCHR(mode) and not os.isatty(fd))
+    """A regular file, or ``/dev/null`` (which epoll refuses): read with plain reads, not
+    through the event loop's selector."""
+    st = os.fstat(fd)
+    if stat.S_ISREG(st.st_mode):
+        return True
+    if not stat.S_ISCHR(st.st_mode):
+        return False
+    try:
+        null = os.stat(os.devnull)
+    except OSError:
+        return False
+    return st.st_rdev == null.st_rdev
 
 
 class StdioTransport(Transport):
@@ -31,11 +39,14 @@ class StdioTransport(Transport):
 
     ``protect_stdout`` (default on) moves the real stdout aside for the protocol and points
     file descriptor 1 (and ``sys.stdout``) at stderr, so a stray ``print`` in user code, or
-    in a child process, cannot corrupt the protocol stream.
+    in a child process, cannot corrupt the protocol stream. ``pipe_size``: the kernel buffer
+    asked for when stdin/stdout are pipes (see :class:`SubprocessTransport`; ``None`` leaves
+    them as they are).
     """
 
     def __init__(self, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
-                 protect_stdout: bool = True) -> None:
+                 protect_stdout: bool = True, pipe_size: int | None = PIPE_SIZE) -> None:
+        self.pipe_size = pipe_size
         self._stdin_fd = stdin_fd
         self._stdout_fd = stdout_fd
         self._protect = protect_stdout and stdout_fd is None
@@ -60,8 +71,9 @@ class StdioTransport(Transport):
             sys.stdout = sys.stderr
         else:
             out_fd = os.dup(self._stdout_fd if self._stdout_fd is not None else sys.stdout.fileno())
-        enlarge_pipe(in_fd)
-        enlarge_pipe(out_fd)
+        if self.pipe_size:
+            enlarge_pipe(in_fd, self.pipe_size)
+            enlarge_pipe(out_fd, self.pipe_size)
         if _is_regular_file(out_fd):  # `agent > out.jsonl`: plain blocking writes never stall
             self._file_out = out_fd
         else:

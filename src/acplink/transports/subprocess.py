@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
 from ..errors import ConnectionClosed, TransportError
-from ._pipes import enlarge_pipe
+from ._pipes import PIPE_SIZE, enlarge_pipe
 from .base import FlowControl, Transport, TransportSink
 
 __all__ = ["SubprocessTransport"]
@@ -61,7 +61,10 @@ class SubprocessTransport(Transport):
     ``env`` entries are added to (or, with ``inherit_env=False``, replace) this process's
     environment. ``stderr``: "inherit" copies it to our stderr (default), "capture" keeps it
     only in :attr:`stderr_tail`, "discard" drops it, or a callable gets each chunk. The last
-    ``stderr_lines`` lines are always kept for error reports.
+    ``stderr_lines`` lines are always kept for error reports. ``pipe_size``: the kernel
+    buffer asked for on the stdin/stdout pipes (Linux; 256 KiB by default, which makes
+    streams of small messages much cheaper; ``None`` keeps the system's 64 KiB, e.g. for a
+    process that spawns hundreds of agents and must stay within the per-user pipe quota).
     """
 
     def __init__(
@@ -75,12 +78,14 @@ class SubprocessTransport(Transport):
         stderr_lines: int = 50,
         close_timeout: float = 2.0,
         term_timeout: float = 2.0,
+        pipe_size: int | None = PIPE_SIZE,
     ) -> None:
         if not command:
             raise TransportError("no command given to spawn")
         self.command = [str(c) for c in command]
         self.env = dict(env or {})
         self.inherit_env = inherit_env
+        self.pipe_size = pipe_size
         self.cwd = cwd
         self.stderr_mode = stderr
         self._tail: collections.deque[str] = collections.deque(maxlen=stderr_lines)
@@ -118,8 +123,8 @@ class SubprocessTransport(Transport):
         for fd in (0, 1):
             pipe = transport.get_pipe_transport(fd)
             pipe_file = pipe.get_extra_info("pipe") if pipe is not None else None
-            if pipe_file is not None and not pipe_file.closed:  # (a child that exited at once)
-                enlarge_pipe(pipe_file.fileno())
+            if self.pipe_size and pipe_file is not None and not pipe_file.closed:  # (it may have exited)
+                enlarge_pipe(pipe_file.fileno(), self.pipe_size)
 
     @property
     def command_line(self) -> str:
