@@ -57,24 +57,28 @@ class RecordingProxy:
 
     # -- forwarding ----------------------------------------------------------------------------
 
-    def _client_to_agent(self) -> None:
-        assert self.proc is not None and self.proc.stdin is not None
-        dst = self.proc.stdin.fileno()
+    def _pump(self, src: int, dst: int, direction: str) -> None:
+        """Copy ``src`` to ``dst`` until end of input, queueing every chunk for the trace. A
+        destination that is gone stops the copy, not the recording."""
         broken = False
         while True:
             try:
-                data = os.read(self.stdin_fd, _CHUNK)
+                data = os.read(src, _CHUNK)
             except OSError:
                 data = b""
             if not data:
-                self._enqueue("eof", b"c2a")
-                break
-            self._enqueue("c2a", data)
+                self._enqueue("eof", direction.encode())
+                return
+            self._enqueue(direction, data)
             if not broken:
                 try:
                     _write_all(dst, data)
-                except OSError:  # the agent is gone; keep recording what the client says
+                except OSError:
                     broken = True
+
+    def _client_to_agent(self) -> None:
+        assert self.proc is not None and self.proc.stdin is not None
+        self._pump(self.stdin_fd, self.proc.stdin.fileno(), "c2a")
         self._stdin_closed.set()
         try:
             self.proc.stdin.close()
@@ -83,22 +87,7 @@ class RecordingProxy:
 
     def _agent_to_client(self) -> None:
         assert self.proc is not None and self.proc.stdout is not None
-        src = self.proc.stdout.fileno()
-        broken = False
-        while True:
-            try:
-                data = os.read(src, _CHUNK)
-            except OSError:
-                data = b""
-            if not data:
-                self._enqueue("eof", b"a2c")
-                break
-            self._enqueue("a2c", data)
-            if not broken:
-                try:
-                    _write_all(self.stdout_fd, data)
-                except OSError:
-                    broken = True
+        self._pump(self.proc.stdout.fileno(), self.stdout_fd, "a2c")
 
     def _trace(self, writer: TraceWriter) -> None:
         while True:
