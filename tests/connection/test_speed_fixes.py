@@ -125,3 +125,35 @@ def test_events_compare_show_and_match_by_their_fields() -> None:
     assert v.reply == b"x" and v.pending_id is None and not v.noise
     with pytest.raises(TypeError):
         hash(req)
+
+
+class _Writes(Transport):
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    async def start(self, sink: TransportSink) -> None:
+        pass
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+    async def drain(self) -> None:
+        pass
+
+    async def aclose(self) -> None:
+        pass
+
+
+async def test_the_first_message_of_a_turn_goes_out_at_once_the_rest_in_one_batch() -> None:
+    t = _Writes()
+    conn = ClientSideConnection(t, Router())
+    await conn.start()
+    await conn.notify("_x/a", {"n": 1})
+    assert t.writes == [b'{"jsonrpc":"2.0","method":"_x/a","params":{"n":1}}\n']  # no turn waited
+    await conn.notify("_x/a", {"n": 2})
+    await conn.notify("_x/a", {"n": 3})
+    assert len(t.writes) == 1  # batched for the next turn
+    await asyncio.sleep(0)
+    assert t.writes[1:] == [b'{"jsonrpc":"2.0","method":"_x/a","params":{"n":2}}\n'
+                            b'{"jsonrpc":"2.0","method":"_x/a","params":{"n":3}}\n']
+    await conn.aclose()

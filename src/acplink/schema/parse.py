@@ -172,8 +172,7 @@ def _validator_of(tp: Any) -> Any:
 def prepare(tp: Any) -> None:
     """Build ``tp``'s validator and serializer now (models are built lazily, on first use:
     a connection prepares the types it is about to need while it is idle)."""
-    validate = _VALIDATORS.get(tp)
-    if validate is None:
+    if _VALIDATORS.get(tp) is None:
         _validator_of(tp)
     if isinstance(tp, type) and issubclass(tp, BaseModel):
         tp.__pydantic_serializer__.to_json  # noqa: B018  (the attribute access builds it)
