@@ -8,7 +8,8 @@ source from the intermediate model. Nothing is ever patched in emitted text.
     python tools/gen_schema.py            # write src/acplink/schema/_generated.py and _methods.py
     python tools/gen_schema.py --check    # exit 1 when the committed files differ from a fresh run
 
-Inputs (relative to the schema folder, ``../shared/acp-schema`` by default, or $ACP_SCHEMA_DIR):
+Inputs (relative to the schema folder: this repository's ``schemas/`` (vendored, with provenance in
+``schemas/README.md``), or --schema-dir / $ACP_SCHEMA_DIR):
 ``v1/schema.unstable.json`` (the superset), ``v1/schema.json`` (what is stable),
 ``extra/v1-2026-08-nes.unstable.json`` (NES), ``extra/v0.10.3.schema.json`` (legacy model
 selector), and this repo's ``tools/acp_extensions.json`` (documented acplink extensions).
@@ -188,7 +189,7 @@ def schema_dir() -> Path:
     env = os.environ.get("ACP_SCHEMA_DIR")
     if env:
         return Path(env)
-    return ROOT.parent / "shared" / "acp-schema"
+    return ROOT / "schemas"
 
 
 def load_inputs(base: Path) -> tuple[dict[str, Any], dict[str, str], dict[str, Any], list[tuple[str, str]]]:

@@ -22,7 +22,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 ROOT = Path(__file__).resolve().parents[2]
-SCHEMA_DIR = Path(os.environ.get("ACP_SCHEMA_DIR") or ROOT.parent / "shared" / "acp-schema")
+SCHEMA_DIR = Path(os.environ.get("ACP_SCHEMA_DIR") or ROOT / "schemas")
 
 STABLE = "v1/schema.json"
 UNSTABLE = "v1/schema.unstable.json"

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Benchmark agent on the official Python SDK (agent-client-protocol 0.12.1),
-following /work/shared/bench/SCENARIOS.md (copy in the steering repo).
+following the benchmark wire contract in benchmarks/README.md.
 
     .peers-venv/bin/python benchmarks/peers/official_py/scenario_agent.py
 
