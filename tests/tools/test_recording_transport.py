@@ -52,7 +52,8 @@ def test_redaction_keeps_structure_and_sizes() -> None:
         {"type": "text", "text": "visible"},
         {"type": "resource", "resource": {"uri": "file:///a", "text": "secret body"}}]}}
     red = redact_message(msg)
-    assert red["params"]["prompt"][0]["text"] == "visible"
+    assert red["params"]["prompt"][0] == {"type": "text", "text": "[redacted: 7 bytes]"}  # texts may quote files
+    assert red["params"]["sessionId"] == "s" and red["params"]["prompt"][1]["resource"]["uri"] == "file:///a"
     assert red["params"]["prompt"][1]["resource"]["text"] == "[redacted: 11 bytes]"
     assert msg["params"]["prompt"][1]["resource"]["text"] == "secret body"  # the original is untouched
     new = {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/", "mcpServers": [

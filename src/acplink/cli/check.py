@@ -6,7 +6,9 @@ import argparse
 import asyncio
 import json
 import os
+import shutil
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -20,10 +22,14 @@ no "should" either)."""
 EPILOG = """examples:
   acplink check -- acplink demo-agent
   acplink check --cancel-prompt "write a long story" --json -- my-agent --acp
-  acplink check -k cancel -k 'RPC-00*' -- node agent.mjs"""
+  acplink check -k cancel -k 'RPC-00*' -- node agent.mjs
+exit status: 0 conformant, 1 a "must" requirement failed (with --strict: or a "should"), 2 the
+checks could not run (no agent, or it exited or stayed silent before answering initialize)."""
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    from .common import add_startup_option
+
     p: argparse.ArgumentParser = subparsers.add_parser("check", help=HELP, description=DESCRIPTION,
                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--strict", action="store_true", help='fail (exit 1) on "should" failures too')
@@ -34,6 +40,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("-k", dest="patterns", action="append", metavar="PATTERN",
                    help="only the checks whose name or requirement ids match (substring or glob; repeatable)")
     p.add_argument("--timeout", type=float, default=15.0, metavar="S", help="bound of each request (default 15)")
+    add_startup_option(p)
     p.add_argument("--cancel-bound", type=float, default=5.0, metavar="S",
                    help="a cancelled turn must end within this (default 5)")
     p.add_argument("--shutdown-bound", type=float, default=3.0, metavar="S",
@@ -48,35 +55,36 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    started = time.monotonic()  # the report's duration is the command's
     from ..conformance.probe import Options
-    from ..conformance.runner import run_checks
+    from ..conformance.runner import AgentDidNotStart, run_checks
     from ..errors import AcpError
-    from .common import given_command
+    from .common import fail, given_command, stderr_tail
 
     cmd = given_command(args)
     if not cmd:
-        print("acplink check: error: no agent command given (acplink check -- AGENT_CMD ...)", file=sys.stderr)
-        return 2
+        return fail("no agent command given (acplink check -- AGENT_CMD ...)", 2)
     if not os.path.isdir(args.cwd):
-        print(f"acplink check: error: --cwd {args.cwd!r} is not a directory", file=sys.stderr)
-        return 2
+        return fail(f"--cwd {args.cwd!r} is not a directory", 2)
     opts = Options(command=cmd, timeout=args.timeout, cancel_bound=args.cancel_bound,
                    shutdown_bound=args.shutdown_bound, auth_method=args.auth_method, strict=args.strict, debug=args.debug,
                    cwd=os.path.abspath(args.cwd))
     if args.cancel_prompt:
         opts.cancel_prompt = args.cancel_prompt
     try:
-        report = asyncio.run(run_checks(opts, args.patterns, concurrency=max(1, args.jobs)))
+        report = asyncio.run(run_checks(opts, args.patterns, concurrency=max(1, args.jobs),
+                                        startup_timeout=args.startup_timeout, started=started))
+    except AgentDidNotStart as exc:
+        return fail(f"{exc}" + (f"\nlast stderr lines:\n{stderr_tail(exc.stderr)}" if exc.stderr else ""), 2)
     except (AcpError, OSError) as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"acplink check: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(str(exc), 2)
     except KeyboardInterrupt:
         return 130
     if args.json:
         json.dump(report.to_json(), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
-        print(report.to_text(verbose=args.verbose))
+        print(report.to_text(verbose=args.verbose, width=shutil.get_terminal_size((100, 24)).columns))
     return report.exit_code

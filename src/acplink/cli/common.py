@@ -6,8 +6,8 @@ import argparse
 import asyncio
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Generator, Sequence
+from typing import Any, NoReturn
 
 from ..client.client import Client, connect
 from ..client.permissions import PermissionPolicy
@@ -15,10 +15,111 @@ from ..client.session import Session
 from ..errors import AcpError, AuthRequired, ConnectionClosed, TransportError
 from ..transports.subprocess import SubprocessTransport
 
-__all__ = ["add_client_options", "agent_command", "describe_failure", "fail", "given_command", "open_client", "start_session"]
+__all__ = [
+    "DEFAULT_STARTUP_TIMEOUT",
+    "ArgParser",
+    "StartupTimeout",
+    "add_client_options",
+    "add_startup_option",
+    "agent_command",
+    "describe_failure",
+    "fail",
+    "given_command",
+    "open_client",
+    "positive_seconds",
+    "start_session",
+]
+
+#: how long an agent may take to answer ``initialize`` (``--startup-timeout``)
+DEFAULT_STARTUP_TIMEOUT = 60.0
 
 
-class _AgentAfterDashDash(argparse.ArgumentParser):
+class _BadArguments(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+class ArgParser(argparse.ArgumentParser):
+    """argparse with one error style: the usage of the (sub)command that failed, then one
+    ``acplink: error: ...`` line naming the bad option; exit status 2. Subcommand parsers
+    reject unknown arguments themselves, so the usage shown is theirs."""
+
+    def error(self, message: str) -> NoReturn:
+        raise _BadArguments(message)
+
+    def parse_known_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                         namespace: argparse.Namespace | None = None) -> tuple[argparse.Namespace, list[str]]:
+        argv = list(sys.argv[1:] if args is None else args)
+        try:
+            ns, extra = super().parse_known_args(argv, namespace)
+        except _BadArguments as exc:
+            unknown = self._unknown_options(argv)  # they often cause the error argparse reports
+            self._fail(_unknown_message(unknown) if unknown else exc.message)
+        if extra and self._subcommand():
+            self._fail(_unknown_message(extra))
+        return ns, extra
+
+    def parse_args(self, args: Sequence[str] | None = None,  # type: ignore[override]
+                   namespace: argparse.Namespace | None = None) -> argparse.Namespace:
+        ns, extra = self.parse_known_args(args, namespace)
+        if extra:
+            self._fail(_unknown_message(extra))
+        return ns
+
+    def _subcommand(self) -> bool:
+        return " " in self.prog
+
+    def _unknown_options(self, argv: list[str]) -> list[str]:
+        """The arguments argparse does not recognise, found by parsing again with nothing required."""
+        saved = [(a, a.required) for a in self._actions]
+        groups = [(g, g.required) for g in self._mutually_exclusive_groups]
+        try:
+            for a, _ in saved:
+                a.required = False
+            for g, _ in groups:
+                g.required = False
+            _, extra = super().parse_known_args(argv, argparse.Namespace())
+        except _BadArguments:
+            return []
+        finally:
+            for a, req in saved:
+                a.required = req
+            for g, req in groups:
+                g.required = req
+        return [x for x in extra if x.startswith("-")]
+
+    def _fail(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        sys.exit(fail(message, 2))
+
+
+def _unknown_message(extra: Sequence[str]) -> str:
+    options = [x for x in extra if x.startswith("-") and x != "-"]
+    if options:
+        names = ", ".join(x.split("=", 1)[0] for x in options)
+        return f"unknown option{'s' if len(options) > 1 else ''}: {names}"
+    return f"unexpected argument{'s' if len(extra) > 1 else ''}: {' '.join(extra)}"
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds greater than zero."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
+    return value
+
+
+def add_startup_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--startup-timeout", type=positive_seconds, default=DEFAULT_STARTUP_TIMEOUT, metavar="S",
+                   help=f"give up when the agent has not answered initialize within S seconds "
+                        f"(default {DEFAULT_STARTUP_TIMEOUT:g})")
+
+
+class _AgentAfterDashDash(ArgParser):
     """Everything after the first ``--`` is the agent command line, verbatim; options may
     come before or after the other arguments (``prompt "hi" --json -- agent --flag``)."""
 
@@ -43,8 +144,9 @@ def add_client_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--auth-method", metavar="ID", help="authenticate with this method before the session")
     p.add_argument("--no-fs", action="store_true", help="do not offer file-system access to the agent")
     p.add_argument("--no-terminal", action="store_true", help="do not offer terminals to the agent")
+    add_startup_option(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks and protocol logs")
-    p.add_argument("agent", nargs="*", metavar="-- AGENT_CMD",
+    p.add_argument("agent", nargs="*", default=[], metavar="-- AGENT_CMD",
                    help="the agent command line, after `--` (default: the built-in demo agent)")
 
 
@@ -59,8 +161,9 @@ def agent_command(args: argparse.Namespace) -> list[str]:
     return given_command(args) or [sys.executable, "-m", "acplink.demo"]
 
 
-def open_client(args: argparse.Namespace, permission: PermissionPolicy, **kw: Any) -> connect:
-    """``connect(...)`` for the agent the user asked for, with the default handlers."""
+def open_client(args: argparse.Namespace, permission: PermissionPolicy, **kw: Any) -> _Startup:
+    """``connect(...)`` for the agent the user asked for, with the default handlers, bounded by
+    ``--startup-timeout`` (``async with`` it, or ``await`` it and close the client)."""
     cwd = os.path.abspath(args.cwd)
     if not os.path.isdir(cwd):
         raise AcpError(f"--cwd {args.cwd!r} is not a directory")
@@ -70,7 +173,44 @@ def open_client(args: argparse.Namespace, permission: PermissionPolicy, **kw: An
     kw.setdefault("terminal", not args.no_terminal)
     # the agent's stderr is kept for error reports; with --debug it is shown as it comes
     kw.setdefault("stderr", "inherit" if args.debug else "capture")
-    return connect(agent_command(args), cwd=cwd, fs=not args.no_fs, permission=permission, debug=args.debug, **kw)
+    cmd = agent_command(args)
+    opening = connect(cmd, cwd=cwd, fs=not args.no_fs, permission=permission, debug=args.debug, **kw)
+    limit = getattr(args, "startup_timeout", None) or DEFAULT_STARTUP_TIMEOUT
+    return _Startup(opening, limit, given_command(args) or ["the demo agent"])
+
+
+class StartupTimeout(AcpError):
+    """The agent did not answer ``initialize`` within the startup limit."""
+
+
+class _Startup:
+    """``connect(...)`` whose opening (spawn + ``initialize``) must end within ``limit`` seconds;
+    past it the agent is stopped and :class:`StartupTimeout` raised."""
+
+    def __init__(self, opening: connect, limit: float, command: Sequence[str]) -> None:
+        self.opening = opening
+        self.limit = limit
+        self.command = " ".join(command)
+
+    async def _open(self) -> Client:
+        bound = asyncio.timeout(self.limit)
+        try:
+            async with bound:
+                return await self.opening.__aenter__()
+        except TimeoutError:
+            if not bound.expired():
+                raise
+            raise StartupTimeout(f"the agent ({self.command}) did not answer initialize within {self.limit:g} s; "
+                                 f"--startup-timeout S waits longer") from None
+
+    async def __aenter__(self) -> Client:
+        return await self._open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.opening.__aexit__(*exc)
+
+    def __await__(self) -> Generator[Any, None, Client]:
+        return self._open().__await__()
 
 
 async def start_session(client: Client, args: argparse.Namespace) -> Session:

@@ -14,7 +14,10 @@ HELP = "render a trace recorded by `acplink record` as a timeline, with findings
 
 EPILOG = """examples:
   acplink inspect trace.jsonl
-  acplink inspect --json trace.jsonl | jq .findings"""
+  acplink inspect --text trace.jsonl              # with the prompts and replies
+  acplink inspect --json trace.jsonl | jq .findings
+A trace whose last line was cut off (a killed recorder) is shown without that line.
+exit status: 0 when the trace was read, 2 when it cannot be."""
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -22,21 +25,26 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", metavar="FILE", help="the trace (JSON lines)")
     p.add_argument("--json", action="store_true", help="print the timeline and findings as JSON")
+    p.add_argument("--text", action="store_true", help="show each turn's prompt, reply and thoughts")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.set_defaults(run=run)
     return p
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..tools.inspect import inspect_trace
+    from ..tools.inspect import inspect_trace, load_timeline
+    from .common import fail
 
     try:
-        data = inspect_trace(args.file, as_json=args.json)
+        timeline = load_timeline(args.file)
     except (OSError, ValueError) as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"acplink inspect: error: {exc}", file=sys.stderr)
-        return 2
+        return fail(str(exc) if isinstance(exc, ValueError) else f"cannot read {args.file!r}: {exc.strerror or exc}", 2)
+    if timeline.cut is not None and args.json:
+        print(f"acplink: warning: {args.file}: the last line (line {timeline.cut['line']}) is cut off; "
+              "it is left out", file=sys.stderr)
+    data = inspect_trace(timeline, as_json=args.json, show_text=args.text)
     if data is not None:
         json.dump(data, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")

@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
+import select
 import sys
 from collections.abc import Sequence
 
 from ..runtime import tune_gc
+from .common import ArgParser
+
+#: the exit status of a command whose output was closed early (``acplink ... | head``): what a
+#: shell reports for ``cat`` killed by SIGPIPE (128 + 13)
+EXIT_BROKEN_PIPE = 141
 
 #: subcommand modules, each with ``add_parser(subparsers)``; imported only when present
 SUBCOMMANDS = ("chat", "prompt", "demo", "record", "inspect", "check")
@@ -18,8 +25,7 @@ Run `acplink chat` to talk to the built-in demo agent, or `acplink chat -- AGENT
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="acplink", description=DESCRIPTION,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = ArgParser(prog="acplink", description=DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"acplink {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in SUBCOMMANDS:
@@ -48,8 +54,42 @@ def main(argv: Sequence[str] | None = None, *, tune: bool = False) -> int:
     if run is None:
         parser.print_help()
         return 2
-    code: int = run(args)
+    try:
+        code: int = run(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        if not _output_closed():
+            raise
+        return _quiet_exit()
     return code
+
+
+def _output_closed() -> bool:
+    """Whether the reader of our stdout or stderr has gone away (the write end of a pipe
+    whose read end is closed polls as an error)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            fd = stream.fileno()
+        except (AttributeError, OSError, ValueError):
+            continue
+        poller = select.poll()
+        poller.register(fd, select.POLLOUT)
+        if any(ev & select.POLLERR for _, ev in poller.poll(0)):
+            return True
+    return False
+
+
+def _quiet_exit() -> int:
+    """End quietly once the reader of our output is gone: later writes (and the interpreter's
+    final flush) go to /dev/null, and the exit status is the one a shell shows for ``cat``."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            os.dup2(devnull, stream.fileno())
+        except (AttributeError, OSError, ValueError):
+            pass
+    os.close(devnull)
+    return EXIT_BROKEN_PIPE
 
 
 def entry() -> None:

@@ -11,18 +11,33 @@ import orjson
 
 from ..client.client import Client
 from ..client.permissions import PermissionPolicy
-from ..client.session import Session
+from ..client.session import PromptTurn, Session
 from ..errors import AcpError, RequestError, TransportError
 from ..schema import _generated as s
 from ..schema.parse import dump
-from .common import add_client_options, describe_failure, fail, open_client, start_session
+from .common import (
+    StartupTimeout,
+    add_client_options,
+    describe_failure,
+    fail,
+    open_client,
+    positive_seconds,
+    start_session,
+)
 
 HELP = "send one prompt to an agent and print its reply"
 EXAMPLES = """examples:
   acplink prompt "hello"                          # the built-in demo agent
   acplink prompt --json "read README.md"          # every update as a JSON line
   acplink prompt --allow "write notes.txt hi" -- my-agent --acp
-exit status: 0 when the turn ends with end_turn, 1 for any other stop reason or error."""
+  acplink prompt --timeout 120 "fix the tests" -- my-agent --acp
+exit status: 0 when the turn ends with end_turn, 1 for any other stop reason or error,
+124 when --timeout or --startup-timeout runs out, 141 when the reader of stdout goes away."""
+
+#: the exit status when a time limit runs out (as timeout(1) does)
+EXIT_TIMEOUT = 124
+#: how long a turn cancelled by --timeout may take to end before the agent is stopped
+_CANCEL_GRACE = 3.0
 
 
 def add_parser(sub: Any) -> None:
@@ -30,6 +45,9 @@ def add_parser(sub: Any) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("text", help="the prompt text")
     p.add_argument("--json", action="store_true", help="print every update as one JSON line on stdout")
+    p.add_argument("--timeout", type=positive_seconds, metavar="S",
+                   help="cancel the turn and fail when it has not ended after S seconds (session setup "
+                        "included; default: no limit)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--allow", action="store_true", help="allow every permission request")
     group.add_argument("--deny", action="store_true", help="deny every permission request (default)")
@@ -66,10 +84,46 @@ async def _run(args: argparse.Namespace) -> int:
             return fail(await describe_failure(client, exc))
 
 
+class _Progress:
+    """What the turn has done so far (for the end of a turn cut short by --timeout)."""
+
+    def __init__(self) -> None:
+        self.session: Session | None = None
+        self.turn: PromptTurn | None = None
+        self.ended_with_newline = True
+
+
 async def _turn(args: argparse.Namespace, client: Client) -> int:
+    progress = _Progress()
+    if args.timeout is None:
+        return await _stream(args, client, progress)
+    bound = asyncio.timeout(args.timeout)
+    try:
+        async with bound:
+            return await _stream(args, client, progress)
+    except TimeoutError:
+        if not bound.expired():
+            raise
+    turn = progress.turn
+    if turn is None:
+        return fail(f"the agent did not open a session within {args.timeout:g} s (--timeout)", EXIT_TIMEOUT)
+    # the limit ran out mid-turn: ask the agent to stop, give it a moment, then give up
+    if not progress.ended_with_newline and not args.json:
+        sys.stdout.write("\n")
+    sys.stdout.flush()
+    try:
+        async with asyncio.timeout(_CANCEL_GRACE):
+            await turn.cancel()
+            await turn
+    except (TimeoutError, AcpError):
+        pass
+    return fail(f"the turn did not end within {args.timeout:g} s (--timeout); it was cancelled", EXIT_TIMEOUT)
+
+
+async def _stream(args: argparse.Namespace, client: Client, progress: _Progress) -> int:
     out = sys.stdout
-    session = await start_session(client, args)
-    turn = session.prompt(args.text)
+    session = progress.session = await start_session(client, args)
+    turn = progress.turn = session.prompt(args.text)
     ended_with_newline = True
     try:
         async for update in turn:
@@ -80,7 +134,7 @@ async def _turn(args: argparse.Namespace, client: Client) -> int:
             if isinstance(update, s.AgentMessageChunk) and isinstance(update.content, s.TextContent):
                 out.write(update.content.text)
                 out.flush()
-                ended_with_newline = update.content.text.endswith("\n")
+                ended_with_newline = progress.ended_with_newline = update.content.text.endswith("\n")
                 continue
             line = _summary(update, session)
             if line:
@@ -105,6 +159,8 @@ async def _turn(args: argparse.Namespace, client: Client) -> int:
 def run(args: argparse.Namespace) -> int:
     try:
         return asyncio.run(_run(args))
+    except StartupTimeout as exc:
+        return fail(str(exc), EXIT_TIMEOUT)
     except AcpError as exc:
         if args.debug:
             raise

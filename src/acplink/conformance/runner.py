@@ -7,6 +7,7 @@ import fnmatch
 import logging
 import os
 import shutil
+import textwrap
 import time
 import traceback
 from collections.abc import Sequence
@@ -19,7 +20,19 @@ from .checks import CHECKS, MONITORED, Check
 from .probe import CheckAbort, Options, Outcome, Probe
 from .requirements import REQUIREMENTS, Requirement, requirement
 
-__all__ = ["CheckRun", "Report", "RequirementResult", "run_checks", "select_checks"]
+__all__ = ["AgentDidNotStart", "CheckRun", "Report", "RequirementResult", "preflight", "run_checks", "select_checks"]
+
+#: the order of the levels in the summary
+_LEVELS = ("must", "should", "informational")
+
+
+class AgentDidNotStart(AcpError):
+    """The agent exited, or stayed silent, before answering ``initialize``: no check can run.
+    ``stderr``: the last lines it wrote to stderr."""
+
+    def __init__(self, message: str, stderr: Sequence[str] = ()) -> None:
+        super().__init__(message)
+        self.stderr = list(stderr)
 
 
 @dataclass
@@ -79,38 +92,59 @@ class Report:
             "agent": self.agent,
             "summary": {"passed": self.count("pass"), "failed": self.count("fail"), "skipped": self.count("skipped"),
                         "must_failed": self.count("fail", "must"), "should_failed": self.count("fail", "should"),
+                        "informational_failed": self.count("fail", "informational"), "total": len(self.results),
                         "exit_code": self.exit_code, "duration_s": round(self.duration, 3)},
             "requirements": [r.to_json(runs) for r in self.results],
             "checks": [{"name": r.name, "duration_s": round(r.duration, 3), "error": r.error} for r in self.runs],
         }
 
-    def to_text(self, *, verbose: bool = False) -> str:
+    def summary(self) -> str:
+        """``N requirements: P passed, F failed (M must, S should, I informational), K skipped in T s``."""
+        failed = f"{self.count('fail')} failed"
+        by_level = ", ".join(f"{self.count('fail', lvl)} {lvl}" for lvl in _LEVELS if self.count("fail", lvl))
+        return (f"{len(self.results)} requirements: {self.count('pass')} passed, {failed}"
+                f"{f' ({by_level})' if by_level else ''}, {self.count('skipped')} skipped in {self.duration:.1f} s")
+
+    def to_text(self, *, verbose: bool = False, width: int | None = None) -> str:
+        """The report for a terminal; lines longer than ``width`` are wrapped (transcript lines:
+        cut, ``to_json`` has them whole)."""
         runs = {r.name: r for r in self.runs}
         name = (self.agent or {}).get("name") or "?"
-        lines = [f"acplink check: {' '.join(self.command)}",
-                 f"agent: {name} {(self.agent or {}).get('version') or ''}".rstrip(), ""]
+        lines: list[str] = []
+
+        def add(text: str, indent: int = 0, hang: int = 2) -> None:
+            if width is None or len(text) + indent <= width:
+                lines.append(" " * indent + text)
+                return
+            lines.extend(textwrap.wrap(text, max(20, width), initial_indent=" " * indent,
+                                       subsequent_indent=" " * (indent + hang), break_on_hyphens=False))
+
+        def cut(text: str, indent: int) -> None:
+            room = max(20, (width or 0) - indent)
+            lines.append(" " * indent + (text if width is None or len(text) <= room else text[:room - 1] + "…"))
+
+        add(f"acplink check: {' '.join(self.command)}", hang=4)
+        add(f"agent: {name} {(self.agent or {}).get('version') or ''}".rstrip())
+        lines.append("")
         mark = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP"}
         for res in self.results:
             r = res.requirement
-            lines.append(f"{mark[res.status]}  {r.id:<12} {r.level:<13} {r.title}  [{r.spec}]")
+            add(f"{mark[res.status]}  {r.id:<12} {r.level:<13} {r.title}  [{r.spec}]", hang=6)
             shown = [o for o in res.outcomes if o.status == res.status] or res.outcomes
             if res.status != "pass" or verbose:
                 for o in shown[:5]:
-                    lines.append(f"        {o.check}: {o.detail}")
+                    add(f"{o.check}: {o.detail}" if o.check else o.detail, 8)
             if res.status == "fail":
                 for check in dict.fromkeys(o.check for o in res.outcomes if o.status == "fail"):
                     run = runs.get(check)
                     if run is None:
                         continue
-                    lines.append(f"        transcript of check {check!r}:")
-                    lines.extend(f"          {t}" for t in run.transcript)
+                    add(f"transcript of check {check!r}:", 8)
+                    for entry in run.transcript:
+                        cut(entry, 10)
         lines.append("")
-        must = self.count("fail", "must")
-        lines.append(f"{self.count('pass')} passed, {self.count('fail')} failed ({must} must, "
-                     f"{self.count('fail', 'should')} should), {self.count('skipped')} skipped "
-                     f"in {self.duration:.1f} s")
-        lines.append("result: " + ("conformant (no \"must\" requirement failed)" if self.exit_code == 0
-                                   else "NOT conformant"))
+        add(self.summary())
+        add("result: " + ("conformant (no \"must\" requirement failed)" if self.exit_code == 0 else "NOT conformant"))
         return "\n".join(lines)
 
 
@@ -213,12 +247,58 @@ async def _run_one(check: Check, opts: Options) -> tuple[CheckRun, dict[str, Any
     return run, agent
 
 
+async def preflight(opts: Options, startup_timeout: float) -> dict[str, Any] | None:
+    """Start the agent once and wait for its answer to ``initialize`` (its ``agentInfo``); raise
+    :class:`AgentDidNotStart` when it exits first or stays silent for ``startup_timeout`` s.
+    (An error answer is the checks' business: they report it.)"""
+    probe = Probe(opts, "startup")
+    start = time.monotonic()
+    try:
+        try:
+            await probe.start()
+        except (AcpError, OSError) as exc:
+            raise AgentDidNotStart(f"cannot start the agent: {exc}") from None
+        params = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "acplink-check", "version": "1"}}
+        try:
+            answer = await probe.request("initialize", params, timeout=startup_timeout)
+        except AcpError:  # it is gone already
+            answer = None
+        if answer is not None:
+            info = answer.get("result", {}).get("agentInfo") if isinstance(answer.get("result"), dict) else None
+            return {"name": info.get("name"), "version": info.get("version")} if isinstance(info, dict) else None
+        transport = probe.transport
+        code = None
+        if transport is not None:
+            try:  # the pipes close a moment before the exit status is known
+                code = await asyncio.wait_for(transport.wait(), 2.0) if not probe.alive else None
+            except (TimeoutError, AcpError):
+                code = transport.returncode
+        tail = transport.stderr_tail[-10:] if transport is not None else []
+        if code is None and probe.alive:
+            raise AgentDidNotStart(f"the agent did not answer initialize within {startup_timeout:g} s "
+                                   "(--startup-timeout)", tail)
+        when = "at once" if time.monotonic() - start < 2.0 else "before answering initialize"
+        what = (f"closed its output {when}" if code is None else f"exited {when} (code {code})" if code >= 0
+                else f"was killed by signal {-code} {when}")
+        raise AgentDidNotStart(f"the agent {what}", tail)
+    finally:
+        try:
+            await asyncio.wait_for(probe.aclose(), opts.shutdown_bound + 10)
+        except (TimeoutError, AcpError, OSError):
+            pass
+
+
 async def run_checks(opts: Options, patterns: Sequence[str] | None = None, *, concurrency: int = 8,
-                     limiter: asyncio.Semaphore | None = None) -> Report:
+                     limiter: asyncio.Semaphore | None = None, startup_timeout: float | None = None,
+                     started: float | None = None) -> Report:
     """Run the selected checks against ``opts.command`` and build the report.
 
     ``concurrency`` checks run at once (``limiter``: a semaphore shared by several runs instead).
+    With ``startup_timeout``, the agent is first started once (:func:`preflight`): an agent that
+    cannot answer ``initialize`` raises :class:`AgentDidNotStart` instead of failing every check.
+    ``started``: the ``time.monotonic()`` the report's duration counts from (default: now).
     """
+    start = time.monotonic() if started is None else started
     if not opts.command:
         raise UsageError("no agent command given")
     exe = opts.command[0]
@@ -229,7 +309,10 @@ async def run_checks(opts: Options, patterns: Sequence[str] | None = None, *, co
         raise UsageError(f"no check matches {' '.join(patterns or [])!r}")
     logging.getLogger("acplink").setLevel(logging.CRITICAL)  # the checker provokes warnings on purpose
     sem = limiter or asyncio.Semaphore(concurrency)
-    start = time.monotonic()
+    known = None
+    if startup_timeout is not None:
+        async with sem:
+            known = await preflight(opts, startup_timeout)
 
     async def one(c: Check) -> tuple[CheckRun, dict[str, Any] | None]:
         async with sem:
@@ -237,7 +320,7 @@ async def run_checks(opts: Options, patterns: Sequence[str] | None = None, *, co
 
     done = await asyncio.gather(*(one(c) for c in checks))
     runs = [r for r, _ in done]
-    agent = next((a for _, a in done if a), None)
+    agent = next((a for _, a in done if a), known)
     by_req: dict[str, list[Outcome]] = {}
     for run in runs:
         for o in run.outcomes:

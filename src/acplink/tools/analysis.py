@@ -80,10 +80,24 @@ class Turn:
     error: str | None = None
     updates: dict[str, int] = field(default_factory=dict)
     tool_calls: list[str] = field(default_factory=list)
+    #: the prompt's text (other content blocks as ``[type uri]``) and the agent's reply text
+    prompt: str = ""
+    reply: str = ""
+    #: the turn in order: ``["prompt" | "reply" | "thought", text]`` and ``["tool", tool call id]``
+    events: list[list[str]] = field(default_factory=list)
 
     @property
     def duration(self) -> float | None:
         return None if self.end is None else self.end - self.start
+
+    def add(self, kind: str, text: str) -> None:
+        """Text of ``kind`` (prompt, reply or thought) joins the previous piece of that kind."""
+        if kind == "reply":
+            self.reply += text
+        if self.events and self.events[-1][0] == kind and kind != "tool":
+            self.events[-1][1] += text
+        else:
+            self.events.append([kind, text])
 
 
 @dataclass
@@ -114,6 +128,8 @@ class Timeline:
     errors: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     exit_code: Any = None
+    #: the trace's last line was cut off (a killed recorder): ``{"line": N, "size": BYTES}``
+    cut: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
@@ -156,6 +172,8 @@ class _Analyzer:
                 t.start = float(rec.get("mono") or 0.0)
             elif typ == "exit":
                 t.exit_code = rec.get("code")
+            elif typ == "cut":
+                t.cut = {"line": rec.get("line"), "size": rec.get("size")}
             elif typ == "message":
                 self.message(rec)
             if isinstance(rec.get("mono"), (int, float)):
@@ -222,6 +240,8 @@ class _Analyzer:
         if method == "session/prompt" and isinstance(params, dict):
             sid = str(params.get("sessionId"))
             turn = Turn(sid, rid, mono)
+            turn.prompt = _blocks_text(params.get("prompt"))
+            turn.add("prompt", turn.prompt)
             self.running[sid] = turn
             sess = self.t.sessions.get(sid)
             if sess is not None:
@@ -313,6 +333,8 @@ class _Analyzer:
         turn = self.running.get(sid)
         if turn is not None:
             turn.updates[kind] = turn.updates.get(kind, 0) + 1
+            if kind in _TEXT_KINDS:
+                turn.add(_TEXT_KINDS[kind], _blocks_text([upd.get("content")]))
         elif kind in TURN_UPDATE_KINDS and sid in self.turn_ended and not self.loading.get(sid):
             self.find("update-after-response", f"{kind} for session {sid!r} after its prompt response", rec)
         if kind in ("tool_call", "tool_call_update"):
@@ -323,6 +345,7 @@ class _Analyzer:
                     tc = self.t.tool_calls[tid] = ToolCall(tid, sid, first=mono)
                     if turn is not None:
                         turn.tool_calls.append(tid)
+                        turn.add("tool", tid)
                 tc.title = upd.get("title") or tc.title
                 tc.kind = upd.get("kind") or tc.kind
                 status = upd.get("status") or ("pending" if kind == "tool_call" else None)
@@ -331,6 +354,23 @@ class _Analyzer:
                 tc.last = mono
             else:
                 self.find("tool-update-unknown-id", f"tool_call_update for unknown tool call {tid!r}", rec)
+
+
+_TEXT_KINDS = {"agent_message_chunk": "reply", "agent_thought_chunk": "thought"}
+
+
+def _blocks_text(blocks: Any) -> str:
+    """The text of content blocks; other blocks as ``[image]``, ``[resource file:///a]``."""
+    parts = []
+    for block in blocks if isinstance(blocks, list) else []:
+        b = _obj(block)
+        kind = b.get("type")
+        if kind == "text" and isinstance(b.get("text"), str):
+            parts.append(b["text"])
+        elif kind is not None:
+            uri = b.get("uri") or _obj(b.get("resource")).get("uri")
+            parts.append(f"[{kind} {uri}]" if uri else f"[{kind}]")
+    return " ".join(parts)
 
 
 def _obj(x: Any) -> dict[str, Any]:

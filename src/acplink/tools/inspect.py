@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 from typing import Any
 
 from rich.console import Console
+from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
@@ -17,7 +19,21 @@ __all__ = ["inspect_trace", "load_timeline", "render_text"]
 
 
 def load_timeline(path: str | os.PathLike[str]) -> Timeline:
-    return analyze(read_trace(path))
+    records = read_trace(path)
+    if not any(r.get("type") in ("header", "message") for r in records):
+        raise ValueError(f"{os.fspath(path)}: not an acplink trace (no header line)")
+    return analyze(records)
+
+
+class _Console(Console):
+    """A console that lets a closed stdout surface as BrokenPipeError (rich would exit 1)."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError
+
+
+_REDACTED = re.compile(r"\[redacted: (\d+) bytes\]")
+_LABELS = {"prompt": "prompt", "reply": "reply", "thought": "thinking"}
 
 
 def _dur(x: float | None) -> str:
@@ -36,8 +52,17 @@ def _name(info: Any) -> str:
     return f"{info.get('title') or info.get('name') or '?'} {info.get('version') or ''}".strip()
 
 
-def render_text(t: Timeline, console: Console) -> None:
-    """Print the timeline (sessions, turns, tool calls, permissions, errors, findings)."""
+def _shown(text: str) -> str:
+    """Text as shown in the timeline: a redacted text as its total size."""
+    sizes = _REDACTED.findall(text)
+    if sizes and not _REDACTED.sub("", text).strip():
+        return f"(redacted: {sum(map(int, sizes))} bytes)"
+    return text.rstrip("\n") or "(empty)"
+
+
+def render_text(t: Timeline, console: Console, *, show_text: bool = False) -> None:
+    """Print the timeline (sessions, turns, tool calls, permissions, errors, findings); with
+    ``show_text`` each turn's prompt, reply and thoughts too, in order with its tool calls."""
     def say(*parts: Any, **kw: Any) -> None:
         console.print(*parts, markup=False, highlight=False, **kw)
 
@@ -53,6 +78,9 @@ def render_text(t: Timeline, console: Console) -> None:
                   f"protocol version: {t.protocol_version}")
     if t.exit_code is not None:
         say(f"  agent exit code: {t.exit_code}")
+    if t.cut is not None:
+        say(f"  the last line (line {t.cut['line']}, {t.cut['size']} bytes) is cut off (the recorder was "
+            f"probably killed); it is left out", style="yellow")
 
     for sess in t.sessions.values():
         say()
@@ -65,8 +93,14 @@ def render_text(t: Timeline, console: Console) -> None:
             for kind, count in sorted(turn.updates.items()):
                 say(f"      {kind} \u00d7{count}", style="dim")
                 other[kind] = other.get(kind, 0) - count
-            for tid in turn.tool_calls:
-                tc = t.tool_calls.get(tid)
+            events = turn.events if show_text else [["tool", tid] for tid in turn.tool_calls]
+            for kind, value in events:
+                if kind != "tool":
+                    say(f"      {_LABELS.get(kind, kind)}:", style="bold" if kind != "thought" else "dim")
+                    console.print(Padding(Text(_shown(value), style="dim" if kind == "thought" else ""),
+                                          (0, 0, 0, 8), expand=False), markup=False, highlight=False)
+                    continue
+                tc = t.tool_calls.get(value)
                 if tc is not None:
                     say(f"      tool call {tc.id} [{tc.kind or '-'}] {tc.title or ''}: "
                                   f"{' → '.join(tc.statuses)}  ({_dur(tc.last - tc.first)})")
@@ -106,14 +140,15 @@ def render_text(t: Timeline, console: Console) -> None:
         console.print(table)
 
 
-def inspect_trace(path: str | os.PathLike[str], *, as_json: bool = False,
+def inspect_trace(trace: str | os.PathLike[str] | Timeline, *, as_json: bool = False, show_text: bool = False,
                   console: Console | None = None) -> dict[str, Any] | None:
-    """Render ``path``; with ``as_json`` return the timeline as plain data instead."""
-    t = load_timeline(path)
+    """Render a trace (a path or a loaded timeline); with ``as_json`` return the timeline as
+    plain data instead."""
+    t = trace if isinstance(trace, Timeline) else load_timeline(trace)
     if as_json:
         data = t.to_json()
         data["finding_codes"] = FINDING_CODES
         return data
-    render_text(t, console or Console(highlight=False, markup=False,
-                                       width=shutil.get_terminal_size((120, 24)).columns))
+    render_text(t, console or _Console(highlight=False, markup=False,
+                                        width=shutil.get_terminal_size((120, 24)).columns), show_text=show_text)
     return None

@@ -133,63 +133,55 @@ def validate_message(msg: Any, method: str | None = None) -> list[dict[str, Any]
 
 # -- redaction ---------------------------------------------------------------------------------
 
+#: with redaction, the string values kept (wherever they are, outside the free-form parts below);
+#: every other string becomes "[redacted: N bytes]". Numbers, booleans, nulls and keys are kept.
+REDACT_KEEP = frozenset({
+    # the envelope and identifiers
+    "jsonrpc", "method", "id", "sessionId", "toolCallId", "terminalId", "messageId", "optionId", "methodId",
+    "modeId", "currentModeId", "modelId", "currentModelId", "configId", "currentValue", "requestId",
+    "elicitationId", "cursor", "nextCursor",
+    # kinds, states and reasons
+    "type", "kind", "status", "sessionUpdate", "stopReason", "outcome", "priority", "action", "category",
+    "role", "audience", "signal", "protocolVersion", "mimeType",
+    # names, places and labels (they may name files and commands)
+    "name", "title", "version", "description", "hint", "path", "uri", "cwd", "additionalDirectories",
+    "command", "updatedAt", "message",
+})
+
+#: free-form parts whose strings are all redacted, whatever their keys: tool input and output,
+#: extension metadata, error data (and an elicitation's answers: ``content`` of its result)
+REDACT_ALL = frozenset({"rawInput", "rawOutput", "_meta", "data"})
+
+def _redacted(size: int) -> str:
+    return f"[redacted: {size} bytes]"
+
+
 def _size_of(value: str) -> str:
-    return f"[redacted: {len(value.encode('utf-8', 'replace'))} bytes]"
+    return _redacted(len(value.encode("utf-8", "replace")))
 
 
-def _redact_env(items: Any) -> None:
-    if isinstance(items, list):
-        for item in items:
-            if isinstance(item, dict) and isinstance(item.get("value"), str):
-                item["value"] = _size_of(item["value"])
-
-
-def _redact_content(node: Any) -> None:
-    """File contents inside content blocks, embedded resources and diffs, anywhere."""
+def _redact(node: Any, keep: bool, everything: bool = False) -> Any:
+    """``node`` with its strings redacted; ``keep``: the key above is kept; ``everything``: inside a
+    free-form part, where no key is kept."""
+    if isinstance(node, str):
+        return node if keep and not everything else _size_of(node)
     if isinstance(node, list):
-        for x in node:
-            _redact_content(x)
-    elif isinstance(node, dict):
-        if node.get("type") == "diff":
-            for key in ("oldText", "newText"):
-                if isinstance(node.get(key), str):
-                    node[key] = _size_of(node[key])
-        resource = node.get("resource") if node.get("type") == "resource" else None
-        if isinstance(resource, dict):
-            for key in ("text", "blob"):
-                if isinstance(resource.get(key), str):
-                    resource[key] = _size_of(resource[key])
-        for key, value in node.items():
-            if key == "mcpServers" and isinstance(value, list):
-                for server in value:
-                    if isinstance(server, dict):
-                        _redact_env(server.get("env"))
-                        _redact_env(server.get("headers"))
-            elif isinstance(value, (dict, list)):
-                _redact_content(value)
+        return [_redact(x, keep, everything) for x in node]
+    if isinstance(node, dict):
+        return {k: _redact(v, k in REDACT_KEEP, everything or k in REDACT_ALL) for k, v in node.items()}
+    return node
 
 
 def redact_message(msg: Any, method: str | None = None) -> Any:
-    """A copy of ``msg`` with file contents, terminal output and environment values replaced
-    by their sizes (``method``: the method a response answers)."""
-    if not isinstance(msg, dict):
-        return msg
-    out: Any = orjson.loads(orjson.dumps(msg))
-    m = out.get("method", method)
-    params = out.get("params")
-    result = out.get("result")
-    if isinstance(params, dict):
-        if m == "fs/write_text_file" and isinstance(params.get("content"), str):
-            params["content"] = _size_of(params["content"])
-        if m == "terminal/create":
-            _redact_env(params.get("env"))
-        _redact_content(params)
-    if isinstance(result, dict):
-        if m == "fs/read_text_file" and isinstance(result.get("content"), str):
-            result["content"] = _size_of(result["content"])
-        if m == "terminal/output" and isinstance(result.get("output"), str):
-            result["output"] = _size_of(result["output"])
-        _redact_content(result)
+    """A copy of ``msg`` with every free-text value replaced by its size: message and prompt
+    text, file contents (``fs/*``, diffs, resources, tool call content), terminal output, tool
+    input and output, environment values, ``_meta``. Kept: the structure, numbers and booleans,
+    and the strings of the :data:`REDACT_KEEP` keys (ids, methods, kinds, statuses, names,
+    titles, paths). ``method``: the method a response answers."""
+    out = _redact(msg, False)
+    result = out.get("result") if isinstance(out, dict) else None
+    if isinstance(result, dict) and (msg.get("method") or method) == "elicitation/create" and "content" in result:
+        result["content"] = _redact(msg["result"]["content"], False, True)  # the user's answers, whatever their keys
     return out
 
 
@@ -266,7 +258,7 @@ class TraceWriter:
         rec: Record = {"type": "message", "seq": self.seq, "dir": direction, "mono": mono, "wall": wall}
         if isinstance(line, Oversized):
             rec["size"] = line.size
-            rec["raw"] = line.head[:200].decode("utf-8", "replace")
+            rec["raw"] = _redacted(line.size) if self.redact else line.head[:200].decode("utf-8", "replace")
             rec["violations"] = [{"path": "$", "message": f"message of {line.size} bytes not recorded"}]
             self._emit(rec)
             return
@@ -275,7 +267,7 @@ class TraceWriter:
             msg = orjson.loads(line)
         except orjson.JSONDecodeError as exc:
             rec["kind"] = "invalid"
-            rec["raw"] = line[:4096].decode("utf-8", "replace")
+            rec["raw"] = _redacted(len(line)) if self.redact else line[:4096].decode("utf-8", "replace")
             rec["violations"] = [{"path": "$", "message": f"invalid JSON: {exc}"}]
             self._emit(rec)
             return
@@ -327,20 +319,26 @@ class TraceWriter:
 
 
 def read_trace(path: str | os.PathLike[str]) -> list[Record]:
-    """Load a trace file (a last partial line, from a killed recorder, is skipped)."""
+    """Load a trace file. A last line that is not JSON (cut off: what a killed recorder leaves)
+    becomes a ``{"type": "cut", "line": N, "size": BYTES}`` record; any other line that is not
+    JSON is an error (``ValueError``)."""
     records: list[Record] = []
+    bad: tuple[int, bytes] | None = None  # a line that is not JSON: fine only if it is the last one
     with open(path, "rb") as f:
         for n, line in enumerate(f, 1):
             if not line.strip():
                 continue
+            if bad is not None:
+                raise ValueError(f"{os.fspath(path)}:{bad[0]}: not a JSON line")
             try:
                 rec = orjson.loads(line)
             except orjson.JSONDecodeError:
-                if not line.endswith(b"\n"):
-                    break
-                raise ValueError(f"{os.fspath(path)}:{n}: not a JSON line") from None
+                bad = (n, line)
+                continue
             if isinstance(rec, dict):
                 records.append(rec)
+    if bad is not None:
+        records.append({"type": "cut", "line": bad[0], "size": len(bad[1].rstrip(b"\r\n"))})
     return records
 
 
