@@ -124,3 +124,47 @@ def test_inspect_cli_text_and_json(planted: Path, tmp_path: Path) -> None:
     missing = subprocess.run([*ACPLINK, "inspect", str(tmp_path / "nope.jsonl")], capture_output=True, text=True,
                              timeout=60)
     assert missing.returncode == 2 and missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr
+
+
+def test_inspect_shows_a_trace_whose_last_line_was_cut(planted: Path, tmp_path: Path) -> None:
+    data = planted.read_bytes()
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(data[:data.rindex(b"\n", 0, len(data) - 1) + 30])  # the exit record, cut after 29 bytes
+    lines = data.count(b"\n")
+    out = subprocess.run([*ACPLINK, "inspect", str(cut)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert f"the last line (line {lines}, 29 bytes) is cut off" in out.stdout
+    assert "turn 2" in out.stdout and "update-after-response" in out.stdout  # the rest is all there
+    assert "agent exit code" not in out.stdout  # (it was on the cut line)
+    js = subprocess.run([*ACPLINK, "inspect", "--json", str(cut)], capture_output=True, text=True, timeout=60)
+    assert js.returncode == 0 and json.loads(js.stdout)["cut"] == {"line": lines, "size": 29}
+    assert js.stderr.startswith("acplink: warning:") and "cut off" in js.stderr
+    # a bad line that is not the last is an error, not a cut
+    middle = tmp_path / "middle.jsonl"
+    middle.write_bytes(data[:40] + b"\n" + data)
+    bad = subprocess.run([*ACPLINK, "inspect", str(middle)], capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and bad.stderr == f"acplink: error: {middle}:1: not a JSON line\n"
+
+
+def test_inspect_text_shows_prompts_and_replies_in_order(planted: Path) -> None:
+    import io
+
+    from rich.console import Console
+
+    def render(show_text: bool) -> str:
+        buf = io.StringIO()
+        inspect_trace(planted, show_text=show_text, console=Console(file=buf, width=100, color_system=None))
+        return buf.getvalue()
+
+    plain, text = render(False), render(True)
+    assert "prompt:" not in plain and "working" not in plain
+    turn1 = text[text.index("turn 1"):text.index("turn 2")]
+    order = [turn1.index(s) for s in ("prompt:", "hi", "reply:", "working", "tool call t1")]
+    assert order == sorted(order), turn1
+    turn2 = text[text.index("turn 2"):]
+    assert "again" in turn2 and "boo" not in text  # (an update of an unknown session is no reply)
+    data = inspect_trace(planted, as_json=True)
+    assert data is not None
+    first = data["sessions"][0]["turns"][0]
+    assert (first["prompt"], first["reply"]) == ("hi", "working")
+    assert first["events"] == [["prompt", "hi"], ["reply", "working"], ["tool", "t1"]]

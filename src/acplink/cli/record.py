@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 import traceback
 from typing import Any
 
@@ -25,7 +24,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", "-o", required=True, metavar="FILE", help="the trace file to write (JSON lines)")
     p.add_argument("--redact", action="store_true",
-                   help="replace file contents, terminal output and environment values with their sizes")
+                   help="replace every free text (prompts, replies, file contents, terminal output, tool input "
+                        "and output, environment values) with its size; ids, methods, titles and paths are kept")
     p.add_argument("--no-validate", action="store_true", help="do not mark schema violations in the trace")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("agent", nargs=argparse.REMAINDER, help="the agent command line, after `--`")
@@ -35,18 +35,17 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from ..tools.record import RecordingProxy
-    from .common import given_command
+    from .common import fail, given_command
 
     cmd = given_command(args)
     if not cmd:
-        print("acplink record: error: no agent command given (acplink record --out FILE -- AGENT_CMD ...)",
-              file=sys.stderr)
-        return 2
+        return fail("no agent command given (acplink record --out FILE -- AGENT_CMD ...)", 2)
     try:
         code = RecordingProxy(cmd, args.out, redact=args.redact, validate=not args.no_validate).run()
     except OSError as exc:
         if args.debug:
             traceback.print_exc()
-        print(f"acplink record: error: cannot run {cmd[0]!r}: {exc.strerror or exc}", file=sys.stderr)
-        return 127
+        if exc.filename is not None and str(exc.filename) == str(args.out):
+            return fail(f"cannot write the trace {args.out!r}: {exc.strerror or exc}", 2)
+        return fail(f"cannot run {cmd[0]!r}: {exc.strerror or exc}", 127)
     return 128 - code if code < 0 else code
