@@ -88,3 +88,15 @@ def test_redaction_rules() -> None:
     answer = {"jsonrpc": "2.0", "id": 5, "result": {"action": "accept", "content": {"title": "my answer"}}}
     assert redact_message(answer, "elicitation/create")["result"] == {
         "action": "accept", "content": {"title": "[redacted: 9 bytes]"}}
+
+
+def test_the_docs_list_exactly_what_is_kept() -> None:
+    import re
+
+    from acplink.transports.recording import REDACT_ALL, REDACT_KEEP
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "tools.md").read_text()
+    kept = doc[doc.index("* the strings of these keys"):].split("\n", 1)[0]
+    assert set(re.findall(r"`([^`]+)`", kept)) == REDACT_KEEP
+    opaque = doc[doc.index("* nothing inside"):].split("\n\n", 1)[0]
+    assert set(re.findall(r"`([^`]+)`", opaque)) - {"elicitation/create", "content"} == REDACT_ALL

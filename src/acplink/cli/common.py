@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import os
+import shlex
 import sys
 from collections.abc import Generator, Sequence
 from typing import Any, NoReturn
@@ -176,7 +177,7 @@ def open_client(args: argparse.Namespace, permission: PermissionPolicy, **kw: An
     cmd = agent_command(args)
     opening = connect(cmd, cwd=cwd, fs=not args.no_fs, permission=permission, debug=args.debug, **kw)
     limit = getattr(args, "startup_timeout", None) or DEFAULT_STARTUP_TIMEOUT
-    return _Startup(opening, limit, given_command(args) or ["the demo agent"])
+    return _Startup(opening, limit, cmd)
 
 
 class StartupTimeout(AcpError):
@@ -190,7 +191,7 @@ class _Startup:
     def __init__(self, opening: connect, limit: float, command: Sequence[str]) -> None:
         self.opening = opening
         self.limit = limit
-        self.command = " ".join(command)
+        self.command = shlex.join(command)
 
     async def _open(self) -> Client:
         bound = asyncio.timeout(self.limit)
@@ -200,8 +201,8 @@ class _Startup:
         except TimeoutError:
             if not bound.expired():
                 raise
-            raise StartupTimeout(f"the agent ({self.command}) did not answer initialize within {self.limit:g} s; "
-                                 f"--startup-timeout S waits longer") from None
+            raise StartupTimeout(f"the agent {self.command!r} did not answer initialize within {self.limit:g} s "
+                                 "(--startup-timeout)") from None
 
     async def __aenter__(self) -> Client:
         return await self._open()
