@@ -28,7 +28,7 @@ checks could not run (no agent, or it exited or stayed silent before answering i
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    from .common import add_startup_option
+    from .common import add_startup_option, positive_seconds
 
     p: argparse.ArgumentParser = subparsers.add_parser("check", help=HELP, description=DESCRIPTION,
                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -39,11 +39,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the report as JSON")
     p.add_argument("-k", dest="patterns", action="append", metavar="PATTERN",
                    help="only the checks whose name or requirement ids match (substring or glob; repeatable)")
-    p.add_argument("--timeout", type=float, default=15.0, metavar="S", help="bound of each request (default 15)")
+    p.add_argument("--timeout", type=positive_seconds, default=15.0, metavar="S", help="bound of each request (default 15)")
     add_startup_option(p)
-    p.add_argument("--cancel-bound", type=float, default=5.0, metavar="S",
+    p.add_argument("--cancel-bound", type=positive_seconds, default=5.0, metavar="S",
                    help="a cancelled turn must end within this (default 5)")
-    p.add_argument("--shutdown-bound", type=float, default=3.0, metavar="S",
+    p.add_argument("--shutdown-bound", type=positive_seconds, default=3.0, metavar="S",
                    help="the agent must exit within this after stdin closes (default 3)")
     p.add_argument("--jobs", "-j", type=int, default=8, metavar="N", help="checks run at once (default 8)")
     p.add_argument("--cwd", default=".", help="the session working directory given to the agent")

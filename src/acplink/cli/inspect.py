@@ -24,8 +24,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = subparsers.add_parser("inspect", help=HELP, description=HELP,
                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("file", metavar="FILE", help="the trace (JSON lines)")
-    p.add_argument("--json", action="store_true", help="print the timeline and findings as JSON")
-    p.add_argument("--text", action="store_true", help="show each turn's prompt, reply and thoughts")
+    how = p.add_mutually_exclusive_group()
+    how.add_argument("--text", action="store_true", help="show each turn's prompt, reply and thoughts")
+    how.add_argument("--json", action="store_true", help="print the timeline and findings as JSON (texts included)")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.set_defaults(run=run)
     return p
