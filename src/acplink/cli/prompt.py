@@ -88,16 +88,13 @@ class _Progress:
     """What the turn has done so far (for the end of a turn cut short by --timeout)."""
 
     def __init__(self) -> None:
-        self.session: Session | None = None
         self.turn: PromptTurn | None = None
         self.ended_with_newline = True
 
 
 async def _turn(args: argparse.Namespace, client: Client) -> int:
     progress = _Progress()
-    if args.timeout is None:
-        return await _stream(args, client, progress)
-    bound = asyncio.timeout(args.timeout)
+    bound = asyncio.timeout(args.timeout)  # (None: no limit)
     try:
         async with bound:
             return await _stream(args, client, progress)
@@ -122,9 +119,8 @@ async def _turn(args: argparse.Namespace, client: Client) -> int:
 
 async def _stream(args: argparse.Namespace, client: Client, progress: _Progress) -> int:
     out = sys.stdout
-    session = progress.session = await start_session(client, args)
+    session = await start_session(client, args)
     turn = progress.turn = session.prompt(args.text)
-    ended_with_newline = True
     try:
         async for update in turn:
             if args.json:
@@ -134,21 +130,21 @@ async def _stream(args: argparse.Namespace, client: Client, progress: _Progress)
             if isinstance(update, s.AgentMessageChunk) and isinstance(update.content, s.TextContent):
                 out.write(update.content.text)
                 out.flush()
-                ended_with_newline = progress.ended_with_newline = update.content.text.endswith("\n")
+                progress.ended_with_newline = update.content.text.endswith("\n")
                 continue
             line = _summary(update, session)
             if line:
                 print(line, file=sys.stderr)
         response = await turn
     except RequestError as exc:
-        if not ended_with_newline:
+        if not progress.ended_with_newline:
             out.write("\n")
         out.flush()
         return fail(f"the agent failed the prompt: {exc}")
     if args.json:
         out.write(orjson.dumps({"sessionId": session.session_id, "stopReason": response.stop_reason}).decode()
                   + "\n")
-    elif not ended_with_newline:
+    elif not progress.ended_with_newline:
         out.write("\n")
     out.flush()
     if response.stop_reason != "end_turn":
