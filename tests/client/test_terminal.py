@@ -329,7 +329,8 @@ async def test_output_limit_is_capped_by_the_client() -> None:
         tid = await create(h, PY, "-c", "print('0123456789', end='')", output_byte_limit=3)  # below the cap: honoured
         await wait(h, tid)
         assert (await output(h, tid)).output == "789"
-    assert TerminalHandler().max_output_byte_limit == 1 << 20
+    defaults = TerminalHandler()
+    assert (defaults.max_output_byte_limit, defaults.released_output_bytes) == (1 << 20, 8 << 20)
 
 
 async def test_released_output_kept_within_its_budget() -> None:
@@ -376,3 +377,19 @@ async def test_command_errors_come_from_the_supervisor(term: TerminalHandler, tm
         await create(term, "echo", "a\0b")
     assert info.value.data == {"reason": "invalid_command"}
     assert term.terminal_ids == []
+
+
+async def test_environment_is_exactly_the_requested_one() -> None:
+    base = {"PATH": os.environ["PATH"], "LANG": "C"}  # a C locale: Python's start-up would add LC_CTYPE
+    async with TerminalHandler(env=base) as h:
+        tid = await create(h, "env", env=[EnvVariable(name="EXTRA", value="1")])
+        await wait(h, tid)
+        lines = (await output(h, tid)).output.splitlines()
+    assert sorted(lines) == ["EXTRA=1", "LANG=C", f"PATH={os.environ['PATH']}"]
+
+
+async def test_max_terminals_counts_the_ones_starting() -> None:
+    async with TerminalHandler(max_terminals=2) as h:
+        results = await asyncio.gather(*(create(h, "sleep", "100") for _ in range(3)), return_exceptions=True)
+        assert sum(isinstance(r, TerminalLimitReached) for r in results) == 1
+        assert len(h.terminal_ids) == 2

@@ -1,6 +1,6 @@
 """The supervisor between the client and a terminal's command (run as a script, stdlib only).
 
-    python -I -S _launcher.py STATUS_FD PARENT_PID COMMAND [ARGS...]
+    python -I -S _launcher.py STATUS_FD PARENT_PID UNSET COMMAND [ARGS...]
 
 The client starts this small program (in its own session and process group, stdout and
 stderr on the terminal's output pipe, the command's environment as its own) instead of the
@@ -23,7 +23,9 @@ command itself. It
   signal fires when the *thread* that forked it ends, not the client process.
 
 Not imported by acplink: the client runs it with ``sys.executable -I -S`` (isolated: the
-``PYTHON*`` variables of the command's environment do not affect it).
+``PYTHON*`` variables of the command's environment do not affect it). ``UNSET`` names the
+variables (comma-separated) to remove before the exec: Python's start-up may add
+``LC_CTYPE`` (C locale coercion) where the command's environment had none.
 """
 
 from __future__ import annotations
@@ -103,7 +105,8 @@ def _signal_tree(sig: int) -> int:
 
 
 class Launcher:
-    def __init__(self, status_fd: int, parent: int, argv: list[str]) -> None:
+    def __init__(self, status_fd: int, parent: int, argv: list[str], env: dict[str, str]) -> None:
+        self.env = env
         self.status_fd = status_fd
         self.parent = parent
         self.argv = argv
@@ -131,7 +134,7 @@ class Launcher:
                     prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
                 if os.getppid() != me:  # this supervisor died before the prctl
                     os._exit(137)
-                os.execvp(self.argv[0], self.argv)
+                os.execvpe(self.argv[0], self.argv, self.env)
             except OSError as exc:
                 os.write(err_w, str(exc.errno or 0).encode())
             finally:
@@ -224,12 +227,15 @@ class Launcher:
 
 
 def main() -> int:
-    if len(sys.argv) < 4:
-        sys.stderr.write("usage: _launcher.py STATUS_FD PARENT_PID COMMAND [ARGS...]\n")
+    if len(sys.argv) < 5:
+        sys.stderr.write("usage: _launcher.py STATUS_FD PARENT_PID UNSET COMMAND [ARGS...]\n")
         return 2
     status_fd = int(sys.argv[1])
     os.set_inheritable(status_fd, False)
-    return Launcher(status_fd, int(sys.argv[2]), sys.argv[3:]).run()
+    env = dict(os.environ)
+    for name in sys.argv[3].split(","):
+        env.pop(name, None)
+    return Launcher(status_fd, int(sys.argv[2]), sys.argv[4:], env).run()
 
 
 if __name__ == "__main__":

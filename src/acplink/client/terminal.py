@@ -254,6 +254,7 @@ class TerminalHandler:
         self._terms: dict[str, _Terminal] = {}
         self._released: OrderedDict[str, TerminalOutputResponse] = OrderedDict()
         self._released_bytes = 0
+        self._starting = 0
 
     def attach(self, session_roots: SessionRoots) -> None:
         """Serve one client's sessions: ``session_roots(id)`` gives a session's roots (cwd
@@ -324,7 +325,7 @@ class TerminalHandler:
     async def create(self, params: CreateTerminalRequest) -> CreateTerminalResponse:
         """Handle ``terminal/create``: start the command and return its terminal id."""
         roots = self._roots(params.session_id)
-        if len(self._terms) >= self.max_terminals:
+        if len(self._terms) + self._starting >= self.max_terminals:
             raise TerminalLimitReached(
                 f"too many terminals: at most {self.max_terminals} may be open; release unused ones",
                 {"maxTerminals": self.max_terminals},
@@ -345,7 +346,11 @@ class TerminalHandler:
             raise InvalidParams("command and args must not be empty or contain NUL", {"reason": "invalid_command"})
 
         term = _Terminal(f"term_{secrets.token_hex(8)}", limit)
-        await self._start(term, argv, cwd, env)
+        self._starting += 1  # (counted against max_terminals while it starts)
+        try:
+            await self._start(term, argv, cwd, env)
+        finally:
+            self._starting -= 1
         self._terms[term.id] = term
         return CreateTerminalResponse(terminal_id=term.id)
 
@@ -363,7 +368,8 @@ class TerminalHandler:
         try:
             transport, _ = await loop.subprocess_exec(
                 lambda: _Protocol(term),
-                sys.executable, "-I", "-S", _LAUNCHER, str(status_w), str(os.getpid()), *argv,
+                sys.executable, "-I", "-S", _LAUNCHER, str(status_w), str(os.getpid()),
+                "" if "LC_CTYPE" in env else "LC_CTYPE", *argv,
                 stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                 cwd=cwd, env=env, start_new_session=True, pass_fds=(status_w,),
             )
