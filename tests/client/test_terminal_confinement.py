@@ -17,7 +17,8 @@ import pytest
 from termhelpers import PY, TERM_AGENT, TERM_CLIENT, spec
 
 from acplink import Client, Session, TerminalHandler, connect
-from acplink.client._termenv import LOADER_ENV, is_loader_env
+from acplink.client._termenv import LOADER_ENV, build_env, is_loader_env
+from acplink.errors import InvalidParams
 
 
 @pytest.fixture
@@ -120,6 +121,18 @@ def test_loader_list() -> None:
     for name in ("PATH", "HOME", "LANG", "PYTHONUNBUFFERED", "NODE_ENV", "OLD_PWD"):
         assert not is_loader_env(name)
     assert all(n == n.upper() for n in LOADER_ENV)
+
+
+def test_build_env_allow_forms() -> None:
+    entries = [("LD_PRELOAD", "x.so"), ("PYTHONPATH", "/p"), ("A", "1")]
+    for allow in (True, ["LD_PRELOAD", "PYTHONPATH"]):
+        assert build_env({"HOME": "/h"}, entries, allow) == {"HOME": "/h", "LD_PRELOAD": "x.so", "PYTHONPATH": "/p",
+                                                            "A": "1"}
+    for allow in (False, (), ["LD_PRELOAD"]):
+        with pytest.raises(InvalidParams) as info:
+            build_env({}, entries, allow)
+        assert info.value.data["names"] == ["LD_PRELOAD", "PYTHONPATH"][1 if allow else 0:]
+    assert build_env({"LD_PRELOAD": "mine.so"}, [], False) == {"LD_PRELOAD": "mine.so"}  # the user's own: kept
 
 
 def test_output_of_600_mb_with_limit_1e11_keeps_the_client_bounded(tmp_path: Path) -> None:
