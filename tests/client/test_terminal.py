@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from termhelpers import processes
 
 from acplink.client.terminal import TerminalHandler, TerminalLimitReached, _Terminal
 from acplink.errors import InvalidParams, ResourceNotFound
@@ -68,20 +69,8 @@ async def until(pred: Callable[[], bool], what: str) -> None:
 
 def group_members(pgid: int) -> list[tuple[int, str]]:
     """Live (non-zombie) processes of a process group, as (pid, command name)."""
-    out = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                raw = f.read()
-        except OSError:
-            continue
-        comm = raw[raw.find(b"(") + 1:raw.rfind(b")")].decode(errors="replace")
-        fields = raw[raw.rfind(b")") + 2:].split()
-        if int(fields[2]) == pgid and fields[0] not in (b"Z", b"X"):
-            out.append((int(name), comm))
-    return out
+    return [(pid, Path(cmdline.split(b"\0")[0].decode()).name) for pid, state, _, group, cmdline in processes()
+            if group == pgid and state not in ("Z", "X")]
 
 
 def alive(pid: int) -> bool:
@@ -329,3 +318,78 @@ async def test_aclose_kills_everything() -> None:
     await h.aclose()
     assert h.terminal_ids == []
     assert not any(alive(p) for p in pids)
+
+
+async def test_output_limit_is_capped_by_the_client() -> None:
+    async with TerminalHandler(max_output_byte_limit=8) as h:
+        tid = await create(h, PY, "-c", "print('0123456789abcdef', end='')", output_byte_limit=10**11)
+        await wait(h, tid)
+        out = await output(h, tid)
+        assert (out.output, out.truncated) == ("89abcdef", True)
+        tid = await create(h, PY, "-c", "print('0123456789', end='')", output_byte_limit=3)  # below the cap: honoured
+        await wait(h, tid)
+        assert (await output(h, tid)).output == "789"
+    defaults = TerminalHandler()
+    assert (defaults.max_output_byte_limit, defaults.released_output_bytes) == (1 << 20, 8 << 20)
+
+
+async def test_released_output_kept_within_its_budget() -> None:
+    async with TerminalHandler(released_output_bytes=25) as h:
+        tids = []
+        for text in ("a" * 10, "b" * 10, "c" * 10):
+            tid = await create(h, "echo", "-n", text)
+            await wait(h, tid)
+            await release(h, tid)
+            tids.append(tid)
+        with pytest.raises(ResourceNotFound):
+            h.snapshot(tids[0])  # the oldest made room
+        assert [h.snapshot(t).output for t in tids[1:]] == ["b" * 10, "c" * 10]
+        tid = await create(h, "echo", "-n", "x" * 30)  # larger than the whole budget: not kept
+        await wait(h, tid)
+        await release(h, tid)
+        with pytest.raises(ResourceNotFound):
+            h.snapshot(tid)
+        assert h.snapshot(tids[2]).output == "c" * 10
+
+
+async def test_unknown_session_when_attached(tmp_path: Path) -> None:
+    async with TerminalHandler() as h:
+        h.attach(lambda sid: [str(tmp_path)] if sid == "s" else None)
+        with pytest.raises(ResourceNotFound) as info:
+            await h.create(CreateTerminalRequest(session_id="other", command="true"))
+        assert info.value.data == {"sessionId": "other"}
+        tid = await create(h, "pwd")  # no cwd: the session's
+        await wait(h, tid)
+        assert (await output(h, tid)).output == f"{os.path.realpath(tmp_path)}\n"
+        with pytest.raises(InvalidParams) as info:
+            await create(h, "pwd", cwd="/")
+        assert info.value.data == {"reason": "outside_roots"}
+
+
+async def test_command_errors_come_from_the_supervisor(term: TerminalHandler, tmp_path: Path) -> None:
+    with pytest.raises(InvalidParams) as info:
+        await create(term, "no-such-program-acplink")
+    assert info.value.data == {"reason": "command_not_found"}
+    with pytest.raises(InvalidParams) as info:
+        await create(term, str(tmp_path))  # a directory
+    assert info.value.data == {"reason": "not_executable"}
+    with pytest.raises(InvalidParams) as info:
+        await create(term, "echo", "a\0b")
+    assert info.value.data == {"reason": "invalid_command"}
+    assert term.terminal_ids == []
+
+
+async def test_environment_is_exactly_the_requested_one() -> None:
+    base = {"PATH": os.environ["PATH"], "LANG": "C"}  # a C locale: Python's start-up would add LC_CTYPE
+    async with TerminalHandler(env=base) as h:
+        tid = await create(h, "env", env=[EnvVariable(name="EXTRA", value="1")])
+        await wait(h, tid)
+        lines = (await output(h, tid)).output.splitlines()
+    assert sorted(lines) == ["EXTRA=1", "LANG=C", f"PATH={os.environ['PATH']}"]
+
+
+async def test_max_terminals_counts_the_ones_starting() -> None:
+    async with TerminalHandler(max_terminals=2) as h:
+        results = await asyncio.gather(*(create(h, "sleep", "100") for _ in range(3)), return_exceptions=True)
+        assert sum(isinstance(r, TerminalLimitReached) for r in results) == 1
+        assert len(h.terminal_ids) == 2

@@ -60,6 +60,8 @@ class Client:
         self.fs_enabled = fs
         self.terminals: TerminalHandler | None = (
             terminal if isinstance(terminal, TerminalHandler) else TerminalHandler() if terminal else None)
+        if self.terminals is not None:
+            self.terminals.attach(self._session_roots)  # terminals run in the sessions' roots
         self.permission = permission or PermissionPolicy()
         self.elicitation = elicitation
         self.client_info = client_info or s.Implementation(name="acplink", version=__version__)
@@ -195,6 +197,10 @@ class Client:
                 return out
 
     # -- handlers for the agent's calls ----------------------------------------------------------
+
+    def _session_roots(self, session_id: str) -> list[str] | None:
+        sess = self.sessions.get(session_id)
+        return sess.roots if sess is not None else None
 
     def _session_fs(self, session_id: str) -> FileSystemHandler:
         if not self.fs_enabled:

@@ -1,36 +1,48 @@
 """The default ``terminal/*`` handler: real processes, output capture, kill of the whole tree.
 
-* Each terminal is one process started directly (no shell) with ``args``, in its own session
-  and process group (``start_new_session=True``), stdin from ``/dev/null``, stdout and stderr
-  merged into one pipe.
+* Each terminal is one command started directly (no shell) with ``args``, under a small
+  supervisor (``_launcher.py``, run with the client's Python) in its own session and process
+  group, stdin from ``/dev/null``, stdout and stderr merged into one pipe. The supervisor
+  reports how the command started and ended on a separate pipe, keeps every descendant of
+  the command below it (Linux child subreaper, also through ``setsid()``), and kills them
+  all on request or when the client process ends, even by SIGKILL.
+* **Session.** A handler attached to a :class:`~acplink.Client` serves only the client's
+  sessions (an unknown ``sessionId`` is ``ResourceNotFound``); ``cwd`` must lie inside the
+  session's roots (its cwd and additional directories, or the handler's ``cwd_roots``) and
+  defaults to the session's cwd.
 * **Shell opt-in.** A shell (``/bin/sh -c``) is used only when the handler was created with
   ``allow_shell=True`` *and* the request carries ``"_meta": {"acplink": {"shell": true}}``;
   the script is ``command`` followed by the shell-quoted ``args``. A request that asks for
   a shell from a handler that does not allow one is refused (``InvalidParams``).
 * ``env`` entries of the request are added to the handler's base environment (by default
-  the inherited one); ``cwd`` must be absolute (and inside ``cwd_roots`` when given).
-* Output is kept up to the request's ``outputByteLimit`` (or ``default_output_byte_limit``);
-  beyond it the oldest bytes are dropped at a UTF-8 character boundary and ``truncated``
-  is reported. Bytes that are not UTF-8 are shown as U+FFFD.
-* ``kill`` sends SIGTERM to the process group, waits up to ``kill_grace`` seconds for the
-  process, then sends SIGKILL to the group (so children that ignored SIGTERM die too). The
-  terminal stays valid. ``release`` kills when needed and forgets the id (its last output
-  stays readable with :meth:`TerminalHandler.snapshot`). ``aclose`` releases everything.
-* Output is collected by an asyncio subprocess *protocol* (callbacks on the event loop), so
-  there is no reader task to leak; the process transport is closed on release.
+  the inherited one). Names that change how programs are loaded (``_termenv.py``) are
+  refused unless the handler allows them (``allow_env``).
+* Output is kept up to the request's ``outputByteLimit``, capped by ``max_output_byte_limit``
+  (default 1 MiB; ``default_output_byte_limit`` when the request sets none); beyond it the
+  oldest bytes are dropped at a UTF-8 character boundary and ``truncated`` is reported.
+  Bytes that are not UTF-8 are shown as U+FFFD. Released terminals keep their last output
+  for :meth:`TerminalHandler.snapshot` within ``released_output_bytes`` in all.
+* ``kill`` sends SIGTERM to every process of the terminal, waits up to ``kill_grace``
+  seconds for the command, then SIGKILLs whatever is left of the tree (background and
+  ``setsid()`` descendants included). The terminal stays valid. ``release`` kills when
+  needed and forgets the id. ``aclose`` releases everything.
+* Output is collected by asyncio protocols (callbacks on the event loop), so there is no
+  reader task to leak; the process and status pipes are closed on release.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import os
 import secrets
 import shlex
 import signal
 import subprocess
+import sys
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -48,10 +60,17 @@ from ..schema import (
     WaitForTerminalExitRequest,
     WaitForTerminalExitResponse,
 )
+from ..transports._pipes import enlarge_pipe
+from ._termenv import build_env
 
 __all__ = ["TerminalHandler", "TerminalLimitReached"]
 
 _KEEP_RELEASED = 64
+_LAUNCHER = str(Path(__file__).with_name("_launcher.py"))
+_START_TIMEOUT = 30.0  # the supervisor answers in ~0.1 s; generous for a loaded machine
+
+#: session id → the session's roots (cwd first), or None for an unknown session
+SessionRoots = Callable[[str], Sequence[str] | None]
 
 
 class TerminalLimitReached(RequestError):
@@ -84,6 +103,10 @@ def _exit_status(returncode: int) -> tuple[int | None, str | None]:
         return None, f"SIG{-returncode}"
 
 
+def _inside(path: str, roots: Sequence[str]) -> bool:
+    return any(path == root or path.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
 class _Terminal:
     """One running (or finished) command and its captured output."""
 
@@ -92,12 +115,14 @@ class _Terminal:
         self.limit = limit
         self.buf = bytearray()
         self.truncated = False
-        self.exited = asyncio.Event()
+        self.started: asyncio.Future[int] | None = None  # the command's pid, once it runs
+        self.exited = asyncio.Event()  # the command ended (its status is known)
+        self.done = asyncio.Event()  # the supervisor ended: nothing of the terminal runs
         self.eof = asyncio.Event()
         self.returncode: int | None = None
         self.transport: asyncio.SubprocessTransport | None = None
+        self.status_pipe: asyncio.ReadTransport | None = None
         self.pid = 0
-        self.swept = False
 
     def append(self, data: bytes) -> None:
         self.buf += data
@@ -127,6 +152,31 @@ class _Terminal:
             return TerminalOutputResponse(output=self.text(), truncated=self.truncated)
         return TerminalOutputResponse(output=self.text(), truncated=self.truncated, exit_status=status)
 
+    def status_line(self, line: str) -> None:
+        """A line from the supervisor: ``ok PID``, ``err ERRNO``, ``exit CODE``, ``signal NUM``."""
+        word, _, arg = line.partition(" ")
+        try:
+            value = int(arg)
+        except ValueError:
+            return
+        fut = self.started
+        if fut is not None and not fut.done() and word in ("ok", "err"):
+            if word == "ok":
+                fut.set_result(value)
+            else:
+                fut.set_exception(OSError(value, os.strerror(value)))
+        elif word in ("exit", "signal") and not self.exited.is_set():
+            self.returncode = value if word == "exit" else -value
+            self.exited.set()
+
+    def supervisor_exited(self, returncode: int | None) -> None:
+        if self.started is not None and not self.started.done():
+            self.started.set_exception(OSError(0, f"the terminal supervisor exited ({returncode})"))
+        if not self.exited.is_set():  # it died without a word (killed): so did the command
+            self.returncode = -signal.SIGKILL if returncode is None or returncode >= 0 else returncode
+            self.exited.set()
+        self.done.set()
+
 
 class _Protocol(asyncio.SubprocessProtocol):
     def __init__(self, term: _Terminal) -> None:
@@ -145,21 +195,35 @@ class _Protocol(asyncio.SubprocessProtocol):
             self.term.eof.set()
 
     def process_exited(self) -> None:
-        if self.transport is not None:
-            self.term.returncode = self.transport.get_returncode()
-        self.term.exited.set()
+        self.term.supervisor_exited(self.transport.get_returncode() if self.transport is not None else None)
+
+
+class _StatusProtocol(asyncio.Protocol):
+    def __init__(self, term: _Terminal) -> None:
+        self.term = term
+        self.pending = b""
+
+    def data_received(self, data: bytes) -> None:
+        *lines, self.pending = (self.pending + data).split(b"\n")
+        for line in lines:
+            self.term.status_line(line.decode("ascii", errors="replace"))
+        self.pending = self.pending[-64:]
 
 
 class TerminalHandler:
     """Runs the agent's ``terminal/*`` requests as real local processes.
 
     ``allow_shell``: permit the ``_meta`` shell opt-in (see the module doc).
-    ``default_output_byte_limit``: output kept when the request sets no ``outputByteLimit``.
-    ``max_terminals``: terminals alive at once (not yet released).
+    ``max_output_byte_limit``: the most output kept per terminal, whatever the request asks
+    (default 1 MiB). ``default_output_byte_limit``: kept when the request sets no
+    ``outputByteLimit``. ``released_output_bytes``: output of released terminals kept for
+    :meth:`snapshot`, in all. ``max_terminals``: terminals alive at once (not yet released).
     ``cwd_roots``: when given, ``cwd`` must lie inside one of these folders (and defaults to
-    the first). ``env``: base environment (default: inherited). ``kill_grace``: seconds
-    between SIGTERM and SIGKILL. ``drain_timeout``: how long ``wait_for_exit`` waits for the
-    last output after the process exited (background children may hold the pipe open).
+    the first) in every session; otherwise the session's own roots apply.
+    ``env``: base environment (default: inherited). ``allow_env``: ``True``, or the names of
+    the loader variables (``_termenv.py``) the agent may set anyway. ``kill_grace``: seconds between SIGTERM and
+    SIGKILL. ``drain_timeout``: how long ``wait_for_exit`` waits for the last output after
+    the command exited (background children may hold the pipe open).
     """
 
     def __init__(
@@ -167,21 +231,36 @@ class TerminalHandler:
         *,
         allow_shell: bool = False,
         default_output_byte_limit: int = 1_000_000,
+        max_output_byte_limit: int = 1 << 20,
+        released_output_bytes: int = 8 << 20,
         max_terminals: int = 32,
         cwd_roots: Sequence[str | Path] | None = None,
         env: Mapping[str, str] | None = None,
+        allow_env: bool | Collection[str] = False,
         kill_grace: float = 2.0,
         drain_timeout: float = 1.0,
     ) -> None:
         self.allow_shell = allow_shell
         self.default_output_byte_limit = default_output_byte_limit
+        self.max_output_byte_limit = max_output_byte_limit
+        self.released_output_bytes = released_output_bytes
         self.max_terminals = max_terminals
         self.cwd_roots = [os.path.realpath(os.fspath(r)) for r in cwd_roots] if cwd_roots is not None else None
         self.env = dict(env) if env is not None else None
+        self.allow_env: bool | frozenset[str] = allow_env if isinstance(allow_env, bool) else frozenset(allow_env)
         self.kill_grace = kill_grace
         self.drain_timeout = drain_timeout
+        self._session_roots: SessionRoots | None = None
         self._terms: dict[str, _Terminal] = {}
         self._released: OrderedDict[str, TerminalOutputResponse] = OrderedDict()
+        self._released_bytes = 0
+        self._starting = 0
+
+    def attach(self, session_roots: SessionRoots) -> None:
+        """Serve one client's sessions: ``session_roots(id)`` gives a session's roots (cwd
+        first), or None for an id the client does not know (``terminal/create`` is then
+        refused). :class:`~acplink.Client` calls this with its own sessions."""
+        self._session_roots = session_roots
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -191,19 +270,36 @@ class TerminalHandler:
             raise ResourceNotFound(f"unknown terminal {terminal_id!r}", {"terminalId": terminal_id})
         return term
 
-    def _cwd(self, cwd: str | None) -> str | None:
+    def _roots(self, session_id: str) -> list[str] | None:
+        """The folders a terminal of this session may run in (None: anywhere)."""
+        session: Sequence[str] | None = None
+        if self._session_roots is not None:
+            session = self._session_roots(session_id)
+            if session is None:
+                raise ResourceNotFound(f"unknown session {session_id!r}", {"sessionId": session_id})
+        if self.cwd_roots is not None:
+            return self.cwd_roots
+        return [os.path.realpath(r) for r in session] if session is not None else None
+
+    def _cwd(self, cwd: str | None, roots: list[str] | None) -> str | None:
         if cwd is None:
-            return self.cwd_roots[0] if self.cwd_roots else None
+            if not roots:
+                return None
+            cwd = roots[0]
         if not os.path.isabs(cwd):
             raise InvalidParams("cwd must be an absolute path", {"reason": "not_absolute"})
         real = os.path.realpath(cwd)
-        if self.cwd_roots is not None and not any(
-            real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in self.cwd_roots
-        ):
+        if roots is not None and not _inside(real, roots):
             raise InvalidParams("cwd is outside the session roots", {"reason": "outside_roots"})
         if not os.path.isdir(real):
             raise InvalidParams("cwd is not an existing directory", {"reason": "not_a_directory"})
         return real
+
+    def _limit(self, requested: int | None) -> int:
+        limit = self.default_output_byte_limit if requested is None else requested
+        if limit < 0:
+            raise InvalidParams("outputByteLimit must not be negative", {"reason": "invalid_limit"})
+        return min(limit, self.max_output_byte_limit)
 
     @property
     def terminal_ids(self) -> list[str]:
@@ -211,7 +307,7 @@ class TerminalHandler:
         return list(self._terms)
 
     def process_id(self, terminal_id: str) -> int:
-        """The pid (also the process-group id) of a terminal's process."""
+        """The pid of a terminal's supervisor (also its process-group and session id)."""
         return self._get(terminal_id).pid
 
     def snapshot(self, terminal_id: str) -> TerminalOutputResponse:
@@ -228,7 +324,8 @@ class TerminalHandler:
 
     async def create(self, params: CreateTerminalRequest) -> CreateTerminalResponse:
         """Handle ``terminal/create``: start the command and return its terminal id."""
-        if len(self._terms) >= self.max_terminals:
+        roots = self._roots(params.session_id)
+        if len(self._terms) + self._starting >= self.max_terminals:
             raise TerminalLimitReached(
                 f"too many terminals: at most {self.max_terminals} may be open; release unused ones",
                 {"maxTerminals": self.max_terminals},
@@ -236,45 +333,66 @@ class TerminalHandler:
         shell = _wants_shell(params.meta)
         if shell and not self.allow_shell:
             raise InvalidParams("shell execution is not enabled in this client", {"reason": "shell_disabled"})
-        limit = self.default_output_byte_limit if params.output_byte_limit is None else params.output_byte_limit
-        if limit < 0:
-            raise InvalidParams("outputByteLimit must not be negative", {"reason": "invalid_limit"})
-        cwd = self._cwd(params.cwd)
-        env = dict(self.env if self.env is not None else os.environ)
-        for var in params.env:
-            env[var.name] = var.value
+        limit = self._limit(params.output_byte_limit)
+        cwd = self._cwd(params.cwd, roots)
+        env = build_env(self.env if self.env is not None else os.environ,
+                        [(var.name, var.value) for var in params.env], self.allow_env)
         if shell:
             script = " ".join([params.command, *(shlex.quote(a) for a in params.args)])
             argv = ["/bin/sh", "-c", script]
         else:
             argv = [params.command, *params.args]
+        if not argv[0] or "\0" in "".join(argv):
+            raise InvalidParams("command and args must not be empty or contain NUL", {"reason": "invalid_command"})
 
-        terminal_id = f"term_{secrets.token_hex(8)}"
-        term = _Terminal(terminal_id, limit)
+        term = _Terminal(f"term_{secrets.token_hex(8)}", limit)
+        self._starting += 1  # (counted against max_terminals while it starts)
+        try:
+            await self._start(term, argv, cwd, env)
+        finally:
+            self._starting -= 1
+        self._terms[term.id] = term
+        return CreateTerminalResponse(terminal_id=term.id)
+
+    async def _start(self, term: _Terminal, argv: list[str], cwd: str | None, env: dict[str, str]) -> None:
         loop = asyncio.get_running_loop()
+        started = term.started = loop.create_future()
+        status_r, status_w = os.pipe()
+        status_file = open(status_r, "rb", buffering=0)  # the pipe transport owns and closes it
+        try:
+            term.status_pipe, _ = await loop.connect_read_pipe(lambda: _StatusProtocol(term), status_file)
+        except BaseException:
+            status_file.close()
+            os.close(status_w)
+            raise
         try:
             transport, _ = await loop.subprocess_exec(
                 lambda: _Protocol(term),
-                *argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT,
-                cwd=cwd,
-                env=env,
-                start_new_session=True,
+                sys.executable, "-I", "-S", _LAUNCHER, str(status_w), str(os.getpid()),
+                "" if "LC_CTYPE" in env else "LC_CTYPE", *argv,
+                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                cwd=cwd, env=env, start_new_session=True, pass_fds=(status_w,),
             )
-        except FileNotFoundError:
-            raise InvalidParams(f"command not found: {params.command}", {"reason": "command_not_found"}) from None
-        except PermissionError:
-            raise InvalidParams(f"command is not executable: {params.command}",
-                                {"reason": "not_executable"}) from None
         except (OSError, ValueError) as exc:
+            term.status_pipe.close()
             detail = os.strerror(exc.errno) if isinstance(exc, OSError) and exc.errno else type(exc).__name__
-            raise InternalError(f"could not start the command: {detail}") from None
+            raise InternalError(f"could not start the terminal: {detail}") from None
+        finally:
+            os.close(status_w)
         term.transport = transport
         term.pid = transport.get_pid()
-        self._terms[terminal_id] = term
-        return CreateTerminalResponse(terminal_id=terminal_id)
+        out = transport.get_pipe_transport(1)
+        if out is not None:  # fewer, larger reads of a fast producer
+            enlarge_pipe(out.get_extra_info("pipe").fileno())
+        try:
+            await asyncio.wait_for(started, _START_TIMEOUT)
+        except BaseException as exc:
+            await self._finish(term, keep=False)
+            if isinstance(exc, OSError):
+                raise _start_error(exc, argv[0]) from None
+            if isinstance(exc, TimeoutError):
+                raise InternalError("could not start the command: the terminal supervisor did not answer") from None
+            raise
 
     # -- terminal/output, wait_for_exit -----------------------------------------------------
 
@@ -283,7 +401,7 @@ class TerminalHandler:
         return self._get(params.terminal_id).snapshot()
 
     async def wait_for_exit(self, params: WaitForTerminalExitRequest) -> WaitForTerminalExitResponse:
-        """Handle ``terminal/wait_for_exit``: wait for the process, then report how it ended."""
+        """Handle ``terminal/wait_for_exit``: wait for the command, then report how it ended."""
         term = self._get(params.terminal_id)
         await term.exited.wait()
         await self._drain(term)
@@ -302,21 +420,28 @@ class TerminalHandler:
         return KillTerminalResponse()
 
     async def _kill(self, term: _Terminal) -> None:
-        was_running = not term.exited.is_set()
-        if was_running:
-            _signal_group(term.pid, signal.SIGTERM)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(term.exited.wait(), self.kill_grace)
-        if not term.swept and (was_running or not term.eof.is_set()):
-            # Whatever is left of the group (children that ignored SIGTERM, background jobs
-            # holding the pipe). Skipped when the process ended long ago and the pipe is
-            # closed: the group is then most likely gone and its id could be reused.
-            term.swept = True
-            _signal_group(term.pid, signal.SIGKILL)
         if not term.exited.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(term.exited.wait(), max(self.kill_grace, 5.0))
+            self._signal(term, signal.SIGTERM)  # the supervisor passes it to every process
+            await _wait(term.exited, self.kill_grace)
+        if not term.done.is_set():
+            # Whatever is left (a command that ignored SIGTERM, background and setsid()
+            # descendants): the supervisor SIGKILLs them all, then exits.
+            self._signal(term, signal.SIGUSR1)
+            if not await _wait(term.done, max(self.kill_grace, 5.0)):
+                self._signal(term, signal.SIGKILL, group=True)  # the supervisor itself is stuck
+                await _wait(term.done, 5.0)
         await self._drain(term)
+
+    @staticmethod
+    def _signal(term: _Terminal, sig: signal.Signals, *, group: bool = False) -> None:
+        # only while the supervisor is not reaped: its pid cannot have been reused
+        if term.pid <= 0 or term.done.is_set():
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            if group:
+                os.killpg(term.pid, sig)
+            else:
+                os.kill(term.pid, sig)
 
     async def release(self, params: ReleaseTerminalRequest) -> ReleaseTerminalResponse:
         """Handle ``terminal/release``: kill if still running and forget the id."""
@@ -325,15 +450,27 @@ class TerminalHandler:
         await self._finish(term)
         return ReleaseTerminalResponse()
 
-    async def _finish(self, term: _Terminal) -> None:
+    async def _finish(self, term: _Terminal, *, keep: bool = True) -> None:
         try:
             await self._kill(term)
         finally:
             if term.transport is not None:
                 term.transport.close()
-            self._released[term.id] = term.snapshot()
-            while len(self._released) > _KEEP_RELEASED:
-                self._released.popitem(last=False)
+            if term.status_pipe is not None:
+                term.status_pipe.close()
+            if keep:
+                self._keep(term)
+
+    def _keep(self, term: _Terminal) -> None:
+        snap = term.snapshot()
+        size = len(snap.output.encode())
+        if size > self.released_output_bytes:
+            return
+        self._released[term.id] = snap
+        self._released_bytes += size
+        while len(self._released) > _KEEP_RELEASED or self._released_bytes > self.released_output_bytes:
+            _, old = self._released.popitem(last=False)
+            self._released_bytes -= len(old.output.encode())
 
     async def aclose(self) -> None:
         """Kill and reap every terminal (call when the connection ends)."""
@@ -351,8 +488,16 @@ class TerminalHandler:
         await self.aclose()
 
 
-def _signal_group(pgid: int, sig: signal.Signals) -> None:
-    if pgid <= 0:
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pgid, sig)
+async def _wait(event: asyncio.Event, timeout: float) -> bool:
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(event.wait(), timeout)
+    return event.is_set()
+
+
+def _start_error(exc: OSError, command: str) -> RequestError:
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return InvalidParams(f"command not found: {command}", {"reason": "command_not_found"})
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.ENOEXEC, errno.EISDIR):
+        return InvalidParams(f"command is not executable: {command}", {"reason": "not_executable"})
+    detail = exc.strerror if exc.errno == 0 else os.strerror(exc.errno) if exc.errno else str(exc)
+    return InternalError(f"could not start the command: {detail}")
