@@ -146,12 +146,14 @@ class Client:
     def _session_opened(self, method: str, request: Any, result: Any) -> None:
         """The connection processed the result of a session-opening call (whoever made it):
         the session exists from now on, before any later message (its updates) is handled."""
-        if method == "session/load":
+        if method in ("session/load", "session/resume"):
             sess = self.sessions.get(request.session_id)
-            if sess is not None:  # registered when the call was made (the replay comes first)
+            if sess is not None:  # registered when the call was made (see _reopen)
                 sess.state.apply_session_setup(result)
                 return
-        sid = request.session_id if method in ("session/load", "session/resume") else result.session_id
+            sid = request.session_id
+        else:
+            sid = result.session_id
         self._register(sid, request.cwd, request.additional_directories or [], result)
 
     async def authenticate(self, method_id: str) -> s.AuthenticateResponse:
@@ -177,19 +179,25 @@ class Client:
                            mcp_servers: Sequence[Any] = ()) -> Session:
         """``session/load``: the agent replays the conversation into the new session's state."""
         path = session_cwd(cwd)
-        sess = self._register(session_id, path, [], None)
+        return await self._reopen(session_id, path, lambda: self.conn.session_load(
+            session_id=session_id, cwd=path, mcp_servers=list(mcp_servers)))
+
+    async def resume_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None) -> Session:
+        path = session_cwd(cwd)
+        return await self._reopen(session_id, path, lambda: self.conn.session_resume(session_id=session_id, cwd=path))
+
+    async def _reopen(self, session_id: str, cwd: str, call: Callable[[], Awaitable[Any]]) -> Session:
+        """``session/load`` / ``session/resume`` of a known id: the session is registered before
+        the call, since the agent sends its updates (the replayed history, its commands)
+        before the response."""
+        sess = self._register(session_id, cwd, [], None)
         try:
-            await self.conn.session_load(session_id=session_id, cwd=path, mcp_servers=list(mcp_servers))
+            await call()
         except BaseException:
             if self.sessions.get(session_id) is sess:
                 del self.sessions[session_id]
             raise
         return sess
-
-    async def resume_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None) -> Session:
-        path = session_cwd(cwd)
-        await self.conn.session_resume(session_id=session_id, cwd=path)
-        return self._opened(session_id)
 
     async def fork_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None) -> Session:
         path = session_cwd(cwd)
