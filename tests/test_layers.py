@@ -21,7 +21,6 @@ RANK = {
     "agent": 5,
     "client": 5,
     "builders": 5,
-    "testing": 6,
     "conformance": 6,
     "demo": 6,
     "tools": 6,
@@ -69,3 +68,36 @@ def test_imports_point_down(path: Path) -> None:
     for target in _imports(path):
         if target in RANK:
             assert RANK[target] <= RANK[own], f"{path.relative_to(SRC)} ({own}) imports the higher layer {target}"
+
+
+def _has_code(path: Path) -> bool:
+    """Whether a module holds more than a docstring and ``from __future__`` imports."""
+    for node in ast.parse(path.read_text()).body:
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant) and isinstance(node.value.value, str):
+            continue
+        if isinstance(node, ast.ImportFrom) and node.module == "__future__":
+            continue
+        return True
+    return False
+
+
+def test_every_package_is_ranked_and_none_is_an_empty_stub() -> None:
+    packages = {p.name for p in SRC.iterdir() if (p / "__init__.py").exists()}
+    modules = {p.stem for p in SRC.glob("*.py") if p.name not in ("__init__.py", "__main__.py")}
+    assert packages | modules == set(RANK)
+    for pkg in sorted(packages):
+        assert any(_has_code(path) for path in (SRC / pkg).rglob("*.py")), f"acplink.{pkg} is an empty package"
+
+
+def test_entry_points_name_modules_that_exist() -> None:
+    import importlib.util
+    import tomllib
+
+    project = tomllib.loads((SRC.parent.parent / "pyproject.toml").read_text())["project"]
+    groups = {"scripts": project.get("scripts", {}), **project.get("entry-points", {})}
+    for group, entries in groups.items():
+        for name, target in entries.items():
+            module = target.partition(":")[0]
+            spec = importlib.util.find_spec(module)
+            assert spec is not None and spec.origin is not None, f"{group} entry point {name}: no module {module}"
+            assert _has_code(Path(spec.origin)), f"{group} entry point {name}: {module} is empty"

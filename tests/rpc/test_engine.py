@@ -106,7 +106,7 @@ def test_batch_and_scalars_are_invalid_request(line: bytes, fragment: str) -> No
     ({"jsonrpc": "2.0", "id": [1], "method": "m"}, None, "request id"),
     ({"jsonrpc": "2.0", "id": 4}, 4, "not a request"),
     ({"jsonrpc": "2.0"}, None, "not a request"),
-    ({}, None, "not a request"),
+    ({}, None, "jsonrpc"),
 ])
 def test_invalid_shapes_get_invalid_request(msg: dict[str, Any], reply_id: Any, fragment: str) -> None:
     reply = reply_of(one(Engine().receive(orjson.dumps(msg) + b"\n")))

@@ -81,6 +81,7 @@ class AgentBase:
         config_options: Sequence[Any] = (),
         models: Sequence[s.ModelInfo] = (),
         default_model: str | None = None,
+        legacy_models: bool = False,
         cancel_grace: float = 2.0,
         max_sessions: int = 1000,
     ) -> None:
@@ -95,6 +96,11 @@ class AgentBase:
         self.config_options = list(config_options)
         self.models = list(models)
         self.default_model = default_model or (self.models[0].model_id if self.models else None)
+        #: also offer the models the schema-0.10.3 way (``models`` in session-setup results,
+        #: ``session/set_model``); by default they are only a config option of category ``model``
+        self.legacy_models = legacy_models
+        #: the id of the config option that chooses the model (``sess.model_id`` follows it)
+        self.model_option_id = self._add_model_option()
         self.cancel_grace = cancel_grace
         #: most sessions held at once (``self.sessions``); closed and deleted sessions free their slot
         self.max_sessions = max_sessions
@@ -105,6 +111,19 @@ class AgentBase:
             method = getattr(type(self), hook, None)
             if method is not None and method is not getattr(AgentApp, hook, None):
                 self.handlers[hook] = getattr(self, hook)
+
+    def _add_model_option(self) -> str | None:
+        """Offer ``models`` as a config option of category ``model`` (first), unless the app
+        declares one itself."""
+        own = next((o for o in self.config_options if getattr(o, "category", None) == "model"), None)
+        if own is not None or not self.models:
+            return own.id if own is not None else None
+        option = s.SessionConfigOptionSelect(
+            id="model", name="Model", category="model", current_value=self.default_model or "",
+            options=[s.SessionConfigSelectOption(value=m.model_id, name=m.name, description=m.description)
+                     for m in self.models])
+        self.config_options.insert(0, option)
+        return option.id
 
     # -- registration ----------------------------------------------------------------------------
 
@@ -212,7 +231,7 @@ class AgentBase:
                                               available_modes=self.modes)
         if self.config_options:
             out["config_options"] = self.current_config(sess)
-        if self.models:
+        if self.models and self.legacy_models:
             out["models"] = s.SessionModelState(current_model_id=sess.model_id or self.models[0].model_id,
                                                 available_models=self.models)
         return out
@@ -297,6 +316,8 @@ class AgentBase:
                 if values is not None and p.value not in values:
                     raise InvalidParams(f"invalid value {p.value!r} for config option {p.config_id!r}")
             sess.config[p.config_id] = p.value
+            if p.config_id == self.model_option_id:
+                sess.model_id = p.value
             return s.SetSessionConfigOptionResponse(config_options=self.current_config(sess))
 
         async def set_model(p: s.SetSessionModelRequest) -> Any:
@@ -309,6 +330,8 @@ class AgentBase:
             elif self.models and p.model_id not in {m.model_id for m in self.models}:
                 raise InvalidParams(f"unknown model {p.model_id!r}")
             sess.model_id = p.model_id
+            if self.model_option_id is not None:
+                sess.config[self.model_option_id] = p.model_id
             return s.SetSessionModelResponse()
 
         builtin: dict[str, Callable[[Any], Awaitable[Any]]] = {"initialize": initialize, "new_session": new_session}
@@ -318,7 +341,7 @@ class AgentBase:
             builtin["set_mode"] = set_mode
         if self.config_options or "set_config_option" in self.handlers:
             builtin["set_config_option"] = set_config_option
-        if self.models or "set_model" in self.handlers:
+        if (self.models and self.legacy_models) or "set_model" in self.handlers:
             builtin["set_model"] = set_model
 
         for hook, (method, kind) in HOOKS.items():

@@ -20,6 +20,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--store", metavar="DIR", help="where sessions are kept (default: $ACPLINK_DEMO_STORE or "
                                                    "~/.local/state/acplink/demo)")
     p.add_argument("--delay", type=float, default=0.02, help="seconds between streamed chunks (default 0.02)")
+    p.add_argument("--legacy-models", action="store_true",
+                   help="also offer the models the old way (a `models` field in session results, "
+                        "session/set_model); by default they are a config option of category `model`")
     p.add_argument("--debug", action="store_true", help="log protocol details to stderr")
     p.set_defaults(run=run)
 
@@ -32,6 +35,6 @@ def run(args: argparse.Namespace) -> int:
 
     if args.store:
         os.environ["ACPLINK_DEMO_STORE"] = args.store
-    run_agent(create_demo_agent(DemoStore(Path(args.store)) if args.store else None, delay=args.delay),
-              debug=args.debug)
+    run_agent(create_demo_agent(DemoStore(Path(args.store)) if args.store else None, delay=args.delay,
+                                legacy_models=args.legacy_models), debug=args.debug)
     return 0

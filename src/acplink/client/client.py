@@ -71,6 +71,7 @@ class Client:
         self._owned: list[AgentSideConnection] = []
         self.conn = ClientSideConnection(transport, self._router(), limits=limits,
                                          check_capabilities=check_capabilities, debug=debug)
+        self.conn.on_session_opened = self._session_opened
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -144,8 +145,27 @@ class Client:
         self.sessions[session_id] = sess
         return sess
 
+    def _session_opened(self, method: str, request: Any, result: Any) -> None:
+        """The connection processed the result of a session-opening call (whoever made it):
+        the session exists from now on, before any later message (its updates) is handled."""
+        if method in ("session/load", "session/resume"):
+            sess = self.sessions.get(request.session_id)
+            if sess is not None:  # registered when the call was made (see _reopen)
+                sess.state.apply_session_setup(result)
+                return
+            sid = request.session_id
+        else:
+            sid = result.session_id
+        self._register(sid, request.cwd, request.additional_directories or [], result)
+
     async def authenticate(self, method_id: str) -> s.AuthenticateResponse:
         return await self.conn.authenticate(method_id=method_id)
+
+    def _opened(self, session_id: str) -> Session:
+        sess = self.sessions.get(session_id)  # registered by _session_opened
+        if sess is None:  # (closed already, e.g. by an observer of its first update)
+            raise UsageError(f"session {session_id!r} was closed before it could be used")
+        return sess
 
     async def new_session(self, cwd: str | os.PathLike[str] | None = None, *, mcp_servers: Sequence[Any] = (),
                           additional_directories: Sequence[str] = ()) -> Session:
@@ -155,30 +175,36 @@ class Client:
         if extra:
             fields["additional_directories"] = extra
         resp = await self.conn.session_new(**fields)
-        return self._register(resp.session_id, path, extra, resp)
+        return self._opened(resp.session_id)
 
     async def load_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None, *,
                            mcp_servers: Sequence[Any] = ()) -> Session:
         """``session/load``: the agent replays the conversation into the new session's state."""
         path = session_cwd(cwd)
-        sess = self._register(session_id, path, [], None)
-        try:
-            resp = await self.conn.session_load(session_id=session_id, cwd=path, mcp_servers=list(mcp_servers))
-        except BaseException:
-            self.sessions.pop(session_id, None)
-            raise
-        sess.state.apply_session_setup(resp)
-        return sess
+        return await self._reopen(session_id, path, lambda: self.conn.session_load(
+            session_id=session_id, cwd=path, mcp_servers=list(mcp_servers)))
 
     async def resume_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None) -> Session:
         path = session_cwd(cwd)
-        resp = await self.conn.session_resume(session_id=session_id, cwd=path)
-        return self._register(session_id, path, [], resp)
+        return await self._reopen(session_id, path, lambda: self.conn.session_resume(session_id=session_id, cwd=path))
+
+    async def _reopen(self, session_id: str, cwd: str, call: Callable[[], Awaitable[Any]]) -> Session:
+        """``session/load`` / ``session/resume`` of a known id: the session is registered before
+        the call, since the agent sends its updates (the replayed history, its commands)
+        before the response."""
+        sess = self._register(session_id, cwd, [], None)
+        try:
+            await call()
+        except BaseException:
+            if self.sessions.get(session_id) is sess:
+                del self.sessions[session_id]
+            raise
+        return sess
 
     async def fork_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None) -> Session:
         path = session_cwd(cwd)
         resp = await self.conn.session_fork(session_id=session_id, cwd=path)
-        return self._register(resp.session_id, path, [], resp)
+        return self._opened(resp.session_id)
 
     async def list_sessions(self, cwd: str | os.PathLike[str] | None = None) -> list[s.SessionInfo]:
         """Every session the agent lists (follows ``nextCursor``)."""

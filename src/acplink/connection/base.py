@@ -279,7 +279,8 @@ class Connection:
             raise CapabilityError(f"{method} needs the {owner} capability {path!r}, which it did not advertise "
                                   f"(pass check_capabilities=False to call it anyway)")
 
-    def _params_json(self, info: MethodInfo | None, method: str, params: Any, fields: dict[str, Any]) -> bytes:
+    def _params_value(self, info: MethodInfo | None, method: str, params: Any, fields: dict[str, Any]) -> Any:
+        """The params of an outgoing message: its typed model for a registered method."""
         if params is not None and fields:
             raise UsageError("pass either a params model or keyword fields, not both")
         if params is None:
@@ -289,9 +290,16 @@ class Connection:
                 params = parse(info.params_type, params, name=info.params_name)
             except SchemaValidationError as exc:
                 raise UsageError(f"bad params for {method}: {exc.message}") from None
+        return params
+
+    @staticmethod
+    def _to_json(params: Any) -> bytes:
         if isinstance(params, BaseModel):
             return params.__pydantic_serializer__.to_json(params, by_alias=True, exclude_unset=True)
         return orjson.dumps(params)
+
+    def _params_json(self, info: MethodInfo | None, method: str, params: Any, fields: dict[str, Any]) -> bytes:
+        return self._to_json(self._params_value(info, method, params, fields))
 
     async def _call(self, method: str, params: Any, fields: dict[str, Any], *, timeout: float | None = None) -> Any:
         info = method_info(method, "request")
@@ -299,7 +307,13 @@ class Connection:
         return await self._request(info, method, self._params_json(info, method, params, fields), timeout)
 
     async def _request(self, info: MethodInfo | None, method: str, params_json: bytes,
-                       timeout: float | None) -> Any:
+                       timeout: float | None, on_result: Callable[[Any], Any] | None = None) -> Any:
+        """Send a request; ``on_result`` (see Peer.request) gets the typed result, in order."""
+        if on_result is not None:
+            def typed(raw: Any) -> Any:
+                return on_result(self._parse_result(info, raw))
+
+            return await self.peer.request(method, params_json, timeout=timeout, on_result=typed)
         call = self.peer.request(method, params_json, timeout=timeout)
         del params_json  # (not held while the call is in flight: see Peer.request)
         return self._parse_result(info, await call)

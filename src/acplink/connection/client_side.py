@@ -2,15 +2,23 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import SchemaValidationError, UsageError
 from ..schema import _generated as s
 from ..schema.parse import parse
+from ..schema.registry import method_info
 from ._stubs import AgentMethods
 from .base import Connection
 
 __all__ = ["ClientSideConnection"]
+
+#: the agent methods whose result opens a session on this connection
+_SESSION_OPENERS = frozenset({"session/new", "session/load", "session/resume", "session/fork"})
+
+#: ``(method, params model, result model)`` of a session-opening call, see ``on_session_opened``
+SessionOpened = Callable[[str, Any, Any], None]
 
 
 class ClientSideConnection(Connection, AgentMethods):
@@ -25,6 +33,12 @@ class ClientSideConnection(Connection, AgentMethods):
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self.enable_fast_path("session/update")
+        #: called with (method, params, result) when the result of a ``session/new``,
+        #: ``session/load``, ``session/resume`` or ``session/fork`` call is processed: in
+        #: arrival order, before any message that came after the response is handled (so a
+        #: ``session/update`` written right behind the response finds the session it opened).
+        #: The result is already typed; what the hook raises fails the call.
+        self.on_session_opened: SessionOpened | None = None
 
     agent_info: s.Implementation | None = None
     auth_methods: list[Any] = []  # noqa: RUF012  (replaced per instance at initialize)
@@ -51,4 +65,15 @@ class ClientSideConnection(Connection, AgentMethods):
             # what a session is about to need: the handlers' types, then the prompt's
             self.warm_up([*self._routed(), ("session/prompt", "request"), ("session/new", "request")])
             return result
+        hook = self.on_session_opened
+        if hook is not None and method in _SESSION_OPENERS:
+            info = method_info(method, "request")
+            self._check_capability(info, method)
+            request = self._params_value(info, method, params, fields)
+
+            def opened(result: Any) -> Any:
+                hook(method, request, result)
+                return result
+
+            return await self._request(info, method, self._to_json(request), timeout, on_result=opened)
         return await super()._call(method, params, fields, timeout=timeout)

@@ -6,7 +6,10 @@ ordered consumer for notifications), and closing it cancels and awaits them all.
 Ordering: notifications are handled one at a time in arrival order; a response is delivered to
 its caller only after every notification that arrived before it has been handled, so the reply
 to ``session/prompt`` never overtakes the ``session/update`` notifications of its turn.
-Requests run concurrently.
+Requests run concurrently. A call may carry a result hook (``request(..., on_result=f)``):
+``f`` runs on the result at that same point, before any later message is handled (the client
+registers the session a ``session/new`` result opens there, so that an update written right
+behind the response finds it).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import asyncio
 import collections
 import functools
 import logging
-from collections.abc import Awaitable, Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Protocol
 
 import orjson
@@ -96,6 +99,8 @@ class Peer:
         self.debug = debug
         self.name = name
         self._futures: dict[int | str, asyncio.Future[Any]] = {}
+        #: id -> result hook of the calls that have one (see :meth:`request`)
+        self._hooks: dict[int | str, Callable[[Any], Any]] = {}
         self._inbound: dict[int | str, asyncio.Task[None]] = {}
         self._queue: collections.deque[IncomingNotification | bytes | _Resolution | object] = collections.deque()
         self._queue_wakeup: asyncio.Event | None = None
@@ -145,6 +150,7 @@ class Peer:
         self._closed = True
         self._fail_futures(ConnectionClosed(f"connection to {self.transport.description} closed"
                                             + (f": {reason}" if reason else "")))
+        self._hooks.clear()
         self.engine.pending.clear()
         for waiter in self._slot_waiters:
             if not waiter.done():
@@ -242,10 +248,11 @@ class Peer:
                 return  # a call given up on: its slot was freed then
             if self._slot_waiters:
                 self._free_slot()
+            hook = self._hooks.pop(ev.id, None) if self._hooks else None
             if not self._queue and not self._consumer_busy:
-                _resolve(fut, ev)
+                _resolve(fut, ev, hook)
             else:
-                self._queue.append(_Resolution(fut, ev))
+                self._queue.append(_Resolution(fut, ev, hook))
                 self._wake()
         elif t is IncomingRequest:
             if len(self._inbound) >= self.limits.max_concurrent_requests:
@@ -325,7 +332,7 @@ class Peer:
                         log.warning("%s: notification handler for %s failed: %s", self.name, item.method, exc,
                                     exc_info=self.debug or not isinstance(exc, AcpError))
                 elif isinstance(item, _Resolution):
-                    _resolve(item.future, item.event)
+                    _resolve(item.future, item.event, item.hook)
                 else:  # EOF marker
                     self._consumer_busy = False
                     self._end_of_input(None)
@@ -442,11 +449,17 @@ class Peer:
         """Send a notification whose params are already JSON; await the result (flow control)."""
         return self._write(self.engine.notification(method, params_json))
 
-    async def request(self, method: str, params_json: bytes | None, *, timeout: float | None = None) -> Any:
+    async def request(self, method: str, params_json: bytes | None, *, timeout: float | None = None,
+                      on_result: Callable[[Any], Any] | None = None) -> Any:
         """Send a request and wait for its result (raw JSON value).
 
         Cancelling the caller sends ``$/cancel_request``; a ``timeout`` does the same and
         raises :class:`RequestTimeout`. Error responses raise the matching RequestError.
+
+        ``on_result``: called with the raw result in the ordered delivery path, before any
+        message that arrived after the response is handled (not when the caller resumes,
+        which may be later); what it returns is the call's result, what it raises the call's
+        error. Not called for an error response, nor once the caller gave up.
         """
         while len(self.engine.pending) >= self.limits.max_pending_requests:
             # backpressure: wait until an outstanding call finishes, rather than fail
@@ -468,6 +481,8 @@ class Peer:
         del params_json
         fut: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._futures[rid] = fut
+        if on_result is not None:
+            self._hooks[rid] = on_result
         try:
             if timeout is None:
                 written = self._write(data)
@@ -491,6 +506,8 @@ class Peer:
             raise
         finally:
             self._futures.pop(rid, None)
+            if on_result is not None:
+                self._hooks.pop(rid, None)
 
     @staticmethod
     async def _written(written: Awaitable[None], fut: asyncio.Future[Any]) -> None:
@@ -531,24 +548,33 @@ DONE = _Done()
 
 
 class _Resolution:
-    __slots__ = ("event", "future")
+    __slots__ = ("event", "future", "hook")
 
-    def __init__(self, future: asyncio.Future[Any], event: IncomingResponse) -> None:
+    def __init__(self, future: asyncio.Future[Any], event: IncomingResponse,
+                 hook: Callable[[Any], Any] | None) -> None:
         self.future = future
         self.event = event
+        self.hook = hook
 
 
 _EOF = object()
 _CANCELLED_BY_PEER = "cancelled by the peer ($/cancel_request)"
 
 
-def _resolve(fut: asyncio.Future[Any], ev: IncomingResponse) -> None:
+def _resolve(fut: asyncio.Future[Any], ev: IncomingResponse, hook: Callable[[Any], Any] | None) -> None:
     if fut.done():
         return
     if ev.error is not None:
         fut.set_exception(ev.error)
-    else:
+    elif hook is None:
         fut.set_result(ev.result)
+    else:
+        try:
+            value = hook(ev.result)
+        except Exception as exc:  # (the caller gets it, as with any failed call)
+            fut.set_exception(exc)
+        else:
+            fut.set_result(value)
 
 
 def _public(exc: BaseException) -> str:

@@ -21,6 +21,7 @@ resume, fork, close, delete): ``$ACPLINK_DEMO_STORE`` or ``~/.local/state/acplin
 from __future__ import annotations
 
 import asyncio
+import base64
 import json
 import os
 import shlex
@@ -99,10 +100,12 @@ class DemoStore:
             raise ResourceNotFound(f"no stored session {session_id!r}", {"sessionId": session_id}) from None
 
     def delete(self, session_id: str) -> None:
+        """Forget a session; deleting one that is not stored (or an id that could not name
+        one) is not an error (the spec: deleting is idempotent)."""
         try:
             self._path(session_id).unlink()
-        except FileNotFoundError:
-            raise ResourceNotFound(f"no stored session {session_id!r}", {"sessionId": session_id}) from None
+        except (FileNotFoundError, InvalidParams):
+            pass
 
     def all(self) -> list[dict[str, Any]]:
         out = []
@@ -116,18 +119,44 @@ class DemoStore:
         return out
 
 
+#: sessions per page of session/list
+PAGE = 50
+_CURSOR_PREFIX = "acplink-demo:"
+
+
+def _cursor(start: int) -> str:
+    """An opaque ``session/list`` cursor (clients must not read it)."""
+    return base64.urlsafe_b64encode(f"{_CURSOR_PREFIX}{start}".encode()).decode()
+
+
+def _page_start(cursor: str | None) -> int:
+    """Where the page a cursor names starts; a cursor we did not hand out is invalid params."""
+    if cursor is None:
+        return 0
+    try:
+        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode()
+        if text.startswith(_CURSOR_PREFIX) and text[len(_CURSOR_PREFIX):].isdigit():
+            return int(text[len(_CURSOR_PREFIX):])
+    except (ValueError, UnicodeError):  # (binascii.Error is a ValueError)
+        pass
+    raise InvalidParams(f"invalid cursor {cursor[:60]!r}: pass back a nextCursor of session/list", {"cursor": cursor})
+
+
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02) -> AgentApp:
-    """Build the demo agent app. ``delay`` is the pause between streamed chunks."""
+def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
+                      legacy_models: bool = False) -> AgentApp:
+    """Build the demo agent app. ``delay`` is the pause between streamed chunks. Its models
+    are a config option of category ``model``; ``legacy_models`` also offers them the
+    schema-0.10.3 way (``models`` in session results, ``session/set_model``)."""
     store = store or DemoStore()
     app = AgentApp(
         "acplink-demo", "0.1.0", title="acplink demo agent",
         prompt_capabilities=s.PromptCapabilities(image=True, audio=True, embedded_context=True),
         auth_methods=[s.AuthMethodAgent(id="demo", name="Demo login", description="Always succeeds; no key needed")],
-        modes=MODES, default_mode="ask", config_options=[STYLE], models=MODELS,
+        modes=MODES, default_mode="ask", config_options=[STYLE], models=MODELS, legacy_models=legacy_models,
     )
 
     def record(sess: Any) -> dict[str, Any]:
@@ -143,6 +172,8 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02) ->
         sess.mode_id = rec.get("mode") or sess.mode_id
         sess.config.update(rec.get("config") or {})
         sess.model_id = rec.get("model") or sess.model_id
+        if app.model_option_id is not None:
+            sess.config[app.model_option_id] = sess.model_id
         return sess
 
     async def announce(ctx: Context[Any]) -> None:
@@ -183,14 +214,14 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02) ->
         sess = restore(rec, ctx.params.session_id, ctx.params.cwd)
         lctx = Context(app, ctx.connection, ctx.params, sess)
         await replay(lctx)  # the spec: history is streamed before the load response
-        later(lctx, announce(lctx))
+        await announce(lctx)  # (and nothing after it)
         return s.LoadSessionResponse(**app.session_setup(sess))
 
     @app.resume_session
     async def resume_session(ctx: Context[s.ResumeSessionRequest]) -> s.ResumeSessionResponse:
         rec = store.load(ctx.params.session_id)
         sess = restore(rec, ctx.params.session_id, ctx.params.cwd)
-        later(Context(app, ctx.connection, ctx.params, sess), announce(Context(app, ctx.connection, ctx.params, sess)))
+        await announce(Context(app, ctx.connection, ctx.params, sess))  # before the response, as for load
         return s.ResumeSessionResponse(**app.session_setup(sess))
 
     @app.fork_session
@@ -208,9 +239,9 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02) ->
         infos = [s.SessionInfo(session_id=r["sessionId"], cwd=r["cwd"], title=r.get("title"),
                                updated_at=r.get("updatedAt"))
                  for r in store.all() if cwd is None or r.get("cwd") == cwd]
-        start = int(ctx.params.cursor or 0)
-        page = infos[start:start + 50]
-        nxt = str(start + 50) if start + 50 < len(infos) else None
+        start = _page_start(ctx.params.cursor)
+        page = infos[start:start + PAGE]
+        nxt = _cursor(start + PAGE) if start + PAGE < len(infos) else None
         return s.ListSessionsResponse(sessions=page, next_cursor=nxt)
 
     @app.close_session

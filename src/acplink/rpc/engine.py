@@ -13,7 +13,15 @@ from typing import Any
 
 import orjson
 
-from ..errors import AcpError, InvalidRequest, MessageTooLarge, ParseError, RequestError, UsageError
+from ..errors import (
+    AcpError,
+    InvalidRequest,
+    MessageTooLarge,
+    ParseError,
+    ProtocolError,
+    RequestError,
+    UsageError,
+)
 from .framing import _KEEP, DEFAULT_MAX_MESSAGE_SIZE, LineDecoder, Oversized, Record
 
 __all__ = [
@@ -250,9 +258,18 @@ class Engine:
         return Violation(f"invalid message from the peer: {err.message}", reply=self.error(None, err))
 
     def classify(self, msg: dict[str, Any]) -> Event:
-        """Turn one decoded JSON object into an event."""
+        """Turn one decoded JSON object into an event.
+
+        A response-shaped message (``result`` or ``error``, no ``method``) is never answered,
+        whatever is wrong with it: answering one can loop between two peers. Anything else
+        that is not a valid request or notification is answered -32600 (with its id when it
+        has a usable one, else ``null``)."""
         method = msg.get("method")
         rid = msg.get("id", _MISSING)
+        if method is None and ("result" in msg or "error" in msg):
+            return self._response(msg, rid)
+        if msg.get("jsonrpc") != "2.0":
+            return self._invalid(rid, f'the "jsonrpc" member must be "2.0", not {_shown(msg, "jsonrpc")}')
         if method is not None:
             if type(method) is not str:
                 return self._invalid(rid, "method must be a string")
@@ -262,18 +279,22 @@ class Engine:
             if rid is None or type(rid) not in (int, str):
                 return self._invalid(None, "request id must be a string or an integer")
             return IncomingRequest(rid, method, params)
-        if rid is _MISSING or ("result" not in msg and "error" not in msg):
-            return self._invalid(None if rid is _MISSING else rid, "not a request, notification or response")
-        if type(rid) not in (int, str):
+        return self._invalid(rid, "not a request, notification or response")
+
+    def _response(self, msg: dict[str, Any], rid: Any) -> Event:
+        if type(rid) not in (int, str):  # (missing, null or unusable: logged, not answered)
             if "error" in msg:
                 err = RequestError.from_wire(msg["error"])
                 return Violation(f"the peer reported an error without a request id: {err}")
-            return Violation(f"response with an invalid id {rid!r} ignored")
+            return Violation(f"response without a usable id ({_shown(msg, 'id')}) ignored")
         pending = self.pending.pop(rid, None)
         if pending is None:
             pending = self._abandoned.pop(rid, None)  # a late answer to a request we gave up on
         if pending is None:
             return Violation(f"response to unknown request id {rid!r} ignored")
+        if msg.get("jsonrpc") != "2.0":
+            why = f'the response to {pending} is not JSON-RPC 2.0 (its "jsonrpc" member is {_shown(msg, "jsonrpc")})'
+            return Violation(why, pending_id=rid, error=ProtocolError(why))
         if "error" in msg:
             return IncomingResponse(rid, pending, error=RequestError.from_wire(msg["error"]))
         return IncomingResponse(rid, pending, result=msg["result"])
@@ -299,6 +320,14 @@ class Engine:
             return Violation(str(too_big), pending_id=rid,
                              error=MessageTooLarge(item.size, self.max_message_size, "incoming response"))
         return Violation(f"{too_big}; discarded")
+
+
+def _shown(msg: dict[str, Any], key: str) -> str:
+    """A member's value for a message (``missing`` when absent), kept short."""
+    if key not in msg:
+        return "missing"
+    text = repr(msg[key])
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _id_value(raw: bytes) -> int | str | None:

@@ -1,1 +1,0 @@
-"""pytest plugin (fixtures) for acplink users."""
