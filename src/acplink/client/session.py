@@ -19,7 +19,7 @@ from .state import SessionState
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["CANCEL_WAIT", "PromptTurn", "Session"]
+__all__ = ["PromptTurn", "Session"]
 
 log = logging.getLogger("acplink.client")
 
