@@ -11,7 +11,8 @@ import gc
 
 __all__ = ["tune_gc"]
 
-#: the young-generation threshold tune_gc sets (CPython's default is 700)
+#: the young-generation threshold tune_gc sets (CPython's default: 700 up to 3.12, 2,000 from
+#: 3.13, where 3.14's incremental collector also does a slice of the old generation's work)
 YOUNG_THRESHOLD = 20_000
 
 
@@ -22,18 +23,20 @@ def tune_gc(*, freeze: bool = True, young_threshold: int = YOUNG_THRESHOLD) -> N
       that live as long as the process) moves to the collector's permanent generation
       (:func:`gc.freeze`), so full collections no longer walk them again and again.
     * ``young_threshold``: a young collection runs after this many new container objects
-      instead of 700. Messages and their models are freed by reference counting the moment
-      they are handled; collecting every 700 allocations only re-examines the messages still
-      in flight (thousands of them during a burst of concurrent requests).
+      instead of CPython's default (700, or 2,000 from Python 3.13). Messages and their
+      models are freed by reference counting the moment they are handled; collecting every
+      few hundred allocations only re-examines the messages still in flight (thousands of
+      them during a burst of concurrent requests).
 
     Only cycles are affected: memory freed by reference counting is freed as before, and
     cyclic garbage is still collected, a little later. Never lowers a threshold the process
-    has already raised. Safe to call more than once.
+    has already raised, and leaves the other thresholds alone (their meaning differs between
+    CPython's collectors). Safe to call more than once.
     """
     if young_threshold < 1:
         raise ValueError("young_threshold must be at least 1")
     if freeze:
         gc.freeze()
-    young, middle, old = gc.get_threshold()
+    young = gc.get_threshold()[0]
     if young and young < young_threshold:  # 0 means the process turned collection off
-        gc.set_threshold(young_threshold, middle, old)
+        gc.set_threshold(young_threshold)  # (only the first: the others are kept as they are)

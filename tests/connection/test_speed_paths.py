@@ -25,30 +25,38 @@ from acplink.transports._pipes import PIPE_SIZE, enlarge_pipe
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pipe sizes are a Linux feature")
 
 
+# (The collector's defaults and the meaning of its second and third thresholds differ between
+# CPython versions: young threshold 700 up to 3.12, 2,000 from 3.13; 3.14's incremental
+# collector reports a third threshold of 0. These tests only set and compare the first, and
+# compare the others with what they were.)
+
+
 @pytest.fixture
 def gc_state() -> Iterator[None]:
-    threshold = gc.get_threshold()
+    young = gc.get_threshold()[0]
     try:
         yield
     finally:
         gc.unfreeze()
-        gc.set_threshold(*threshold)
+        gc.set_threshold(young)
 
 
 def test_tune_gc_freezes_and_raises_the_young_threshold(gc_state: None) -> None:
-    gc.set_threshold(700, 10, 10)
+    gc.set_threshold(700)
+    others = gc.get_threshold()[1:]
     before = gc.get_freeze_count()
     keep = [[i] for i in range(1000)]  # tracked objects alive now
     acplink.tune_gc()
     assert gc.get_freeze_count() >= before + len(keep)
-    assert gc.get_threshold() == (YOUNG_THRESHOLD, 10, 10)
+    assert gc.get_threshold() == (YOUNG_THRESHOLD, *others)
 
 
 def test_tune_gc_never_lowers_a_threshold_nor_turns_collection_back_on(gc_state: None) -> None:
-    gc.set_threshold(100_000, 5, 5)
+    gc.set_threshold(100_000)
+    before = gc.get_threshold()
     acplink.tune_gc(freeze=False)
-    assert gc.get_threshold() == (100_000, 5, 5)
-    gc.set_threshold(0, 5, 5)  # collection off: left off
+    assert gc.get_threshold() == before
+    gc.set_threshold(0)  # collection off: left off
     acplink.tune_gc(freeze=False)
     assert gc.get_threshold()[0] == 0
     with pytest.raises(ValueError):
@@ -56,17 +64,25 @@ def test_tune_gc_never_lowers_a_threshold_nor_turns_collection_back_on(gc_state:
 
 
 def test_run_agent_tunes_the_collector_unless_told_not_to() -> None:
+    # the child reports this interpreter's own defaults next to what run_agent left (3.12
+    # starts with objects in the permanent generation already: frozen = more of them)
     code = textwrap.dedent("""
         import gc, sys
+        default, permanent = gc.get_threshold(), gc.get_freeze_count()
         import acplink
         app = acplink.AgentApp("t", "1")
         acplink.run_agent(app, tune_gc=sys.argv[1] == "on")
-        print(gc.get_threshold()[0], gc.get_freeze_count() > 0, file=sys.stderr)
+        print(*default, *gc.get_threshold(), gc.get_freeze_count() > permanent, file=sys.stderr)
     """)
-    for mode, expected in (("on", f"{YOUNG_THRESHOLD} True"), ("off", "700 False")):
+    for mode in ("on", "off"):
         out = subprocess.run([sys.executable, "-c", code, mode], stdin=subprocess.DEVNULL, capture_output=True,
                              text=True, timeout=60)
-        assert out.stderr.strip().splitlines()[-1] == expected, out.stderr
+        *numbers, frozen = out.stderr.strip().splitlines()[-1].split()
+        default, after = tuple(map(int, numbers[:3])), tuple(map(int, numbers[3:]))
+        if mode == "on":
+            assert after == (max(default[0], YOUNG_THRESHOLD), *default[1:]) and frozen == "True", out.stderr
+        else:
+            assert after == default and frozen == "False", out.stderr
 
 
 @linux_only

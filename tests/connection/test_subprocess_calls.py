@@ -48,7 +48,7 @@ async def test_unknown_method_and_plain_exception_then_connection_still_works() 
         assert nf.value.code == -32601 and "session/frobnicate" in nf.value.message
         with pytest.raises(InternalError) as ie:
             await guard(conn.call("_test/boom", {}))
-        assert ie.value.code == -32603 and ie.value.message == "Internal error"
+        assert ie.value.code == -32603 and ie.value.message == "Internal error (details in the agent's log; debug=True sends them)"
         assert await guard(conn.call("_acme/echo", {"ok": 1})) == {"ok": 1}
 
 

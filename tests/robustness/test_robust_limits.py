@@ -184,6 +184,7 @@ async def test_error_replies_hide_details_unless_debug(debug: bool) -> None:
         assert plain_err["message"] == f"Internal error: RuntimeError: secret detail in {secret}"
         assert local_err["message"] == f"could not open {secret}"
     else:
-        assert plain_err == {"code": -32603, "message": "Internal error"}
-        assert local_err == {"code": -32603, "message": "Internal error: TransportError"}
+        hint = " (details in the agent's log; debug=True sends them)"
+        assert plain_err == {"code": -32603, "message": "Internal error" + hint}
+        assert local_err == {"code": -32603, "message": "Internal error: TransportError" + hint}
         assert secret not in wire and "/" not in wire

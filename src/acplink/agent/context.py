@@ -6,7 +6,7 @@ import asyncio
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args
 
 import orjson
 
@@ -140,6 +140,45 @@ DEFAULT_PERMISSION_OPTIONS = (
     ("reject", "Reject", "reject_once"),
 )
 
+#: the name of an option given by its kind alone (a kind not listed: its words)
+_KIND_NAMES = {"allow_once": "Allow", "allow_always": "Always allow", "reject_once": "Reject",
+               "reject_always": "Always reject"}
+
+
+def _permission_options(
+    options: Sequence[s.PermissionOption | s.PermissionOptionKind | tuple[s.PermissionOptionKind, str]],
+) -> list[s.PermissionOption]:
+    """Options from kinds (``"allow_once"``: id ``allow_once``, name "Allow"), ``(kind, name)``
+    pairs and ready :class:`PermissionOption` objects (order kept); ids are unique."""
+    kinds: tuple[str, ...] = get_args(s.PermissionOptionKind)
+    taken = {o.option_id for o in options if isinstance(o, s.PermissionOption)}
+    out: list[s.PermissionOption] = []
+    kind: str
+    for item in options:
+        if isinstance(item, s.PermissionOption):
+            out.append(item)
+            continue
+        if isinstance(item, str):
+            kind, name = item, _KIND_NAMES.get(item) or item.replace("_", " ").capitalize()
+        elif isinstance(item, tuple) and len(item) == 2 and all(isinstance(x, str) for x in item):
+            kind, name = item
+        else:
+            raise UsageError(f"a permission option is a kind, a (kind, name) pair or a PermissionOption, not {item!r}")
+        if kind not in kinds:
+            raise UsageError(f"unknown permission option kind {kind!r} (kinds: {', '.join(kinds)})")
+        option_id: str = kind
+        n = 2
+        while option_id in taken:  # the same kind twice: allow_once, allow_once_2, ...
+            option_id, n = f"{kind}_{n}", n + 1
+        taken.add(option_id)
+        out.append(s.PermissionOption(option_id=option_id, name=name, kind=kind))
+    if not out:
+        raise UsageError("request_permission needs at least one option")
+    ids = [o.option_id for o in out]
+    if len(set(ids)) != len(ids):
+        raise UsageError(f"permission option ids must be unique (got {ids})")
+    return out
+
 
 class ToolCallHandle:
     """A tool call started by :meth:`PromptContext.start_tool_call`."""
@@ -248,13 +287,17 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
     async def request_permission(
         self,
         tool_call: ToolCallHandle | s.ToolCallUpdate | str,
-        options: Sequence[s.PermissionOption] | None = None,
+        options: Sequence[s.PermissionOption | s.PermissionOptionKind | tuple[s.PermissionOptionKind, str]]
+        | None = None,
         *,
         accepts_timeout: bool = False,
         timeout: float | None = None,
     ) -> PermissionAnswer:
         """Ask the user; returns which option they picked (or cancelled / timeout).
 
+        ``options``: kinds (``["allow_once", "reject_once"]``: each kind is the option's id,
+        with a name derived from it), ``(kind, name)`` pairs, and :class:`PermissionOption`
+        objects, mixed as you like. Default: allow, always allow, reject.
         ``accepts_timeout`` opts in to the seed-era ``timeout`` outcome (acplink extension).
         """
         if isinstance(tool_call, ToolCallHandle):
@@ -264,7 +307,7 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
             tc = s.ToolCallUpdate(tool_call_id=tool_call)
         else:
             tc = tool_call
-        opts = list(options) if options is not None else [
+        opts = _permission_options(options) if options is not None else [
             s.PermissionOption(option_id=i, name=n, kind=k) for i, n, k in DEFAULT_PERMISSION_OPTIONS]
         meta = {"acplink": {"acceptsTimeout": True}} if accepts_timeout else None
         req = s.RequestPermissionRequest(session_id=self.session_id, tool_call=tc, options=opts, meta=meta)

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import logging
 import os
 import uuid
 from collections.abc import AsyncIterator, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import UsageError
+from ..errors import AcpError, RequestCancelled, RequestTimeout, UsageError
 from ..schema import _generated as s
 from ..schema.parse import parse
 from .state import SessionState
@@ -19,6 +20,11 @@ if TYPE_CHECKING:
     from .client import Client
 
 __all__ = ["PromptTurn", "Session"]
+
+log = logging.getLogger("acplink.client")
+
+#: seconds a cancelled prompt turn waits, by default, for the agent's ``cancelled`` answer
+CANCEL_WAIT = 5.0
 
 
 def _content(prompt: str | Sequence[Any]) -> list[Any]:
@@ -29,6 +35,10 @@ def _content(prompt: str | Sequence[Any]) -> list[Any]:
 
 class Session:
     """One ACP session as a client sees it. :attr:`state` folds every update received."""
+
+    #: seconds a cancelled prompt turn waits for the agent's ``cancelled`` answer (see
+    #: :class:`PromptTurn`); ``prompt(..., cancel_wait=...)`` overrides it for one turn
+    cancel_wait: float = CANCEL_WAIT
 
     def __init__(self, client: Client, session_id: str, cwd: str, *,
                  additional_directories: Sequence[str] = ()) -> None:
@@ -59,11 +69,19 @@ class Session:
         if self.client.closed:
             raise UsageError("the client connection is closed")
 
-    def prompt(self, prompt: str | Sequence[Any], **fields: Any) -> PromptTurn:
-        """Send ``session/prompt``. Iterate the result for updates; await it for the response."""
+    def prompt(self, prompt: str | Sequence[Any], *, timeout: float | None = None,
+               cancel_wait: float | None = None, **fields: Any) -> PromptTurn:
+        """Send ``session/prompt``. Iterate the result for updates; await it for the response.
+
+        ``timeout``: seconds the turn may take; then it is cancelled at the agent and waiting
+        on it raises :class:`RequestTimeout`. ``cancel_wait``: see :class:`PromptTurn`.
+        """
         self._check_open()
         if self._turn is not None and not self._turn.done:
             raise UsageError(f"session {self.session_id} already has a prompt turn running")
+        wait = self.cancel_wait if cancel_wait is None else cancel_wait
+        if (timeout is not None and not timeout > 0) or not wait >= 0:
+            raise UsageError(f"timeout must be positive and cancel_wait not negative (got {timeout!r}, {wait!r})")
         request = s.PromptRequest(session_id=self.session_id, prompt=_content(prompt), **fields)
         # the user's message is part of the conversation (agents do not echo it back): record
         # it, so the agent's reply starts a new message in :attr:`state` (a local id keeps two
@@ -71,7 +89,7 @@ class Session:
         local_id = f"local-{uuid.uuid4().hex}"
         for block in request.prompt:
             self.state.apply(s.UserMessageChunk(content=block, message_id=local_id))
-        turn = PromptTurn(self, request)
+        turn = PromptTurn(self, request, timeout=timeout, cancel_wait=wait)
         self._turn = turn
         return turn
 
@@ -112,16 +130,41 @@ class Session:
 
 
 class PromptTurn:
-    """A running prompt turn: ``async for update in turn`` streams updates; ``await turn``
-    (or :attr:`response` after iterating) gives the :class:`PromptResponse`."""
+    """A running prompt turn.
 
-    def __init__(self, session: Session, request: s.PromptRequest) -> None:
+    ``async for update in turn`` streams the agent's updates (:data:`schema.SessionUpdate`);
+    ``await turn`` gives the :class:`PromptResponse`; ``await turn.text()`` the agent's reply
+    as a string; ``turn.text_chunks()`` streams the reply's text pieces.
+
+    The turn follows asyncio cancellation: when the task waiting on it (iterating, awaiting,
+    ``text()``) is cancelled, e.g. by ``asyncio.timeout`` or ``asyncio.wait_for``, when an
+    ``async with session.prompt(...) as turn:`` block is left before the turn ended, or when
+    the prompt's ``timeout`` passes, the turn is cancelled at the agent (``session/cancel``)
+    and the agent's answer (stop reason ``cancelled``) is awaited for up to
+    :attr:`cancel_wait` seconds, so the session is ready for the next prompt; then the
+    cancellation goes on (``asyncio.timeout`` still raises ``TimeoutError``). Past that
+    bound, or when the waiting task is cancelled a second time, the request is dropped
+    locally (``$/cancel_request``) instead of waited for.
+    """
+
+    def __init__(self, session: Session, request: s.PromptRequest, *, timeout: float | None = None,
+                 cancel_wait: float = CANCEL_WAIT) -> None:
         self.session = session
         self.request = request
-        self._updates: collections.deque[Any] = collections.deque()
-        self._wakeup = asyncio.Event()
-        self._task: asyncio.Task[s.PromptResponse] = asyncio.get_running_loop().create_task(self._run())
+        #: seconds a cancelled turn waits for the agent's answer
+        self.cancel_wait = cancel_wait
+        self.timeout = timeout
         self.response: s.PromptResponse | None = None
+        self._updates: collections.deque[s.SessionUpdate] = collections.deque()
+        self._text: list[str] = []
+        self._wakeup = asyncio.Event()
+        self._stopping: asyncio.Task[None] | None = None
+        self._timed_out = False
+        self._timer: asyncio.TimerHandle | None = None
+        loop = asyncio.get_running_loop()
+        self._task: asyncio.Task[s.PromptResponse] = loop.create_task(self._run())
+        if timeout is not None:
+            self._timer = loop.call_later(timeout, self._expire)
 
     async def _run(self) -> s.PromptResponse:
         try:
@@ -129,10 +172,15 @@ class PromptTurn:
             self.response = resp
             return resp
         finally:
+            if self._timer is not None:
+                self._timer.cancel()
             self._wakeup.set()
 
     def _push(self, update: Any) -> None:
         self._updates.append(update)
+        text = _reply_text(update)
+        if text is not None:
+            self._text.append(text)
         self._wakeup.set()
 
     @property
@@ -144,38 +192,138 @@ class PromptTurn:
         return self.response.stop_reason if self.response is not None else None
 
     async def cancel(self) -> None:
-        """Ask the agent to cancel this turn (``session/cancel``)."""
+        """Ask the agent to cancel this turn (``session/cancel``); returns at once, the turn
+        ends when the agent answers (stop reason ``cancelled``)."""
         await self.session.cancel()
 
-    async def __aiter__(self) -> AsyncIterator[Any]:
-        while True:
-            while self._updates:
-                yield self._updates.popleft()
+    # -- results -------------------------------------------------------------------------------
+
+    def __aiter__(self) -> PromptTurn:
+        return self
+
+    async def __anext__(self) -> s.SessionUpdate:
+        updates = self._updates
+        while not updates:
             if self._task.done():
-                if self.session._turn is self:
-                    self.session._turn = None
-                self._task.result()  # re-raise the prompt's error, if any
-                return
+                self._finish()
+                raise StopAsyncIteration
             self._wakeup.clear()
-            await self._wakeup.wait()
+            try:
+                await self._wakeup.wait()
+            except asyncio.CancelledError:
+                await self._stop_and_wait()
+                raise
+        return updates.popleft()
 
     async def result(self) -> s.PromptResponse:
         """Wait for the response (updates still land in the session state)."""
-        try:
-            return await asyncio.shield(self._task)
-        finally:
-            if self._task.done() and self.session._turn is self:
-                self.session._turn = None
-                self._updates.clear()
+        task = self._task
+        if not task.done():
+            try:
+                await asyncio.wait({task})
+            except asyncio.CancelledError:
+                await self._stop_and_wait()
+                raise
+        self._updates.clear()
+        return self._finish()
 
     def __await__(self) -> Generator[Any, None, s.PromptResponse]:
         return self.result().__await__()
 
-    async def aclose(self) -> None:
-        """Stop waiting for this turn (cancel the request locally; sends ``$/cancel_request``)."""
+    async def text(self) -> str:
+        """Wait for the end of the turn; the agent's reply: the text of the turn's
+        ``agent_message_chunk`` updates, joined (iterated or not)."""
+        await self.result()
+        return "".join(self._text)
+
+    async def text_chunks(self) -> AsyncIterator[str]:
+        """The text of the agent's reply as it streams (the turn's other updates are skipped)."""
+        async for update in self:
+            text = _reply_text(update)
+            if text is not None:
+                yield text
+
+    def _finish(self) -> s.PromptResponse:
+        """The turn is over: the session is free; the response, or the turn's error raised."""
+        if self.session._turn is self:
+            self.session._turn = None
+        sid = self.session.session_id
+        if self._timed_out:
+            raise RequestTimeout(f"the prompt turn of session {sid} did not end within {self.timeout} s "
+                                 f"(cancelled; stop reason {self.stop_reason!r})")
+        if self._task.cancelled():
+            raise RequestCancelled(f"the prompt turn of session {sid} was dropped before the agent answered")
+        return self._task.result()
+
+    # -- cancellation --------------------------------------------------------------------------
+
+    async def __aenter__(self) -> PromptTurn:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self._stop_and_wait()
+        if self._task.done() and self.session._turn is self:
+            self.session._turn = None
+
+    def _expire(self) -> None:  # the prompt's timeout passed
         if not self._task.done():
-            self._task.cancel()
-            await asyncio.gather(self._task, return_exceptions=True)
+            self._timed_out = True
+            self._stop()
+
+    def _stop(self) -> asyncio.Task[None]:
+        if self._stopping is None:
+            self._stopping = asyncio.get_running_loop().create_task(self._cancel_at_agent())
+        return self._stopping
+
+    async def _stop_and_wait(self) -> None:
+        """Cancel the turn at the agent (unless it ended) and wait for the end of that, which
+        takes at most :attr:`cancel_wait` seconds. Cancelled meanwhile: stop waiting at once
+        (the request is dropped locally)."""
+        if self._task.done():
+            return
+        stopping = self._stop()
+        try:
+            await asyncio.wait({stopping})
+        except asyncio.CancelledError:
+            stopping.cancel()
+            raise
+
+    async def _cancel_at_agent(self) -> None:
+        task = self._task
+        try:
+            async with asyncio.timeout(self.cancel_wait):
+                if not task.done():  # (an answer that crossed the cancellation: nothing to cancel)
+                    await self.session.cancel()
+                    await asyncio.wait({task})
+        except TimeoutError:
+            log.warning("session %s: the agent did not end the cancelled prompt turn within %s s; "
+                        "the request is dropped", self.session.session_id, self.cancel_wait)
+        except AcpError:  # the connection is closing: the request fails with it
+            pass
+        finally:
+            if not task.done():
+                task.cancel()  # dropped locally: sends $/cancel_request
+                await asyncio.wait({task})
+            elif not task.cancelled():
+                task.exception()  # (retrieved: a turn cancelled by its caller ends without a result)
+
+    async def aclose(self) -> None:
+        """Stop waiting for this turn at once: the request is dropped locally (sends
+        ``$/cancel_request``, not ``session/cancel``)."""
+        tasks = {t for t in (self._task, self._stopping) if t is not None and not t.done()}
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+
+def _reply_text(update: Any) -> str | None:
+    """The text of an ``agent_message_chunk`` update, else None."""
+    if isinstance(update, s.AgentMessageChunk):
+        content = update.content
+        if isinstance(content, s.TextContent):
+            return content.text
+    return None
 
 
 def session_cwd(cwd: str | os.PathLike[str] | None) -> str:

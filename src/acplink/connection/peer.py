@@ -34,6 +34,7 @@ from ..errors import (
     RequestError,
     RequestTimeout,
     TransportError,
+    UsageError,
 )
 from ..rpc.engine import Engine, IncomingNotification, IncomingRequest, IncomingResponse, Violation
 from ..rpc.framing import DEFAULT_MAX_MESSAGE_SIZE
@@ -369,16 +370,31 @@ class Peer:
                 data = self.engine.error(ev.id, RequestCancelled("Request cancelled"))
             except RequestError as exc:
                 data = self.engine.error(ev.id, exc)
+            except UsageError as exc:
+                # the handler misused acplink (e.g. returned the wrong type): a bug its author
+                # must see, on this side's stderr and in the answer
+                log.error("%s: the %s handler misused acplink: %s", self.name, ev.method, exc, exc_info=self.debug)
+                data = self.engine.error(ev.id, InternalError(
+                    f"Internal error: UsageError: {exc}", {"error": "UsageError", "message": str(exc),
+                                                          "method": ev.method}))
             except AcpError as exc:
-                data = self.engine.error(ev.id, InternalError(str(exc) if self.debug else _public(exc)))
+                if not self._closed:  # (a handler that met the closing connection: nothing to say)
+                    log.warning("%s: the %s handler failed: %s: %s", self.name, ev.method, type(exc).__name__, exc,
+                                exc_info=self.debug)
+                msg = str(exc) if self.debug else _public(exc) + self._details_hint()
+                data = self.engine.error(ev.id, InternalError(msg))
             except Exception as exc:
                 log.exception("%s: handler for %s raised", self.name, ev.method)
-                msg = f"Internal error: {type(exc).__name__}: {exc}" if self.debug else "Internal error"
+                msg = (f"Internal error: {type(exc).__name__}: {exc}" if self.debug
+                       else "Internal error" + self._details_hint())
                 data = self.engine.error(ev.id, InternalError(msg))
             if not self._closed:
                 self._write_quiet(data)
         finally:
             self._inbound.pop(ev.id, None)
+
+    def _details_hint(self) -> str:
+        return f" (details in the {self.name}'s log; debug=True sends them)"
 
     # -- outbound ------------------------------------------------------------------------------
 
