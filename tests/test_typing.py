@@ -1,0 +1,55 @@
+"""The API types as documented, for users' type checkers (mypy --strict without the pydantic
+plugin, pyright strict): the cases in ``tests/typing_cases`` mark each line that must be
+reported with ``# error``; every other line must be clean. Also: what REPL completion sees."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+from typecheck import CASES, results
+
+import acplink.schema
+from acplink import Client, connect
+
+CASE_FILES = sorted(CASES.glob("*.py"))
+
+
+def _marked(path: Path) -> set[int]:
+    return {i for i, line in enumerate(path.read_text().splitlines(), 1) if line.rstrip().endswith("# error")}
+
+
+@pytest.mark.parametrize("path", CASE_FILES, ids=lambda p: p.stem)
+def test_typing_case(path: Path) -> None:
+    res = results()
+    expected = _marked(path)
+    assert expected, f"{path.name} marks no line: it would check nothing"
+    for checker, found in res.errors(f"case_{path.name}").items():
+        lines = {line for line, _ in found}
+        detail = "\n".join(f"  {line}: {msg}" for line, msg in sorted(found))
+        assert lines == expected, (f"{checker} on {path.name}: reported lines {sorted(lines)}, "
+                                   f"marked {sorted(expected)}\n{detail}")
+
+
+def test_connect_takes_the_client_options() -> None:
+    # connect() repeats Client's keyword parameters (so that a misspelt one fails type
+    # checking): the two lists must stay the same
+    client = {n: (p.default, p.annotation) for n, p in inspect.signature(Client).parameters.items()
+              if p.kind is p.KEYWORD_ONLY}
+    conn = inspect.signature(connect).parameters
+    assert client and all(conn[n].kind is conn[n].KEYWORD_ONLY for n in client)
+    assert {n: (conn[n].default, conn[n].annotation) for n in client} == client
+    assert not any(p.kind is p.VAR_KEYWORD for p in conn.values())
+
+
+def test_a_misspelt_connect_option_fails_at_once() -> None:
+    with pytest.raises(TypeError, match="permision"):
+        connect(["my-agent"], permision=None)  # type: ignore[call-arg]
+
+
+def test_dir_of_schema_lists_the_models() -> None:
+    names = dir(acplink.schema)
+    assert {"Diff", "PermissionOption", "PromptRequest", "SessionNotification", "parse"} <= set(names)
+    assert set(acplink.schema.__all__) <= set(names)
+    assert names == sorted(names)
