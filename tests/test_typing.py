@@ -53,3 +53,29 @@ def test_dir_of_schema_lists_the_models() -> None:
     assert {"Diff", "PermissionOption", "PromptRequest", "SessionNotification", "parse"} <= set(names)
     assert set(acplink.schema.__all__) <= set(names)
     assert names == sorted(names)
+
+
+def test_every_stub_init_takes_exactly_the_model_fields() -> None:
+    # the .pyi's __init__ overloads: one with the attribute names, one with the wire names;
+    # both must name every field of the runtime model (inherited ones too), and nothing else
+    import ast
+
+    stub = ast.parse((Path(acplink.schema.__file__).parent / "_generated.pyi").read_text())
+    checked = 0
+    for cls in (n for n in stub.body if isinstance(n, ast.ClassDef)):
+        model = getattr(acplink.schema, cls.name)
+        inits = [f for f in cls.body if isinstance(f, ast.FunctionDef) and f.name == "__init__"]
+        assert inits, f"{cls.name} has no __init__ in the stub"
+        if issubclass(model, acplink.schema.UnknownVariant):
+            assert inits[0].args.kwarg is not None  # keeps whatever it is given
+            continue
+        fields = model.model_fields
+        spellings = [set(fields), {f.alias or n for n, f in fields.items()}]
+        found = [{a.arg for a in init.args.kwonlyargs} for init in inits]
+        assert found[0] == spellings[0], cls.name
+        assert len(found) == 1 or found[1] == spellings[1], cls.name
+        required = {a.arg for a, d in zip(inits[0].args.kwonlyargs, inits[0].args.kw_defaults, strict=True)
+                    if d is None}
+        assert required == {n for n, f in fields.items() if f.is_required()}, cls.name
+        checked += 1
+    assert checked > 250

@@ -664,19 +664,19 @@ class Emitter:
             t = f"Optional[{t}]"
         return t
 
-    def field_src(self, f: FieldIR, *, validators: bool = True) -> str:
+    def field_src(self, f: FieldIR, *, with_validators: bool = True) -> str:
         t = self.annotation_src(f)
-        validators_ = []
-        if validators and (f.lenient_null or f.lenient_error or f.skip_invalid):
+        validators = []
+        if with_validators and (f.lenient_null or f.lenient_error or f.skip_invalid):
             fac = self.default_src(f) if f.has_default else "none_factory"
             if f.skip_invalid:
-                validators_.append("Lenient.skip_invalid_items()")
+                validators.append("Lenient.skip_invalid_items()")
             if f.lenient_null:
-                validators_.append(f"Lenient.default_on_null({fac})")
+                validators.append(f"Lenient.default_on_null({fac})")
             if f.lenient_error and not f.required:
-                validators_.append(f"Lenient.default_on_error({fac})")
-        if validators_:
-            t = f"Annotated[{t}, {', '.join(validators_)}]"
+                validators.append(f"Lenient.default_on_error({fac})")
+        if validators:
+            t = f"Annotated[{t}, {', '.join(validators)}]"
         args = []
         if f.required:
             pass
@@ -700,9 +700,10 @@ class Emitter:
         """The stub's ``__init__``: keyword-only parameters named as the attributes, and a
         second overload with the wire names (the runtime model accepts both, not mixed).
 
-        Written out because type checkers do not agree on pydantic's aliases: pyright names
-        the parameters after ``Field(alias=...)``, mypy (without pydantic's plugin) after the
-        attribute; neither accepts the other spelling.
+        Written out because the ``__init__`` that type checkers derive from a pydantic model
+        (pyright, and mypy without pydantic's plugin) names its parameters after
+        ``Field(alias=...)``: the wire names only, so the documented ``Diff(old_text=...)``
+        would fail.
         """
         if c.unknown_of:  # an unknown variant keeps whatever it is given
             return ["    def __init__(self, **data: Any) -> None: ..."]
@@ -844,7 +845,7 @@ class Emitter:
                 lines.append(f"    __acp_tag_fields__ = {tags!r}")
             # (a class that refers to itself gets a forward reference: its name is bound only after)
             for f in c.fields:
-                lines.append(self.field_src(f, validators=not stub))
+                lines.append(self.field_src(f, with_validators=not stub))
             if stub:
                 lines += ["", *self.init_src(c)]
             elif not c.fields and union is None and not tags:
