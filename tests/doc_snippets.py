@@ -129,8 +129,12 @@ class Snippet:
         return f"{self.doc.relative_to(ROOT)}:{self.line}"
 
     def source(self) -> str:
-        """The file that is type-checked and run."""
-        code = self.code
+        """The file that is type-checked and run (``from __future__`` imports go first)."""
+        future = re.findall(r"^from __future__ import .*\n", self.code, re.M)
+        code = re.sub(r"^from __future__ import .*\n", "", self.code, flags=re.M)
+        return "".join(future) + self._wrapped(code)
+
+    def _wrapped(self, code: str) -> str:
         prompt = self.options.get("prompt", "hello")
         cancel = self.options.get("cancel", "no") == "yes"
         tests = _RUN_TESTS if re.search(r"^async def test_", code, re.M) else ""

@@ -25,11 +25,11 @@ def _env(tmp_path: Path) -> dict[str, str]:
             "ACPLINK_DEMO_STORE": str(tmp_path / "demo-store")}
 
 
-def _clean(name: str) -> None:
+def _clean(name: str, hint: str = "") -> None:
     res = results()
     errors = res.errors(name)
     report = [f"{checker} {name}:{line}: {msg}" for checker, found in errors.items() for line, msg in found]
-    assert not report, "\n".join(report) + f"\n(the checked file: {res.folder / name})"
+    assert not report, "\n".join(report) + f"\n(the checked file: {res.folder / name}){hint}"
 
 
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.name)
@@ -39,7 +39,8 @@ def test_example_type_checks(path: Path) -> None:
 
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda s: s.name)
 def test_snippet_type_checks(snippet: Snippet) -> None:
-    _clean(f"{snippet.name}.py")
+    _clean(f"{snippet.name}.py", f"\nsnippet at {snippet.where}, setup {snippet.setup!r}; a fragment names its "
+           "setup in a comment before its fence: see tests/doc_snippets.py")
 
 
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda s: s.name)
