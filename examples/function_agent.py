@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable
 
-from acplink import AgentApp, PromptContext, run_agent, schema
+from acplink import AgentApp, PromptContext, builders, run_agent
 
 # -- the plain functions ---------------------------------------------------------------------------
 
@@ -67,8 +67,7 @@ async def prompt(ctx: PromptContext) -> None:
         await ctx.send_text(f"{fn.__name__} failed: {exc}")
         return
     text = str(result)
-    await tool.complete(raw_output={"result": result},
-                        content=[schema.Content(content=schema.TextContent(text=text))])
+    await tool.complete(raw_output={"result": result}, content=[builders.tool_content(text)])
     await ctx.send_text(f"{fn.__name__} says: {text}")
 
 
