@@ -10,10 +10,9 @@ with the input and output, then answers in text. Anything else lists the tools.
 from __future__ import annotations
 
 import ast
-import operator
 from collections.abc import Callable
 
-from acplink import AgentApp, PromptContext, run_agent, schema
+from acplink import AgentApp, PromptContext, builders, run_agent
 
 # -- the plain functions ---------------------------------------------------------------------------
 
@@ -23,10 +22,11 @@ def count_words(text: str) -> dict[str, int]:
     return {"words": len(text.split()), "lines": text.count("\n") + 1 if text else 0, "chars": len(text)}
 
 
-_OPS: dict[type, Callable[..., float]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.Div: operator.truediv,
-    ast.Pow: operator.pow, ast.Mod: operator.mod, ast.USub: operator.neg, ast.UAdd: operator.pos,
+_BINARY: dict[type[ast.operator], Callable[[float, float], float]] = {
+    ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b, ast.Mult: lambda a, b: a * b,
+    ast.Div: lambda a, b: a / b, ast.Pow: lambda a, b: a**b, ast.Mod: lambda a, b: a % b,
 }
+_UNARY: dict[type[ast.unaryop], Callable[[float], float]] = {ast.USub: lambda a: -a, ast.UAdd: lambda a: +a}
 
 
 def calculate(expression: str) -> float:
@@ -35,10 +35,10 @@ def calculate(expression: str) -> float:
     def ev(node: ast.AST) -> float:
         if isinstance(node, ast.Constant) and isinstance(node.value, int | float):
             return node.value
-        if isinstance(node, ast.BinOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](ev(node.left), ev(node.right))
-        if isinstance(node, ast.UnaryOp) and type(node.op) in _OPS:
-            return _OPS[type(node.op)](ev(node.operand))
+        if isinstance(node, ast.BinOp) and type(node.op) in _BINARY:
+            return _BINARY[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+            return _UNARY[type(node.op)](ev(node.operand))
         raise ValueError(f"unsupported expression: {ast.unparse(node)}")
 
     return ev(ast.parse(expression, mode="eval").body)
@@ -67,8 +67,7 @@ async def prompt(ctx: PromptContext) -> None:
         await ctx.send_text(f"{fn.__name__} failed: {exc}")
         return
     text = str(result)
-    await tool.complete(raw_output={"result": result},
-                        content=[schema.Content(content=schema.TextContent(text=text))])
+    await tool.complete(raw_output={"result": result}, content=[builders.tool_content(text)])
     await ctx.send_text(f"{fn.__name__} says: {text}")
 
 

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import os
 
-from acplink import AgentApp, PromptContext, run_agent, schema
+from acplink import AgentApp, PromptContext, builders, run_agent
 
 app = AgentApp("permission-agent", "1.0.0")
 
 
 @app.prompt
 async def prompt(ctx: PromptContext) -> None:
-    assert ctx.session is not None
     cmd, _, rest = ctx.text.strip().partition(" ")
     name, _, body = rest.partition(" ")
     if cmd != "save" or not name:
@@ -26,8 +25,8 @@ async def prompt(ctx: PromptContext) -> None:
         return
     path = os.path.join(ctx.session.cwd, name)
     tool = await ctx.start_tool_call(f"Write {name}", kind="edit",
-                                     content=[schema.Diff(path=path, old_text=None, new_text=body + "\n")],
-                                     locations=[schema.ToolCallLocation(path=path)])
+                                     content=[builders.diff(path, new_text=body + "\n")],
+                                     locations=[builders.location(path)])
     answer = await ctx.request_permission(tool)  # default options: allow / allow_always / reject
     if not answer.allowed:
         await tool.fail()

@@ -8,17 +8,11 @@ else is added as a note. A session title is set from the first note.
 
 from __future__ import annotations
 
-from acplink import Agent, Context, PromptContext, run_agent, schema
+from acplink import Agent, PromptContext, run_agent
 
 
 class NotesAgent(Agent):
-    async def new_session(self, ctx: Context[schema.NewSessionRequest]) -> None:
-        # returning None lets acplink answer with the session it created for us
-        assert ctx.session is not None
-        ctx.session.data["notes"] = []
-
     async def prompt(self, ctx: PromptContext) -> str:
-        assert ctx.session is not None
         notes: list[str] = ctx.session.data.setdefault("notes", [])
         text = ctx.text.strip()
         if text == "/notes":

@@ -18,8 +18,10 @@ step "official Python SDK for interop tests (.peers-venv)"
 step "official TypeScript SDK for interop tests (npm ci)"
 if command -v npm >/dev/null 2>&1; then
   (cd tests/interop/js && npm ci --no-audit --no-fund --loglevel=error)
+  step "pyright for the docs' type checks (its PyPI package fetches the npm package on first use)"
+  .venv/bin/pyright --version
 else
-  echo "npm not found: TypeScript interop tests will be skipped"
+  echo "npm not found: TypeScript interop tests will be skipped, and the docs type-checked with mypy only"
 fi
 
 step "generated code is up to date"

@@ -35,18 +35,18 @@ def roundtrip(tp: Any, value: Any) -> dict[str, Any]:
 
 CONTENT = [
     (b.text("hi"), {"type": "text", "text": "hi"}),
-    (b.image("aGk=", "image/png"), {"type": "image", "data": "aGk=", "mimeType": "image/png"}),
-    (b.image(b"hi", "image/png", uri="file:///a.png"),
+    (b.image("aGk=", mime_type="image/png"), {"type": "image", "data": "aGk=", "mimeType": "image/png"}),
+    (b.image(b"hi", mime_type="image/png", uri="file:///a.png"),
      {"type": "image", "data": "aGk=", "mimeType": "image/png", "uri": "file:///a.png"}),
-    (b.audio(b"\x00\x01", "audio/wav"), {"type": "audio", "data": "AAE=", "mimeType": "audio/wav"}),
-    (b.resource_link("file:///x.py", "x.py"), {"type": "resource_link", "uri": "file:///x.py", "name": "x.py"}),
-    (b.resource_link("file:///x.py", "x.py", mime_type="text/x-python", title="X", description="d", size=3),
+    (b.audio(b"\x00\x01", mime_type="audio/wav"), {"type": "audio", "data": "AAE=", "mimeType": "audio/wav"}),
+    (b.resource_link("file:///x.py", name="x.py"), {"type": "resource_link", "uri": "file:///x.py", "name": "x.py"}),
+    (b.resource_link("file:///x.py", name="x.py", mime_type="text/x-python", title="X", description="d", size=3),
      {"type": "resource_link", "uri": "file:///x.py", "name": "x.py", "mimeType": "text/x-python",
       "title": "X", "description": "d", "size": 3}),
-    (b.embedded_text("file:///x.py", "print()", "text/x-python"),
+    (b.embedded_text("file:///x.py", text="print()", mime_type="text/x-python"),
      {"type": "resource", "resource": {"uri": "file:///x.py", "text": "print()", "mimeType": "text/x-python"}}),
-    (b.embedded_text("file:///x.txt", "t"), {"type": "resource", "resource": {"uri": "file:///x.txt", "text": "t"}}),
-    (b.embedded_blob("file:///x.bin", b"\xff", "application/octet-stream"),
+    (b.embedded_text("file:///x.txt", text="t"), {"type": "resource", "resource": {"uri": "file:///x.txt", "text": "t"}}),
+    (b.embedded_blob("file:///x.bin", blob=b"\xff", mime_type="application/octet-stream"),
      {"type": "resource", "resource": {"uri": "file:///x.bin", "blob": "/w==", "mimeType": "application/octet-stream"}}),
 ]
 
@@ -62,11 +62,11 @@ UPDATES = [
      {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "hello"}, "messageId": "m1"}),
     (b.user_text("q"), {"sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": "q"}}),
     (b.thought("hmm"), {"sessionUpdate": "agent_thought_chunk", "content": {"type": "text", "text": "hmm"}}),
-    (b.tool_call("c1", "Read file"), {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Read file",
+    (b.tool_call("c1", title="Read file"), {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Read file",
                                       "status": "pending"}),
-    (b.tool_call("c1", "Edit", kind="edit", status="in_progress", name="edit_file",
-                 content=["note", b.diff("/p/a.py", "new", "old"), b.terminal_content("t1"), b.image(b"x", "image/png")],
-                 locations=["/p/a.py", b.location("/p/b.py", 3)], raw_input={"path": "/p/a.py"}, raw_output=[1]),
+    (b.tool_call("c1", title="Edit", kind="edit", status="in_progress", name="edit_file",
+                 content=["note", b.diff("/p/a.py", old_text="old", new_text="new"), b.terminal_content("t1"), b.image(b"x", mime_type="image/png")],
+                 locations=["/p/a.py", b.location("/p/b.py", line=3)], raw_input={"path": "/p/a.py"}, raw_output=[1]),
      {"sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Edit", "kind": "edit", "status": "in_progress",
       "name": "edit_file",
       "content": [{"type": "content", "content": {"type": "text", "text": "note"}},
@@ -81,12 +81,12 @@ UPDATES = [
      {"sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed", "title": "Done",
       "kind": "read", "content": [{"type": "content", "content": {"type": "text", "text": "ok"}}],
       "locations": [{"path": "/x"}], "rawOutput": {"ok": True}}),
-    (b.plan([b.plan_entry("a"), "b", b.plan_entry("c", "high", "completed")]),
+    (b.plan([b.plan_entry("a"), "b", b.plan_entry("c", priority="high", status="completed")]),
      {"sessionUpdate": "plan", "entries": [
          {"content": "a", "priority": "medium", "status": "pending"},
          {"content": "b", "priority": "medium", "status": "pending"},
          {"content": "c", "priority": "high", "status": "completed"}]}),
-    (b.available_commands([b.command("web", "Search the web", hint="query"), b.command("test", "Run tests")]),
+    (b.available_commands([b.command("web", description="Search the web", hint="query"), b.command("test", description="Run tests")]),
      {"sessionUpdate": "available_commands_update", "availableCommands": [
          {"name": "web", "description": "Search the web", "input": {"hint": "query"}},
          {"name": "test", "description": "Run tests"}]}),
@@ -94,8 +94,8 @@ UPDATES = [
     (b.session_info(), {"sessionUpdate": "session_info_update"}),
     (b.session_info(title="T", updated_at="2025-01-01T00:00:00Z"),
      {"sessionUpdate": "session_info_update", "title": "T", "updatedAt": "2025-01-01T00:00:00Z"}),
-    (b.usage_update(10, 100), {"sessionUpdate": "usage_update", "used": 10, "size": 100}),
-    (b.usage_update(10, 100, cost=0.5, currency="EUR"),
+    (b.usage_update(used=10, size=100), {"sessionUpdate": "usage_update", "used": 10, "size": 100}),
+    (b.usage_update(used=10, size=100, cost=0.5, currency="EUR"),
      {"sessionUpdate": "usage_update", "used": 10, "size": 100, "cost": {"amount": 0.5, "currency": "EUR"}}),
     (b.notice("Heads up", severity="warning", description="d"),
      {"sessionUpdate": "notice", "title": "Heads up", "severity": "warning", "description": "d"}),
@@ -110,20 +110,37 @@ def test_session_updates(value: Any, expected: dict[str, Any]) -> None:
 
 
 def test_tool_call_content() -> None:
-    assert roundtrip(ToolCallContent, b.diff("/a", "x")) == {"type": "diff", "path": "/a", "newText": "x"}
+    assert roundtrip(ToolCallContent, b.diff("/a", new_text="x")) == {"type": "diff", "path": "/a", "newText": "x"}
     assert roundtrip(ToolCallContent, b.terminal_content("t")) == {"type": "terminal", "terminalId": "t"}
     assert roundtrip(ToolCallContent, b.tool_content(b.text("x"))) == {
         "type": "content", "content": {"type": "text", "text": "x"}}
 
 
 def test_small_values() -> None:
-    assert roundtrip(PermissionOption, b.permission_option("ok", "Allow", "allow_once")) == {
+    assert roundtrip(PermissionOption, b.permission_option("ok", name="Allow", kind="allow_once")) == {
         "optionId": "ok", "name": "Allow", "kind": "allow_once"}
     assert roundtrip(PlanEntry, b.plan_entry("x")) == {"content": "x", "priority": "medium", "status": "pending"}
-    assert roundtrip(AvailableCommand, b.command("c", "d")) == {"name": "c", "description": "d"}
-    assert roundtrip(ToolCallLocation, b.location("/a", 1)) == {"path": "/a", "line": 1}
+    assert roundtrip(AvailableCommand, b.command("c", description="d")) == {"name": "c", "description": "d"}
+    assert roundtrip(ToolCallLocation, b.location("/a", line=1)) == {"path": "/a", "line": 1}
 
 
 def test_binary_data_is_base64() -> None:
     data = bytes(range(256))
-    assert base64.b64decode(b.image(data, "image/png").data) == data
+    assert base64.b64decode(b.image(data, mime_type="image/png").data) == data
+
+
+def test_only_the_subject_is_positional() -> None:
+    # two strings in a row (diff's old and new text, a tool call's id and title) are easy to
+    # swap unnoticed: every argument but the first is keyword-only
+    import inspect
+
+    for name in b.__all__:
+        params = inspect.signature(getattr(b, name)).parameters.values()
+        positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        assert len(positional) <= 1, f"builders.{name} takes {positional} by position"
+
+
+def test_diff_keeps_old_and_new_apart() -> None:
+    value = b.diff("/a.py", old_text="before", new_text="after")
+    assert (value.old_text, value.new_text) == ("before", "after")
+    assert dump(value) == {"type": "diff", "path": "/a.py", "oldText": "before", "newText": "after"}

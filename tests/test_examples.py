@@ -179,24 +179,3 @@ def test_client_example_reports_errors(tmp_path: Path, agent: list[str], name: s
     proc = client_example("fail", tmp_path, *agent)
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[-1] == "[error] Internal error: peer failure (code -32603)"
-
-
-# -- docs -----------------------------------------------------------------------------------------------
-
-
-def _python_snippets() -> list[object]:
-    import re
-
-    out = []
-    for doc in sorted((ROOT / "docs").glob("*.md")):
-        for i, block in enumerate(re.findall(r"```python\n(.*?)```", doc.read_text(), re.S)):
-            out.append(pytest.param(block, id=f"{doc.stem}-{i}"))
-    return out
-
-
-@pytest.mark.parametrize("snippet", _python_snippets())
-def test_doc_snippets_compile(snippet: str) -> None:
-    import ast
-
-    # snippets may use top-level `await` (they run inside an async function)
-    compile(snippet, "<doc>", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)

@@ -657,13 +657,17 @@ class Emitter:
             return f"_copy_factory({v!r})"
         return f"_const_factory({v!r})"
 
-    def field_src(self, f: FieldIR) -> str:
+    def annotation_src(self, f: FieldIR) -> str:
+        """The field's type as users see it (without the validators)."""
         t = self.type_src(f.type)
-        optional = not f.required and not f.has_default and not f.type.nullable()
-        if optional:
+        if not f.required and not f.has_default and not f.type.nullable():
             t = f"Optional[{t}]"
+        return t
+
+    def field_src(self, f: FieldIR, *, with_validators: bool = True) -> str:
+        t = self.annotation_src(f)
         validators = []
-        if f.lenient_null or f.lenient_error or f.skip_invalid:
+        if with_validators and (f.lenient_null or f.lenient_error or f.skip_invalid):
             fac = self.default_src(f) if f.has_default else "none_factory"
             if f.skip_invalid:
                 validators.append("Lenient.skip_invalid_items()")
@@ -691,6 +695,44 @@ class Emitter:
         if len(args) == 1 and args[0].startswith("default=") and not args[0].startswith("default_factory"):
             return f"    {f.py}: {t} = {args[0][len('default='):]}"
         return f"    {f.py}: {t} = Field({', '.join(args)})"
+
+    def init_src(self, c: ClassIR) -> list[str]:
+        """The stub's ``__init__``: keyword-only parameters named as the attributes, and a
+        second overload with the wire names (the runtime model accepts both, not mixed).
+
+        Written out because the ``__init__`` that type checkers derive from a pydantic model
+        (pyright, and mypy without pydantic's plugin) names its parameters after
+        ``Field(alias=...)``: the wire names only, so the documented ``Diff(old_text=...)``
+        would fail.
+        """
+        if c.unknown_of:  # an unknown variant keeps whatever it is given
+            return ["    def __init__(self, **data: Any) -> None: ..."]
+        fields: dict[str, FieldIR] = {}  # the inherited fields first, as pydantic orders them
+        for cls in self.class_chain(c):
+            fields.update((f.py, f) for f in cls.fields)
+
+        def signature(names: list[str]) -> list[str]:
+            params = [f"{n}: {self.annotation_src(f)}" + ("" if f.required else " = ...")
+                      for n, f in zip(names, fields.values(), strict=True)]
+            if not params:
+                return ["    def __init__(self) -> None: ..."]
+            return ["    def __init__(", "        self,", "        *,", *[f"        {p}," for p in params],
+                    "    ) -> None: ..."]
+
+        snake_names = list(fields)
+        wire_names = [f.wire for f in fields.values()]
+        aliased = wire_names != snake_names and all(
+            w.isidentifier() and not keyword.iskeyword(w) and w != "self" for w in wire_names)
+        if not aliased:
+            return signature(snake_names)
+        return ["    @overload", *signature(snake_names), "    @overload", *signature(wire_names)]
+
+    def class_chain(self, c: ClassIR) -> list[ClassIR]:
+        """The generated classes ``c`` derives from, the farthest first, then ``c``."""
+        chain = [c]
+        while chain[0].base in self.ir.classes:
+            chain.insert(0, self.ir.classes[chain[0].base])
+        return chain
 
     def refs_of(self, t: TypeIR | None) -> list[str]:
         out: list[str] = []
@@ -772,8 +814,9 @@ class Emitter:
             src = f"Annotated[{src}, BeforeValidator(alt_tag({a.tag_key!r}, {a.alt_key!r}))]"
         return src
 
-    def node_blocks(self) -> list[tuple[str, list[str], list[str]]]:
-        """(name, source lines defining it, the names it refers to) in emission order."""
+    def node_blocks(self, *, stub: bool = False) -> list[tuple[str, list[str], list[str]]]:
+        """(name, source lines defining it, the names it refers to) in emission order; for
+        the stub, fields without their validators, and an explicit ``__init__``."""
         fallback_of = {a.fallback: a for a in self.ir.aliases.values() if a.tag_key and a.fallback}
         blocks: list[tuple[str, list[str], list[str]]] = []
         self.defined = set()
@@ -802,8 +845,10 @@ class Emitter:
                 lines.append(f"    __acp_tag_fields__ = {tags!r}")
             # (a class that refers to itself gets a forward reference: its name is bound only after)
             for f in c.fields:
-                lines.append(self.field_src(f))
-            if not c.fields and union is None and not tags:
+                lines.append(self.field_src(f, with_validators=not stub))
+            if stub:
+                lines += ["", *self.init_src(c)]
+            elif not c.fields and union is None and not tags:
                 lines.append("    pass")
             deps = ([c.base] if c.base in self.ir.classes else []) + [r for f in c.fields for r in self.refs_of(f.type)]
             blocks.append((c.name, lines, deps))
@@ -811,11 +856,11 @@ class Emitter:
         self.defined = None
         return blocks
 
-    def models_prelude(self, what: str) -> list[str]:
+    def models_prelude(self, what: str, *, stub: bool = False) -> list[str]:
         # no `from __future__ import annotations`: annotations are real objects (see emission_order)
         lines = self.header(what, future=False)
         lines += [
-            "from typing import Annotated, Any, Dict, List, Literal, Optional, Union",
+            f"from typing import Annotated, Any, Dict, List, Literal, Optional, Union{', overload' if stub else ''}",
             "",
             "from pydantic import BeforeValidator, Field",
             "",
@@ -842,9 +887,10 @@ class Emitter:
 
     def models_stub(self) -> str:
         """The type checkers' (and readers') view: every model as a plain class."""
-        lines = self.models_prelude("Typed models for every ACP schema definition (the type checkers' view).")
+        lines = self.models_prelude("Typed models for every ACP schema definition (the type checkers' view).",
+                                    stub=True)
         lines += ["", "def _model_factory(name: str, value: Dict[str, Any]) -> Any: ...", ""]
-        for _, block, _ in self.node_blocks():
+        for _, block, _ in self.node_blocks(stub=True):
             lines += ["", *block, ""]
         lines += self.models_trailer()
         return "\n".join(lines)

@@ -1,7 +1,9 @@
 """Small constructors for ACP values, so that no code needs hand-written wire dicts.
 
 Every function returns a generated schema model (see :mod:`acplink.schema`). Optional
-arguments left at ``None`` are omitted from the wire form.
+arguments left at ``None`` are omitted from the wire form. Only the value a builder is about
+is positional; every other argument is keyword-only, so no two strings can be swapped
+unnoticed (``diff(path, old_text=..., new_text=...)``).
 """
 
 from __future__ import annotations
@@ -92,20 +94,20 @@ def text(s: str) -> TextContent:
     return TextContent(text=s)
 
 
-def image(data: str | bytes, mime_type: str, *, uri: str | None = None) -> ImageContent:
+def image(data: str | bytes, *, mime_type: str, uri: str | None = None) -> ImageContent:
     """An image block; ``bytes`` are base64-encoded, a ``str`` is taken as base64 already."""
     return ImageContent(data=_b64(data), mime_type=mime_type, **_given(uri=uri))
 
 
-def audio(data: str | bytes, mime_type: str) -> AudioContent:
+def audio(data: str | bytes, *, mime_type: str) -> AudioContent:
     """An audio block; ``bytes`` are base64-encoded, a ``str`` is taken as base64 already."""
     return AudioContent(data=_b64(data), mime_type=mime_type)
 
 
 def resource_link(
     uri: str,
-    name: str,
     *,
+    name: str,
     mime_type: str | None = None,
     title: str | None = None,
     description: str | None = None,
@@ -117,13 +119,13 @@ def resource_link(
     )
 
 
-def embedded_text(uri: str, text: str, mime_type: str | None = None) -> EmbeddedResource:
+def embedded_text(uri: str, *, text: str, mime_type: str | None = None) -> EmbeddedResource:
     """A resource embedded as text (for example a file's content)."""
     contents = TextResourceContents(uri=uri, text=text, **_given(mime_type=mime_type))
     return EmbeddedResource(resource=contents)
 
 
-def embedded_blob(uri: str, blob: str | bytes, mime_type: str | None = None) -> EmbeddedResource:
+def embedded_blob(uri: str, *, blob: str | bytes, mime_type: str | None = None) -> EmbeddedResource:
     """A resource embedded as base64 data; ``bytes`` are encoded."""
     contents = BlobResourceContents(uri=uri, blob=_b64(blob), **_given(mime_type=mime_type))
     return EmbeddedResource(resource=contents)
@@ -136,17 +138,17 @@ def _block(block: ContentBlock | str) -> ContentBlock:
 # -- message chunks ---------------------------------------------------------------------------
 
 
-def agent_text(s: str, message_id: str | None = None) -> AgentMessageChunk:
+def agent_text(s: str, *, message_id: str | None = None) -> AgentMessageChunk:
     """An ``agent_message_chunk`` update carrying text."""
     return AgentMessageChunk(content=text(s), **_given(message_id=message_id))
 
 
-def user_text(s: str, message_id: str | None = None) -> UserMessageChunk:
+def user_text(s: str, *, message_id: str | None = None) -> UserMessageChunk:
     """A ``user_message_chunk`` update carrying text."""
     return UserMessageChunk(content=text(s), **_given(message_id=message_id))
 
 
-def thought(s: str, message_id: str | None = None) -> AgentThoughtChunk:
+def thought(s: str, *, message_id: str | None = None) -> AgentThoughtChunk:
     """An ``agent_thought_chunk`` update carrying text."""
     return AgentThoughtChunk(content=text(s), **_given(message_id=message_id))
 
@@ -159,8 +161,8 @@ def tool_content(block: ContentBlock | str) -> Content:
     return Content(content=_block(block))
 
 
-def diff(path: str, new_text: str, old_text: str | None = None) -> Diff:
-    """Tool-call content showing a file change (``old_text=None`` means a new file)."""
+def diff(path: str, *, old_text: str | None = None, new_text: str) -> Diff:
+    """Tool-call content showing a file change (``old_text=None``, the default, means a new file)."""
     return Diff(path=path, new_text=new_text, **_given(old_text=old_text))
 
 
@@ -169,7 +171,7 @@ def terminal_content(terminal_id: str) -> Terminal:
     return Terminal(terminal_id=terminal_id)
 
 
-def location(path: str, line: int | None = None) -> ToolCallLocation:
+def location(path: str, *, line: int | None = None) -> ToolCallLocation:
     """A file location a tool call touches (for follow-along)."""
     return ToolCallLocation(path=path, **_given(line=line))
 
@@ -194,8 +196,8 @@ def _locations(locations: Iterable[ToolCallLocation | str] | None) -> list[ToolC
 
 def tool_call(
     tool_call_id: str,
-    title: str,
     *,
+    title: str,
     kind: ToolKind | None = None,
     status: ToolCallStatus | None = "pending",
     name: str | None = None,
@@ -252,7 +254,7 @@ def tool_call_update(
     )
 
 
-def permission_option(option_id: str, name: str, kind: PermissionOptionKind) -> PermissionOption:
+def permission_option(option_id: str, *, name: str, kind: PermissionOptionKind) -> PermissionOption:
     """One choice offered in ``session/request_permission``."""
     return PermissionOption(option_id=option_id, name=name, kind=kind)
 
@@ -261,7 +263,7 @@ def permission_option(option_id: str, name: str, kind: PermissionOptionKind) -> 
 
 
 def plan_entry(
-    content: str, priority: PlanEntryPriority = "medium", status: PlanEntryStatus = "pending"
+    content: str, *, priority: PlanEntryPriority = "medium", status: PlanEntryStatus = "pending"
 ) -> PlanEntry:
     """One entry of an agent plan."""
     return PlanEntry(content=content, priority=priority, status=status)
@@ -272,7 +274,7 @@ def plan(entries: Iterable[PlanEntry | str]) -> Plan:
     return Plan(entries=[plan_entry(e) if isinstance(e, str) else e for e in entries])
 
 
-def command(name: str, description: str, hint: str | None = None) -> AvailableCommand:
+def command(name: str, *, description: str, hint: str | None = None) -> AvailableCommand:
     """A slash command the agent offers; ``hint`` describes its free-text input."""
     if hint is None:
         return AvailableCommand(name=name, description=description)
@@ -289,12 +291,12 @@ def mode_update(mode_id: str) -> CurrentModeUpdate:
     return CurrentModeUpdate(current_mode_id=mode_id)
 
 
-def session_info(title: str | None = None, updated_at: str | None = None) -> SessionInfoUpdate:
+def session_info(*, title: str | None = None, updated_at: str | None = None) -> SessionInfoUpdate:
     """A ``session_info_update``; fields left at ``None`` are omitted (left unchanged)."""
     return SessionInfoUpdate(**_given(title=title, updated_at=updated_at))
 
 
-def usage_update(used: int, size: int, *, cost: float | None = None, currency: str = "USD") -> UsageUpdate:
+def usage_update(*, used: int, size: int, cost: float | None = None, currency: str = "USD") -> UsageUpdate:
     """A ``usage_update``: tokens in context, context size, optional cumulative cost."""
     if cost is None:
         return UsageUpdate(used=used, size=size)

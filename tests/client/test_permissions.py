@@ -28,7 +28,7 @@ ALL = ("allow_once", "allow_always", "reject_once", "reject_always")
 def request(kind: str | None = "execute", title: str = "Run `ls`", options: tuple[str, ...] = ALL,
             meta: dict[str, Any] | None = None) -> RequestPermissionRequest:
     call = ToolCallUpdate(tool_call_id="c1", title=title, **({"kind": kind} if kind else {}))
-    opts = [b.permission_option(f"opt-{k}", k.replace("_", " "), k) for k in options]  # type: ignore[arg-type]
+    opts = [b.permission_option(f"opt-{k}", name=k.replace("_", " "), kind=k) for k in options]  # type: ignore[arg-type]
     if meta is None:
         return RequestPermissionRequest(session_id="s", tool_call=call, options=opts)
     return RequestPermissionRequest(session_id="s", tool_call=call, options=opts, meta=meta)

@@ -286,7 +286,7 @@ def test_message_grouping_without_ids() -> None:
 
 def test_message_ids_group_chunks_even_when_interleaved() -> None:
     st = SessionState()
-    updates: list[Any] = [b.agent_text("a", "m1"), b.agent_text("x", "m2"), b.agent_text("b", "m1")]
+    updates: list[Any] = [b.agent_text("a", message_id="m1"), b.agent_text("x", message_id="m2"), b.agent_text("b", message_id="m1")]
     for u in updates:
         st.apply(u)
     assert [(m.message_id, m.text) for m in st.messages] == [("m1", "ab"), ("m2", "x")]
@@ -301,18 +301,18 @@ def test_thoughts_split_by_turn_and_keep_non_text_blocks() -> None:
     for u in updates:
         st.apply(u)
     assert [(t.text, t.turn) for t in st.thoughts] == [("t1t2", 1), ("t3", 2)]
-    st.apply(AgentMessageChunk(content=b.image(b"x", "image/png")))
+    st.apply(AgentMessageChunk(content=b.image(b"x", mime_type="image/png")))
     assert st.messages[-1].role == "agent" and st.messages[-1].text == ""
     assert not isinstance(st.messages[-1].blocks[0], TextContent)
 
 
 def test_tool_call_replace_and_unknown_update() -> None:
     st = SessionState()
-    st.apply(b.tool_call("c1", "First", kind="edit", content=["x"], locations=["/a"]))
+    st.apply(b.tool_call("c1", title="First", kind="edit", content=["x"], locations=["/a"]))
     st.apply(b.tool_call_update("c1", locations=["/b"]))
     assert [loc.path for loc in st.tool_calls["c1"].locations] == ["/b"]
     assert [dump(c)["type"] for c in st.tool_calls["c1"].content] == ["content"]
-    st.apply(b.tool_call("c1", "Second"))  # tool_call replaces
+    st.apply(b.tool_call("c1", title="Second"))  # tool_call replaces
     tc = st.tool_calls["c1"]
     assert (tc.title, tc.kind, tc.content, tc.locations) == ("Second", "other", [], [])
     st.apply(b.tool_call_update("ghost", status="failed"))
@@ -382,8 +382,8 @@ def test_apply_session_setup(tp: Any) -> None:
 def test_summary_mentions_the_essentials() -> None:
     st = SessionState()
     updates: list[Any] = [b.session_info(title="Refactor"), b.user_text("go"), b.agent_text("ok"),
-              b.tool_call("c", "t", status="completed"), b.plan([b.plan_entry("a", status="completed"), "b"]),
-              b.usage_update(10, 100)]
+              b.tool_call("c", title="t", status="completed"), b.plan([b.plan_entry("a", status="completed"), "b"]),
+              b.usage_update(used=10, size=100)]
     for u in updates:
         st.apply(u)
     s = st.summary()

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, TypeVar
+from typing import Any, TypeVar, cast
 
 import orjson
 
@@ -283,7 +283,7 @@ class AgentBase:
             if res is None:
                 return s.PromptResponse(stop_reason="end_turn")
             if isinstance(res, str):
-                return s.PromptResponse(stop_reason=res)
+                return s.PromptResponse(stop_reason=cast("s.StopReason", res))  # (checked by the model)
             if isinstance(res, s.PromptResponse):
                 return res
             raise UsageError(f"the prompt handler returned {type(res).__name__}; "

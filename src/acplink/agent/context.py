@@ -56,7 +56,12 @@ class Context(Generic[P]):
         self.app = app
         self.connection = conn
         self.params = params
-        self.session = session
+        self._session = session
+
+    @property
+    def session(self) -> AgentSession | None:
+        """The request's session, when it names a known one (``None`` for ``initialize``, ...)."""
+        return self._session
 
     @property
     def client_capabilities(self) -> s.ClientCapabilities | None:
@@ -66,9 +71,9 @@ class Context(Generic[P]):
 
     @property
     def session_id(self) -> str:
-        if self.session is None:
+        if self._session is None:
             raise UsageError("this request has no session")
-        return self.session.session_id
+        return self._session.session_id
 
     async def send_update(self, update: Any) -> None:
         """Send any ``session/update`` for this context's session."""
@@ -106,14 +111,14 @@ class Context(Generic[P]):
 
     async def send_mode(self, mode_id: str) -> None:
         """Tell the client the session's mode changed."""
-        if self.session is not None:
-            self.session.mode_id = mode_id
+        if self._session is not None:
+            self._session.mode_id = mode_id
         await self.send_update(s.CurrentModeUpdate(current_mode_id=mode_id))
 
     async def send_title(self, title: str) -> None:
         """Update the session's title (``session_info_update``)."""
-        if self.session is not None:
-            self.session.title = title
+        if self._session is not None:
+            self._session.title = title
         await self.send_update(s.SessionInfoUpdate(title=title))
 
 
@@ -134,7 +139,7 @@ class PermissionAnswer:
         return self.option is not None and str(self.option.kind).startswith("allow")
 
 
-DEFAULT_PERMISSION_OPTIONS = (
+DEFAULT_PERMISSION_OPTIONS: tuple[tuple[str, str, s.PermissionOptionKind], ...] = (
     ("allow", "Allow", "allow_once"),
     ("allow_always", "Always allow", "allow_always"),
     ("reject", "Reject", "reject_once"),
@@ -184,7 +189,7 @@ class ToolCallHandle:
     """A tool call started by :meth:`PromptContext.start_tool_call`."""
 
     def __init__(self, ctx: PromptContext, tool_call_id: str, *, title: str | None = None,
-                 kind: str | None = None) -> None:
+                 kind: s.ToolKind | None = None) -> None:
         self.ctx = ctx
         self.tool_call_id = tool_call_id
         self.title = title
@@ -243,8 +248,14 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
     def __init__(self, app: AgentBase, conn: AgentSideConnection, params: s.PromptRequest,
                  session: AgentSession, turn: Turn | None) -> None:
         super().__init__(app, conn, params, session)
+        self._prompt_session = session
         self.turn = turn
         self._terminals: set[TerminalHandle] = set()
+
+    @property
+    def session(self) -> AgentSession:
+        """The turn's session (always there in a prompt handler)."""
+        return self._prompt_session
 
     @property
     def text(self) -> str:
@@ -265,17 +276,17 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
 
     # -- tool calls --------------------------------------------------------------------------
 
-    async def start_tool_call(self, title: str, *, kind: str = "other", status: str = "pending",
-                              tool_call_id: str | None = None, **fields: Any) -> ToolCallHandle:
+    async def start_tool_call(self, title: str, *, kind: s.ToolKind = "other",
+                              status: s.ToolCallStatus = "pending", tool_call_id: str | None = None,
+                              **fields: Any) -> ToolCallHandle:
         """Announce a tool call; returns a handle to update it."""
         tcid = tool_call_id or f"call_{uuid.uuid4().hex[:12]}"
         await self.send_update(s.ToolCall(tool_call_id=tcid, title=title, kind=kind, status=status, **fields))
-        self.session.tool_calls[tcid] = status  # type: ignore[union-attr]
+        self.session.tool_calls[tcid] = status
         return ToolCallHandle(self, tcid, title=title, kind=kind)
 
     async def update_tool_call(self, tool_call_id: str, **fields: Any) -> None:
         """Send a ``tool_call_update``; the id must be one this session started."""
-        assert self.session is not None
         if tool_call_id not in self.session.tool_calls:
             raise UsageError(f"tool-call update for unknown id {tool_call_id!r}: start it with start_tool_call first")
         await self.send_update(s.SessionUpdateToolCallUpdate(tool_call_id=tool_call_id, **fields))
@@ -351,7 +362,7 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
         """Start a command in a client terminal (``terminal/create``)."""
         env_list = [s.EnvVariable(name=k, value=v) for k, v in (env or {}).items()]
         resp = await self.connection.terminal_create(
-            session_id=self.session_id, command=command, args=list(args), cwd=cwd or self.session.cwd,  # type: ignore[union-attr]
+            session_id=self.session_id, command=command, args=list(args), cwd=cwd or self.session.cwd,
             env=env_list, output_byte_limit=output_byte_limit)
         handle = TerminalHandle(self, resp.terminal_id)
         self._terminals.add(handle)

@@ -284,7 +284,8 @@ class connect:
 
     ``fs``/``terminal`` turn the default handlers on (file access confined to each
     session's cwd and additional directories; real terminal processes without a shell).
-    Permission requests go to ``permission`` (default: deny).
+    Permission requests go to ``permission`` (default: deny). The other keyword arguments
+    are those of :class:`Client`.
     """
 
     def __init__(
@@ -297,7 +298,14 @@ class connect:
         stderr: Any = "inherit",
         initialize: bool = True,
         protocol_version: int = PROTOCOL_VERSION,
-        **client_kw: Any,
+        fs: bool = True,
+        terminal: bool | TerminalHandler = True,
+        permission: PermissionPolicy | None = None,
+        elicitation: Elicitor | None = None,
+        client_info: s.Implementation | None = None,
+        limits: PeerLimits | None = None,
+        check_capabilities: bool = True,
+        debug: bool = False,
     ) -> None:
         self.agent = agent
         self.env = env
@@ -306,7 +314,11 @@ class connect:
         self.stderr = stderr
         self.initialize = initialize
         self.protocol_version = protocol_version
-        self.client_kw = client_kw
+        # the options of the Client (real parameters, so that a misspelt one fails type checking)
+        self.client_kw: dict[str, Any] = {
+            "fs": fs, "terminal": terminal, "permission": permission, "elicitation": elicitation,
+            "client_info": client_info, "limits": limits, "check_capabilities": check_capabilities,
+            "debug": debug}
         self.client: Client | None = None
 
     async def _open(self) -> Client:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Any
+from typing import Any, Self
 
 import orjson
 from pydantic import BaseModel
@@ -168,7 +168,7 @@ class Connection:
         return ([(m, "notification") for m in self.router.notifications]
                 + [(m, "request") for m in self.router.requests])
 
-    async def __aenter__(self) -> Connection:
+    async def __aenter__(self) -> Self:
         await self.start()
         return self
 

@@ -40,3 +40,7 @@ else:
         if name in _generated._ORDER:
             return _generated._get(name)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+    def __dir__() -> list[str]:
+        # the models are not module attributes until first use: list them for completion
+        return sorted(set(globals()) | set(__all__))

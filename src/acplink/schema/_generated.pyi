@@ -13,7 +13,7 @@ Inputs:
 # ruff: noqa
 # mypy: ignore-errors
 
-from typing import Annotated, Any, Dict, List, Literal, Optional, Union
+from typing import Annotated, Any, Dict, List, Literal, Optional, Union, overload
 
 from pydantic import BeforeValidator, Field
 
@@ -38,147 +38,464 @@ class AcceptNesNotification(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     id: NesSuggestionId
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        id: NesSuggestionId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        id: NesSuggestionId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class AuthStatusCapabilities(AcpModel):
     """ACP type `AuthStatusCapabilities`. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class LogoutCapabilities(AcpModel):
     """ACP type `LogoutCapabilities`. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class AgentAuthCapabilities(AcpModel):
     """ACP type `AgentAuthCapabilities`. Stable."""
 
-    status: Annotated[Union[AuthStatusCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    logout: Annotated[Union[LogoutCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    status: Union[AuthStatusCapabilities, None] = None
+    logout: Union[LogoutCapabilities, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        status: Union[AuthStatusCapabilities, None] = ...,
+        logout: Union[LogoutCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        status: Union[AuthStatusCapabilities, None] = ...,
+        logout: Union[LogoutCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class PromptCapabilities(AcpModel):
     """ACP type `PromptCapabilities`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/initialization#prompt-capabilities"""
 
-    image: Annotated[bool, Lenient.default_on_error(_const_factory(False))] = False
-    audio: Annotated[bool, Lenient.default_on_error(_const_factory(False))] = False
-    embedded_context: Annotated[bool, Lenient.default_on_error(_const_factory(False))] = Field(default=False, alias='embeddedContext')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    image: bool = False
+    audio: bool = False
+    embedded_context: bool = Field(default=False, alias='embeddedContext')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        image: bool = ...,
+        audio: bool = ...,
+        embedded_context: bool = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        image: bool = ...,
+        audio: bool = ...,
+        embeddedContext: bool = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class McpCapabilities(AcpModel):
     """ACP type `McpCapabilities`. Stable."""
 
-    http: Annotated[bool, Lenient.default_on_error(_const_factory(False))] = False
-    sse: Annotated[bool, Lenient.default_on_error(_const_factory(False))] = False
-    acp: Annotated[bool, Lenient.default_on_error(_const_factory(False))] = False
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    http: bool = False
+    sse: bool = False
+    acp: bool = False
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        http: bool = ...,
+        sse: bool = ...,
+        acp: bool = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        http: bool = ...,
+        sse: bool = ...,
+        acp: bool = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionListCapabilities(AcpModel):
     """ACP type `SessionListCapabilities`. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionDeleteCapabilities(AcpModel):
     """ACP type `SessionDeleteCapabilities`. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionAdditionalDirectoriesCapabilities(AcpModel):
     """ACP type `SessionAdditionalDirectoriesCapabilities`. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionSystemPromptOverrideCapabilities(AcpModel):
     """ACP type `SessionSystemPromptOverrideCapabilities`. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionSystemPromptModeCapabilities(AcpModel):
     """ACP type `SessionSystemPromptModeCapabilities`. Unstable."""
 
-    override: Annotated[Union[SessionSystemPromptOverrideCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    override: Union[SessionSystemPromptOverrideCapabilities, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        override: Union[SessionSystemPromptOverrideCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        override: Union[SessionSystemPromptOverrideCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionSystemPromptCapabilities(AcpModel):
     """ACP type `SessionSystemPromptCapabilities`. Unstable."""
 
-    mode: Annotated[Union[SessionSystemPromptModeCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    mode: Union[SessionSystemPromptModeCapabilities, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        mode: Union[SessionSystemPromptModeCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        mode: Union[SessionSystemPromptModeCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionForkCapabilities(AcpModel):
     """ACP type `SessionForkCapabilities`. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionArchiveCapabilities(AcpModel):
     """ACP type `SessionArchiveCapabilities`. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionStatusCapabilities(AcpModel):
     """ACP type `SessionStatusCapabilities`. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionTitleCapabilities(AcpModel):
     """ACP type `SessionTitleCapabilities`. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionResumeCapabilities(AcpModel):
     """ACP type `SessionResumeCapabilities`. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionCloseCapabilities(AcpModel):
     """ACP type `SessionCloseCapabilities`. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionCapabilities(AcpModel):
     """ACP type `SessionCapabilities`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/initialization#session-capabilities"""
 
-    list: Annotated[Union[SessionListCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    delete: Annotated[Union[SessionDeleteCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    additional_directories: Annotated[Union[SessionAdditionalDirectoriesCapabilities, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='additionalDirectories')
-    system_prompt: Annotated[Union[SessionSystemPromptCapabilities, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='systemPrompt')
-    fork: Annotated[Union[SessionForkCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    archive: Annotated[Union[SessionArchiveCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    status: Annotated[Union[SessionStatusCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    title: Annotated[Union[SessionTitleCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    resume: Annotated[Union[SessionResumeCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    close: Annotated[Union[SessionCloseCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    list: Union[SessionListCapabilities, None] = None
+    delete: Union[SessionDeleteCapabilities, None] = None
+    additional_directories: Union[SessionAdditionalDirectoriesCapabilities, None] = Field(default=None, alias='additionalDirectories')
+    system_prompt: Union[SessionSystemPromptCapabilities, None] = Field(default=None, alias='systemPrompt')
+    fork: Union[SessionForkCapabilities, None] = None
+    archive: Union[SessionArchiveCapabilities, None] = None
+    status: Union[SessionStatusCapabilities, None] = None
+    title: Union[SessionTitleCapabilities, None] = None
+    resume: Union[SessionResumeCapabilities, None] = None
+    close: Union[SessionCloseCapabilities, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        list: Union[SessionListCapabilities, None] = ...,
+        delete: Union[SessionDeleteCapabilities, None] = ...,
+        additional_directories: Union[SessionAdditionalDirectoriesCapabilities, None] = ...,
+        system_prompt: Union[SessionSystemPromptCapabilities, None] = ...,
+        fork: Union[SessionForkCapabilities, None] = ...,
+        archive: Union[SessionArchiveCapabilities, None] = ...,
+        status: Union[SessionStatusCapabilities, None] = ...,
+        title: Union[SessionTitleCapabilities, None] = ...,
+        resume: Union[SessionResumeCapabilities, None] = ...,
+        close: Union[SessionCloseCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        list: Union[SessionListCapabilities, None] = ...,
+        delete: Union[SessionDeleteCapabilities, None] = ...,
+        additionalDirectories: Union[SessionAdditionalDirectoriesCapabilities, None] = ...,
+        systemPrompt: Union[SessionSystemPromptCapabilities, None] = ...,
+        fork: Union[SessionForkCapabilities, None] = ...,
+        archive: Union[SessionArchiveCapabilities, None] = ...,
+        status: Union[SessionStatusCapabilities, None] = ...,
+        title: Union[SessionTitleCapabilities, None] = ...,
+        resume: Union[SessionResumeCapabilities, None] = ...,
+        close: Union[SessionCloseCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ProvidersCapabilities(AcpModel):
     """ACP type `ProvidersCapabilities`. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesDocumentDidOpenCapabilities(AcpModel):
     """ACP type `NesDocumentDidOpenCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 TextDocumentSyncKind = Literal['full', 'incremental']
@@ -189,102 +506,320 @@ class NesDocumentDidChangeCapabilities(AcpModel):
     """ACP type `NesDocumentDidChangeCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
     sync_kind: TextDocumentSyncKind = Field(alias='syncKind')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        sync_kind: TextDocumentSyncKind,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        syncKind: TextDocumentSyncKind,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesDocumentDidCloseCapabilities(AcpModel):
     """ACP type `NesDocumentDidCloseCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesDocumentDidSaveCapabilities(AcpModel):
     """ACP type `NesDocumentDidSaveCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesDocumentDidFocusCapabilities(AcpModel):
     """ACP type `NesDocumentDidFocusCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesDocumentEventCapabilities(AcpModel):
     """ACP type `NesDocumentEventCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    did_open: Annotated[Union[NesDocumentDidOpenCapabilities, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='didOpen')
-    did_change: Annotated[Union[NesDocumentDidChangeCapabilities, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='didChange')
-    did_close: Annotated[Union[NesDocumentDidCloseCapabilities, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='didClose')
-    did_save: Annotated[Union[NesDocumentDidSaveCapabilities, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='didSave')
-    did_focus: Annotated[Union[NesDocumentDidFocusCapabilities, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='didFocus')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    did_open: Union[NesDocumentDidOpenCapabilities, None] = Field(default=None, alias='didOpen')
+    did_change: Union[NesDocumentDidChangeCapabilities, None] = Field(default=None, alias='didChange')
+    did_close: Union[NesDocumentDidCloseCapabilities, None] = Field(default=None, alias='didClose')
+    did_save: Union[NesDocumentDidSaveCapabilities, None] = Field(default=None, alias='didSave')
+    did_focus: Union[NesDocumentDidFocusCapabilities, None] = Field(default=None, alias='didFocus')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        did_open: Union[NesDocumentDidOpenCapabilities, None] = ...,
+        did_change: Union[NesDocumentDidChangeCapabilities, None] = ...,
+        did_close: Union[NesDocumentDidCloseCapabilities, None] = ...,
+        did_save: Union[NesDocumentDidSaveCapabilities, None] = ...,
+        did_focus: Union[NesDocumentDidFocusCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        didOpen: Union[NesDocumentDidOpenCapabilities, None] = ...,
+        didChange: Union[NesDocumentDidChangeCapabilities, None] = ...,
+        didClose: Union[NesDocumentDidCloseCapabilities, None] = ...,
+        didSave: Union[NesDocumentDidSaveCapabilities, None] = ...,
+        didFocus: Union[NesDocumentDidFocusCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesEventCapabilities(AcpModel):
     """ACP type `NesEventCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    document: Annotated[Union[NesDocumentEventCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    document: Union[NesDocumentEventCapabilities, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        document: Union[NesDocumentEventCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        document: Union[NesDocumentEventCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesRecentFilesCapabilities(AcpModel):
     """ACP type `NesRecentFilesCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    max_count: Annotated[Union[int, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='maxCount')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    max_count: Union[int, None] = Field(default=None, alias='maxCount')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        max_count: Union[int, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        maxCount: Union[int, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesRelatedSnippetsCapabilities(AcpModel):
     """ACP type `NesRelatedSnippetsCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesEditHistoryCapabilities(AcpModel):
     """ACP type `NesEditHistoryCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    max_count: Annotated[Union[int, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='maxCount')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    max_count: Union[int, None] = Field(default=None, alias='maxCount')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        max_count: Union[int, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        maxCount: Union[int, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesUserActionsCapabilities(AcpModel):
     """ACP type `NesUserActionsCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    max_count: Annotated[Union[int, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='maxCount')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    max_count: Union[int, None] = Field(default=None, alias='maxCount')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        max_count: Union[int, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        maxCount: Union[int, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesOpenFilesCapabilities(AcpModel):
     """ACP type `NesOpenFilesCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesDiagnosticsCapabilities(AcpModel):
     """ACP type `NesDiagnosticsCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesContextCapabilities(AcpModel):
     """ACP type `NesContextCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    recent_files: Annotated[Union[NesRecentFilesCapabilities, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='recentFiles')
-    related_snippets: Annotated[Union[NesRelatedSnippetsCapabilities, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='relatedSnippets')
-    edit_history: Annotated[Union[NesEditHistoryCapabilities, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='editHistory')
-    user_actions: Annotated[Union[NesUserActionsCapabilities, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='userActions')
-    open_files: Annotated[Union[NesOpenFilesCapabilities, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='openFiles')
-    diagnostics: Annotated[Union[NesDiagnosticsCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    recent_files: Union[NesRecentFilesCapabilities, None] = Field(default=None, alias='recentFiles')
+    related_snippets: Union[NesRelatedSnippetsCapabilities, None] = Field(default=None, alias='relatedSnippets')
+    edit_history: Union[NesEditHistoryCapabilities, None] = Field(default=None, alias='editHistory')
+    user_actions: Union[NesUserActionsCapabilities, None] = Field(default=None, alias='userActions')
+    open_files: Union[NesOpenFilesCapabilities, None] = Field(default=None, alias='openFiles')
+    diagnostics: Union[NesDiagnosticsCapabilities, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        recent_files: Union[NesRecentFilesCapabilities, None] = ...,
+        related_snippets: Union[NesRelatedSnippetsCapabilities, None] = ...,
+        edit_history: Union[NesEditHistoryCapabilities, None] = ...,
+        user_actions: Union[NesUserActionsCapabilities, None] = ...,
+        open_files: Union[NesOpenFilesCapabilities, None] = ...,
+        diagnostics: Union[NesDiagnosticsCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        recentFiles: Union[NesRecentFilesCapabilities, None] = ...,
+        relatedSnippets: Union[NesRelatedSnippetsCapabilities, None] = ...,
+        editHistory: Union[NesEditHistoryCapabilities, None] = ...,
+        userActions: Union[NesUserActionsCapabilities, None] = ...,
+        openFiles: Union[NesOpenFilesCapabilities, None] = ...,
+        diagnostics: Union[NesDiagnosticsCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesCapabilities(AcpModel):
     """ACP type `NesCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    events: Annotated[Union[NesEventCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    context: Annotated[Union[NesContextCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    events: Union[NesEventCapabilities, None] = None
+    context: Union[NesContextCapabilities, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        events: Union[NesEventCapabilities, None] = ...,
+        context: Union[NesContextCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        events: Union[NesEventCapabilities, None] = ...,
+        context: Union[NesContextCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 PositionEncodingKind = Literal['utf-16', 'utf-32', 'utf-8']
@@ -294,15 +829,44 @@ PositionEncodingKind = Literal['utf-16', 'utf-32', 'utf-8']
 class AgentCapabilities(AcpModel):
     """ACP type `AgentCapabilities`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/initialization#agent-capabilities"""
 
-    load_session: Annotated[bool, Lenient.default_on_error(_const_factory(False))] = Field(default=False, alias='loadSession')
-    prompt_capabilities: Annotated[PromptCapabilities, Lenient.default_on_error(_model_factory('PromptCapabilities', {'image': False, 'audio': False, 'embeddedContext': False}))] = Field(default_factory=_model_factory('PromptCapabilities', {'image': False, 'audio': False, 'embeddedContext': False}), alias='promptCapabilities')
-    mcp_capabilities: Annotated[McpCapabilities, Lenient.default_on_error(_model_factory('McpCapabilities', {'http': False, 'sse': False, 'acp': False}))] = Field(default_factory=_model_factory('McpCapabilities', {'http': False, 'sse': False, 'acp': False}), alias='mcpCapabilities')
-    session_capabilities: Annotated[SessionCapabilities, Lenient.default_on_error(_model_factory('SessionCapabilities', {}))] = Field(default_factory=_model_factory('SessionCapabilities', {}), alias='sessionCapabilities')
-    auth: Annotated[AgentAuthCapabilities, Lenient.default_on_error(_model_factory('AgentAuthCapabilities', {}))] = Field(default_factory=_model_factory('AgentAuthCapabilities', {}))
-    providers: Annotated[Union[ProvidersCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
-    nes: Annotated[Union[NesCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    position_encoding: Annotated[Union[PositionEncodingKind, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='positionEncoding')
+    load_session: bool = Field(default=False, alias='loadSession')
+    prompt_capabilities: PromptCapabilities = Field(default_factory=_model_factory('PromptCapabilities', {'image': False, 'audio': False, 'embeddedContext': False}), alias='promptCapabilities')
+    mcp_capabilities: McpCapabilities = Field(default_factory=_model_factory('McpCapabilities', {'http': False, 'sse': False, 'acp': False}), alias='mcpCapabilities')
+    session_capabilities: SessionCapabilities = Field(default_factory=_model_factory('SessionCapabilities', {}), alias='sessionCapabilities')
+    auth: AgentAuthCapabilities = Field(default_factory=_model_factory('AgentAuthCapabilities', {}))
+    providers: Union[ProvidersCapabilities, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+    nes: Union[NesCapabilities, None] = None
+    position_encoding: Union[PositionEncodingKind, None] = Field(default=None, alias='positionEncoding')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        load_session: bool = ...,
+        prompt_capabilities: PromptCapabilities = ...,
+        mcp_capabilities: McpCapabilities = ...,
+        session_capabilities: SessionCapabilities = ...,
+        auth: AgentAuthCapabilities = ...,
+        providers: Union[ProvidersCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        nes: Union[NesCapabilities, None] = ...,
+        position_encoding: Union[PositionEncodingKind, None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        loadSession: bool = ...,
+        promptCapabilities: PromptCapabilities = ...,
+        mcpCapabilities: McpCapabilities = ...,
+        sessionCapabilities: SessionCapabilities = ...,
+        auth: AgentAuthCapabilities = ...,
+        providers: Union[ProvidersCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        nes: Union[NesCapabilities, None] = ...,
+        positionEncoding: Union[PositionEncodingKind, None] = ...,
+    ) -> None: ...
 
 
 Role = Literal['assistant', 'user']
@@ -312,76 +876,225 @@ Role = Literal['assistant', 'user']
 class Annotations(AcpModel):
     """ACP type `Annotations`. Stable."""
 
-    audience: Annotated[Union[List[Role], None], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = None
-    last_modified: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='lastModified')
-    priority: Annotated[Union[float, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    audience: Union[List[Role], None] = None
+    last_modified: Union[str, None] = Field(default=None, alias='lastModified')
+    priority: Union[float, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        audience: Union[List[Role], None] = ...,
+        last_modified: Union[str, None] = ...,
+        priority: Union[float, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        audience: Union[List[Role], None] = ...,
+        lastModified: Union[str, None] = ...,
+        priority: Union[float, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class TextContent(_TaggedMixin, AcpModel):
     """ACP type `TextContent`. Stable."""
 
     __acp_tag_fields__ = ('type',)
-    annotations: Annotated[Union[Annotations, None], Lenient.default_on_error(none_factory)] = None
+    annotations: Union[Annotations, None] = None
     text: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['text'] = 'text'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        annotations: Union[Annotations, None] = ...,
+        text: str,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['text'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        annotations: Union[Annotations, None] = ...,
+        text: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['text'] = ...,
+    ) -> None: ...
 
 
 class ImageContent(_TaggedMixin, AcpModel):
     """ACP type `ImageContent`. Stable."""
 
     __acp_tag_fields__ = ('type',)
-    annotations: Annotated[Union[Annotations, None], Lenient.default_on_error(none_factory)] = None
+    annotations: Union[Annotations, None] = None
     data: str
     mime_type: str = Field(alias='mimeType')
-    uri: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    uri: Union[str, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['image'] = 'image'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        annotations: Union[Annotations, None] = ...,
+        data: str,
+        mime_type: str,
+        uri: Union[str, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['image'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        annotations: Union[Annotations, None] = ...,
+        data: str,
+        mimeType: str,
+        uri: Union[str, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['image'] = ...,
+    ) -> None: ...
 
 
 class AudioContent(_TaggedMixin, AcpModel):
     """ACP type `AudioContent`. Stable."""
 
     __acp_tag_fields__ = ('type',)
-    annotations: Annotated[Union[Annotations, None], Lenient.default_on_error(none_factory)] = None
+    annotations: Union[Annotations, None] = None
     data: str
     mime_type: str = Field(alias='mimeType')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['audio'] = 'audio'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        annotations: Union[Annotations, None] = ...,
+        data: str,
+        mime_type: str,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['audio'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        annotations: Union[Annotations, None] = ...,
+        data: str,
+        mimeType: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['audio'] = ...,
+    ) -> None: ...
 
 
 class ResourceLink(_TaggedMixin, AcpModel):
     """ACP type `ResourceLink`. Stable."""
 
     __acp_tag_fields__ = ('type',)
-    annotations: Annotated[Union[Annotations, None], Lenient.default_on_error(none_factory)] = None
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    mime_type: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='mimeType')
+    annotations: Union[Annotations, None] = None
+    description: Union[str, None] = None
+    mime_type: Union[str, None] = Field(default=None, alias='mimeType')
     name: str
-    size: Annotated[Union[int, None], Lenient.default_on_error(none_factory)] = None
-    title: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
+    size: Union[int, None] = None
+    title: Union[str, None] = None
     uri: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['resource_link'] = 'resource_link'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        annotations: Union[Annotations, None] = ...,
+        description: Union[str, None] = ...,
+        mime_type: Union[str, None] = ...,
+        name: str,
+        size: Union[int, None] = ...,
+        title: Union[str, None] = ...,
+        uri: str,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['resource_link'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        annotations: Union[Annotations, None] = ...,
+        description: Union[str, None] = ...,
+        mimeType: Union[str, None] = ...,
+        name: str,
+        size: Union[int, None] = ...,
+        title: Union[str, None] = ...,
+        uri: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['resource_link'] = ...,
+    ) -> None: ...
 
 
 class TextResourceContents(AcpModel):
     """ACP type `TextResourceContents`. Stable."""
 
-    mime_type: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='mimeType')
+    mime_type: Union[str, None] = Field(default=None, alias='mimeType')
     text: str
     uri: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        mime_type: Union[str, None] = ...,
+        text: str,
+        uri: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        mimeType: Union[str, None] = ...,
+        text: str,
+        uri: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class BlobResourceContents(AcpModel):
     """ACP type `BlobResourceContents`. Stable."""
 
     blob: str
-    mime_type: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='mimeType')
+    mime_type: Union[str, None] = Field(default=None, alias='mimeType')
     uri: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        blob: str,
+        mime_type: Union[str, None] = ...,
+        uri: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        blob: str,
+        mimeType: Union[str, None] = ...,
+        uri: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 EmbeddedResourceResource = Union[TextResourceContents, BlobResourceContents]
@@ -392,10 +1105,29 @@ class EmbeddedResource(_TaggedMixin, AcpModel):
     """ACP type `EmbeddedResource`. Stable."""
 
     __acp_tag_fields__ = ('type',)
-    annotations: Annotated[Union[Annotations, None], Lenient.default_on_error(none_factory)] = None
+    annotations: Union[Annotations, None] = None
     resource: EmbeddedResourceResource
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['resource'] = 'resource'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        annotations: Union[Annotations, None] = ...,
+        resource: EmbeddedResourceResource,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['resource'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        annotations: Union[Annotations, None] = ...,
+        resource: EmbeddedResourceResource,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['resource'] = ...,
+    ) -> None: ...
 
 
 class UnknownContentBlock(UnknownVariant):
@@ -404,6 +1136,8 @@ class UnknownContentBlock(UnknownVariant):
     __acp_union__ = 'ContentBlock'
     __acp_tag_key__ = 'type'
     __acp_known__ = frozenset(['audio', 'image', 'resource', 'resource_link', 'text'])
+
+    def __init__(self, **data: Any) -> None: ...
 
 
 ContentBlock = Annotated[Union[Annotated[Union[TextContent, ImageContent, AudioContent, ResourceLink, EmbeddedResource], Field(discriminator='type')], UnknownContentBlock], Field(union_mode='left_to_right')]
@@ -418,8 +1152,25 @@ class ContentChunk(AcpModel):
     """ACP type `ContentChunk`. Stable."""
 
     content: ContentBlock
-    message_id: Annotated[Union[MessageId, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='messageId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    message_id: Union[MessageId, None] = Field(default=None, alias='messageId')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        content: ContentBlock,
+        message_id: Union[MessageId, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        content: ContentBlock,
+        messageId: Union[MessageId, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class AgentMessageChunk(_TaggedMixin, ContentChunk):
@@ -428,6 +1179,25 @@ class AgentMessageChunk(_TaggedMixin, ContentChunk):
     __acp_tag_fields__ = ('session_update',)
     session_update: Literal['agent_message_chunk'] = Field(default='agent_message_chunk', alias='sessionUpdate')
 
+    @overload
+    def __init__(
+        self,
+        *,
+        content: ContentBlock,
+        message_id: Union[MessageId, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['agent_message_chunk'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        content: ContentBlock,
+        messageId: Union[MessageId, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['agent_message_chunk'] = ...,
+    ) -> None: ...
+
 
 class UserMessageChunk(_TaggedMixin, ContentChunk):
     """Variant `user_message_chunk` of `SessionUpdate`."""
@@ -435,12 +1205,50 @@ class UserMessageChunk(_TaggedMixin, ContentChunk):
     __acp_tag_fields__ = ('session_update',)
     session_update: Literal['user_message_chunk'] = Field(default='user_message_chunk', alias='sessionUpdate')
 
+    @overload
+    def __init__(
+        self,
+        *,
+        content: ContentBlock,
+        message_id: Union[MessageId, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['user_message_chunk'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        content: ContentBlock,
+        messageId: Union[MessageId, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['user_message_chunk'] = ...,
+    ) -> None: ...
+
 
 class AgentThoughtChunk(_TaggedMixin, ContentChunk):
     """Variant `agent_thought_chunk` of `SessionUpdate`."""
 
     __acp_tag_fields__ = ('session_update',)
     session_update: Literal['agent_thought_chunk'] = Field(default='agent_thought_chunk', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        content: ContentBlock,
+        message_id: Union[MessageId, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['agent_thought_chunk'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        content: ContentBlock,
+        messageId: Union[MessageId, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['agent_thought_chunk'] = ...,
+    ) -> None: ...
 
 
 ToolCallId = str
@@ -460,8 +1268,25 @@ class Content(_TaggedMixin, AcpModel):
 
     __acp_tag_fields__ = ('type',)
     content: ContentBlock
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['content'] = 'content'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        content: ContentBlock,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['content'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        content: ContentBlock,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['content'] = ...,
+    ) -> None: ...
 
 
 class Diff(_TaggedMixin, AcpModel):
@@ -469,10 +1294,31 @@ class Diff(_TaggedMixin, AcpModel):
 
     __acp_tag_fields__ = ('type',)
     path: str
-    old_text: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='oldText')
+    old_text: Union[str, None] = Field(default=None, alias='oldText')
     new_text: str = Field(alias='newText')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['diff'] = 'diff'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        path: str,
+        old_text: Union[str, None] = ...,
+        new_text: str,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['diff'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        path: str,
+        oldText: Union[str, None] = ...,
+        newText: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['diff'] = ...,
+    ) -> None: ...
 
 
 TerminalId = str
@@ -484,8 +1330,25 @@ class Terminal(_TaggedMixin, AcpModel):
 
     __acp_tag_fields__ = ('type',)
     terminal_id: TerminalId = Field(alias='terminalId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['terminal'] = 'terminal'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        terminal_id: TerminalId,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['terminal'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        terminalId: TerminalId,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['terminal'] = ...,
+    ) -> None: ...
 
 
 class UnknownToolCallContent(UnknownVariant):
@@ -494,6 +1357,8 @@ class UnknownToolCallContent(UnknownVariant):
     __acp_union__ = 'ToolCallContent'
     __acp_tag_key__ = 'type'
     __acp_known__ = frozenset(['content', 'diff', 'terminal'])
+
+    def __init__(self, **data: Any) -> None: ...
 
 
 ToolCallContent = Annotated[Union[Annotated[Union[Content, Diff, Terminal], Field(discriminator='type')], UnknownToolCallContent], Field(union_mode='left_to_right')]
@@ -504,8 +1369,25 @@ class ToolCallLocation(AcpModel):
     """ACP type `ToolCallLocation`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/tool-calls#following-the-agent"""
 
     path: str
-    line: Annotated[Union[int, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    line: Union[int, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        path: str,
+        line: Union[int, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        path: str,
+        line: Union[int, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ToolCall(_TaggedMixin, AcpModel):
@@ -514,30 +1396,94 @@ class ToolCall(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('session_update',)
     tool_call_id: ToolCallId = Field(alias='toolCallId')
     title: str
-    name: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    kind: Annotated[Optional[ToolKind], Lenient.default_on_error(none_factory)] = None
-    status: Annotated[Optional[ToolCallStatus], Lenient.default_on_error(none_factory)] = None
-    content: Annotated[Optional[List[ToolCallContent]], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = None
-    locations: Annotated[Optional[List[ToolCallLocation]], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = None
-    raw_input: Annotated[Any, Lenient.default_on_error(none_factory)] = Field(default=None, alias='rawInput')
-    raw_output: Annotated[Any, Lenient.default_on_error(none_factory)] = Field(default=None, alias='rawOutput')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    name: Union[str, None] = None
+    kind: Optional[ToolKind] = None
+    status: Optional[ToolCallStatus] = None
+    content: Optional[List[ToolCallContent]] = None
+    locations: Optional[List[ToolCallLocation]] = None
+    raw_input: Any = Field(default=None, alias='rawInput')
+    raw_output: Any = Field(default=None, alias='rawOutput')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['tool_call'] = Field(default='tool_call', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        tool_call_id: ToolCallId,
+        title: str,
+        name: Union[str, None] = ...,
+        kind: Optional[ToolKind] = ...,
+        status: Optional[ToolCallStatus] = ...,
+        content: Optional[List[ToolCallContent]] = ...,
+        locations: Optional[List[ToolCallLocation]] = ...,
+        raw_input: Any = ...,
+        raw_output: Any = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['tool_call'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        toolCallId: ToolCallId,
+        title: str,
+        name: Union[str, None] = ...,
+        kind: Optional[ToolKind] = ...,
+        status: Optional[ToolCallStatus] = ...,
+        content: Optional[List[ToolCallContent]] = ...,
+        locations: Optional[List[ToolCallLocation]] = ...,
+        rawInput: Any = ...,
+        rawOutput: Any = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['tool_call'] = ...,
+    ) -> None: ...
 
 
 class ToolCallUpdate(AcpModel):
     """ACP type `ToolCallUpdate`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/tool-calls#updating"""
 
     tool_call_id: ToolCallId = Field(alias='toolCallId')
-    kind: Annotated[Union[ToolKind, None], Lenient.default_on_error(none_factory)] = None
-    status: Annotated[Union[ToolCallStatus, None], Lenient.default_on_error(none_factory)] = None
-    title: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    name: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    content: Annotated[Union[List[ToolCallContent], None], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = None
-    locations: Annotated[Union[List[ToolCallLocation], None], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = None
-    raw_input: Annotated[Any, Lenient.default_on_error(none_factory)] = Field(default=None, alias='rawInput')
-    raw_output: Annotated[Any, Lenient.default_on_error(none_factory)] = Field(default=None, alias='rawOutput')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    kind: Union[ToolKind, None] = None
+    status: Union[ToolCallStatus, None] = None
+    title: Union[str, None] = None
+    name: Union[str, None] = None
+    content: Union[List[ToolCallContent], None] = None
+    locations: Union[List[ToolCallLocation], None] = None
+    raw_input: Any = Field(default=None, alias='rawInput')
+    raw_output: Any = Field(default=None, alias='rawOutput')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        tool_call_id: ToolCallId,
+        kind: Union[ToolKind, None] = ...,
+        status: Union[ToolCallStatus, None] = ...,
+        title: Union[str, None] = ...,
+        name: Union[str, None] = ...,
+        content: Union[List[ToolCallContent], None] = ...,
+        locations: Union[List[ToolCallLocation], None] = ...,
+        raw_input: Any = ...,
+        raw_output: Any = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        toolCallId: ToolCallId,
+        kind: Union[ToolKind, None] = ...,
+        status: Union[ToolCallStatus, None] = ...,
+        title: Union[str, None] = ...,
+        name: Union[str, None] = ...,
+        content: Union[List[ToolCallContent], None] = ...,
+        locations: Union[List[ToolCallLocation], None] = ...,
+        rawInput: Any = ...,
+        rawOutput: Any = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionUpdateToolCallUpdate(_TaggedMixin, ToolCallUpdate):
@@ -545,6 +1491,39 @@ class SessionUpdateToolCallUpdate(_TaggedMixin, ToolCallUpdate):
 
     __acp_tag_fields__ = ('session_update',)
     session_update: Literal['tool_call_update'] = Field(default='tool_call_update', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        tool_call_id: ToolCallId,
+        kind: Union[ToolKind, None] = ...,
+        status: Union[ToolCallStatus, None] = ...,
+        title: Union[str, None] = ...,
+        name: Union[str, None] = ...,
+        content: Union[List[ToolCallContent], None] = ...,
+        locations: Union[List[ToolCallLocation], None] = ...,
+        raw_input: Any = ...,
+        raw_output: Any = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['tool_call_update'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        toolCallId: ToolCallId,
+        kind: Union[ToolKind, None] = ...,
+        status: Union[ToolCallStatus, None] = ...,
+        title: Union[str, None] = ...,
+        name: Union[str, None] = ...,
+        content: Union[List[ToolCallContent], None] = ...,
+        locations: Union[List[ToolCallLocation], None] = ...,
+        rawInput: Any = ...,
+        rawOutput: Any = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['tool_call_update'] = ...,
+    ) -> None: ...
 
 
 PlanEntryPriority = Literal['high', 'medium', 'low']
@@ -561,16 +1540,52 @@ class PlanEntry(AcpModel):
     content: str
     priority: PlanEntryPriority
     status: PlanEntryStatus
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        content: str,
+        priority: PlanEntryPriority,
+        status: PlanEntryStatus,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        content: str,
+        priority: PlanEntryPriority,
+        status: PlanEntryStatus,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class Plan(_TaggedMixin, AcpModel):
     """ACP type `Plan`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/agent-plan"""
 
     __acp_tag_fields__ = ('session_update',)
-    entries: Annotated[List[PlanEntry], Lenient.skip_invalid_items()]
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    entries: List[PlanEntry]
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['plan'] = Field(default='plan', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        entries: List[PlanEntry],
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['plan'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        entries: List[PlanEntry],
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['plan'] = ...,
+    ) -> None: ...
 
 
 PlanId = str
@@ -582,9 +1597,28 @@ class PlanItems(_TaggedMixin, AcpModel):
 
     __acp_tag_fields__ = ('type',)
     plan_id: PlanId = Field(alias='planId')
-    entries: Annotated[List[PlanEntry], Lenient.skip_invalid_items()]
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    entries: List[PlanEntry]
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['items'] = 'items'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        plan_id: PlanId,
+        entries: List[PlanEntry],
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['items'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        planId: PlanId,
+        entries: List[PlanEntry],
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['items'] = ...,
+    ) -> None: ...
 
 
 class PlanFile(_TaggedMixin, AcpModel):
@@ -593,8 +1627,27 @@ class PlanFile(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('type',)
     plan_id: PlanId = Field(alias='planId')
     uri: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['file'] = 'file'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        plan_id: PlanId,
+        uri: str,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['file'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        planId: PlanId,
+        uri: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['file'] = ...,
+    ) -> None: ...
 
 
 class PlanMarkdown(_TaggedMixin, AcpModel):
@@ -603,8 +1656,27 @@ class PlanMarkdown(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('type',)
     plan_id: PlanId = Field(alias='planId')
     content: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['markdown'] = 'markdown'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        plan_id: PlanId,
+        content: str,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['markdown'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        planId: PlanId,
+        content: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['markdown'] = ...,
+    ) -> None: ...
 
 
 class UnknownPlanUpdateContent(UnknownVariant):
@@ -613,6 +1685,8 @@ class UnknownPlanUpdateContent(UnknownVariant):
     __acp_union__ = 'PlanUpdateContent'
     __acp_tag_key__ = 'type'
     __acp_known__ = frozenset(['file', 'items', 'markdown'])
+
+    def __init__(self, **data: Any) -> None: ...
 
 
 PlanUpdateContent = Annotated[Union[Annotated[Union[PlanItems, PlanFile, PlanMarkdown], Field(discriminator='type')], UnknownPlanUpdateContent], Field(union_mode='left_to_right')]
@@ -624,8 +1698,25 @@ class PlanUpdate(_TaggedMixin, AcpModel):
 
     __acp_tag_fields__ = ('session_update',)
     plan: PlanUpdateContent
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['plan_update'] = Field(default='plan_update', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        plan: PlanUpdateContent,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['plan_update'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        plan: PlanUpdateContent,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['plan_update'] = ...,
+    ) -> None: ...
 
 
 class PlanRemoved(_TaggedMixin, AcpModel):
@@ -633,15 +1724,47 @@ class PlanRemoved(_TaggedMixin, AcpModel):
 
     __acp_tag_fields__ = ('session_update',)
     plan_id: PlanId = Field(alias='planId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['plan_removed'] = Field(default='plan_removed', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        plan_id: PlanId,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['plan_removed'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        planId: PlanId,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['plan_removed'] = ...,
+    ) -> None: ...
 
 
 class UnstructuredCommandInput(AcpModel):
     """ACP type `UnstructuredCommandInput`. Stable."""
 
     hint: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        hint: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        hint: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 AvailableCommandInput = UnstructuredCommandInput
@@ -653,17 +1776,53 @@ class AvailableCommand(AcpModel):
 
     name: str
     description: str
-    input: Annotated[Union[AvailableCommandInput, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    input: Union[AvailableCommandInput, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        input: Union[AvailableCommandInput, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        description: str,
+        input: Union[AvailableCommandInput, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class AvailableCommandsUpdate(_TaggedMixin, AcpModel):
     """ACP type `AvailableCommandsUpdate`. Stable."""
 
     __acp_tag_fields__ = ('session_update',)
-    available_commands: Annotated[List[AvailableCommand], Lenient.skip_invalid_items()] = Field(alias='availableCommands')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    available_commands: List[AvailableCommand] = Field(alias='availableCommands')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['available_commands_update'] = Field(default='available_commands_update', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        available_commands: List[AvailableCommand],
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['available_commands_update'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        availableCommands: List[AvailableCommand],
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['available_commands_update'] = ...,
+    ) -> None: ...
 
 
 SessionModeId = str
@@ -675,8 +1834,25 @@ class CurrentModeUpdate(_TaggedMixin, AcpModel):
 
     __acp_tag_fields__ = ('session_update',)
     current_mode_id: SessionModeId = Field(alias='currentModeId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['current_mode_update'] = Field(default='current_mode_update', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        current_mode_id: SessionModeId,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['current_mode_update'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        currentModeId: SessionModeId,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['current_mode_update'] = ...,
+    ) -> None: ...
 
 
 SessionConfigValueId = str
@@ -688,8 +1864,27 @@ class SessionConfigSelectOption(AcpModel):
 
     value: SessionConfigValueId
     name: str
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    description: Union[str, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        value: SessionConfigValueId,
+        name: str,
+        description: Union[str, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        value: SessionConfigValueId,
+        name: str,
+        description: Union[str, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 SessionConfigGroupId = str
@@ -701,8 +1896,27 @@ class SessionConfigSelectGroup(AcpModel):
 
     group: SessionConfigGroupId
     name: str
-    options: Annotated[List[SessionConfigSelectOption], Lenient.skip_invalid_items()]
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    options: List[SessionConfigSelectOption]
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        group: SessionConfigGroupId,
+        name: str,
+        options: List[SessionConfigSelectOption],
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        group: SessionConfigGroupId,
+        name: str,
+        options: List[SessionConfigSelectOption],
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 SessionConfigSelectOptions = Union[List[SessionConfigSelectOption], List[SessionConfigSelectGroup]]
@@ -714,6 +1928,21 @@ class SessionConfigSelect(AcpModel):
 
     current_value: SessionConfigValueId = Field(alias='currentValue')
     options: SessionConfigSelectOptions
+
+    @overload
+    def __init__(
+        self,
+        *,
+        current_value: SessionConfigValueId,
+        options: SessionConfigSelectOptions,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        currentValue: SessionConfigValueId,
+        options: SessionConfigSelectOptions,
+    ) -> None: ...
 
 
 SessionConfigId = str
@@ -730,16 +1959,56 @@ class SessionConfigOptionSelect(_TaggedMixin, SessionConfigSelect):
     __acp_tag_fields__ = ('type',)
     id: SessionConfigId
     name: str
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    category: Annotated[Union[SessionConfigOptionCategory, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    description: Union[str, None] = None
+    category: Union[SessionConfigOptionCategory, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['select'] = 'select'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        current_value: SessionConfigValueId,
+        options: SessionConfigSelectOptions,
+        id: SessionConfigId,
+        name: str,
+        description: Union[str, None] = ...,
+        category: Union[SessionConfigOptionCategory, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['select'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        currentValue: SessionConfigValueId,
+        options: SessionConfigSelectOptions,
+        id: SessionConfigId,
+        name: str,
+        description: Union[str, None] = ...,
+        category: Union[SessionConfigOptionCategory, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['select'] = ...,
+    ) -> None: ...
 
 
 class SessionConfigBoolean(AcpModel):
     """ACP type `SessionConfigBoolean`. Stable."""
 
     current_value: bool = Field(alias='currentValue')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        current_value: bool,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        currentValue: bool,
+    ) -> None: ...
 
 
 class SessionConfigOptionBoolean(_TaggedMixin, SessionConfigBoolean):
@@ -748,10 +2017,35 @@ class SessionConfigOptionBoolean(_TaggedMixin, SessionConfigBoolean):
     __acp_tag_fields__ = ('type',)
     id: SessionConfigId
     name: str
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    category: Annotated[Union[SessionConfigOptionCategory, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    description: Union[str, None] = None
+    category: Union[SessionConfigOptionCategory, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['boolean'] = 'boolean'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        current_value: bool,
+        id: SessionConfigId,
+        name: str,
+        description: Union[str, None] = ...,
+        category: Union[SessionConfigOptionCategory, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['boolean'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        currentValue: bool,
+        id: SessionConfigId,
+        name: str,
+        description: Union[str, None] = ...,
+        category: Union[SessionConfigOptionCategory, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['boolean'] = ...,
+    ) -> None: ...
 
 
 class UnknownSessionConfigOption(UnknownVariant):
@@ -760,6 +2054,8 @@ class UnknownSessionConfigOption(UnknownVariant):
     __acp_union__ = 'SessionConfigOption'
     __acp_tag_key__ = 'type'
     __acp_known__ = frozenset(['boolean', 'select'])
+
+    def __init__(self, **data: Any) -> None: ...
 
 
 SessionConfigOption = Annotated[Union[Annotated[Union[SessionConfigOptionSelect, SessionConfigOptionBoolean], Field(discriminator='type')], UnknownSessionConfigOption], Field(union_mode='left_to_right')]
@@ -770,19 +2066,55 @@ class ConfigOptionUpdate(_TaggedMixin, AcpModel):
     """ACP type `ConfigOptionUpdate`. Stable."""
 
     __acp_tag_fields__ = ('session_update',)
-    config_options: Annotated[List[SessionConfigOption], Lenient.skip_invalid_items()] = Field(alias='configOptions')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    config_options: List[SessionConfigOption] = Field(alias='configOptions')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['config_option_update'] = Field(default='config_option_update', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        config_options: List[SessionConfigOption],
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['config_option_update'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        configOptions: List[SessionConfigOption],
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['config_option_update'] = ...,
+    ) -> None: ...
 
 
 class SessionInfoUpdate(_TaggedMixin, AcpModel):
     """ACP type `SessionInfoUpdate`. Stable."""
 
     __acp_tag_fields__ = ('session_update',)
-    title: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    updated_at: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='updatedAt')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    title: Union[str, None] = None
+    updated_at: Union[str, None] = Field(default=None, alias='updatedAt')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['session_info_update'] = Field(default='session_info_update', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        title: Union[str, None] = ...,
+        updated_at: Union[str, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['session_info_update'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        title: Union[str, None] = ...,
+        updatedAt: Union[str, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['session_info_update'] = ...,
+    ) -> None: ...
 
 
 class Cost(AcpModel):
@@ -790,7 +2122,24 @@ class Cost(AcpModel):
 
     amount: float
     currency: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        amount: float,
+        currency: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        amount: float,
+        currency: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class UsageUpdate(_TaggedMixin, AcpModel):
@@ -799,9 +2148,30 @@ class UsageUpdate(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('session_update',)
     used: int
     size: int
-    cost: Annotated[Union[Cost, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    cost: Union[Cost, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['usage_update'] = Field(default='usage_update', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        used: int,
+        size: int,
+        cost: Union[Cost, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['usage_update'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        used: int,
+        size: int,
+        cost: Union[Cost, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['usage_update'] = ...,
+    ) -> None: ...
 
 
 NoticeSeverity = Union[Literal['info', 'warning', 'error'], str]
@@ -814,9 +2184,30 @@ class Notice(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('session_update',)
     severity: NoticeSeverity
     title: str
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    description: Union[str, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['notice'] = Field(default='notice', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        severity: NoticeSeverity,
+        title: str,
+        description: Union[str, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['notice'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        severity: NoticeSeverity,
+        title: str,
+        description: Union[str, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['notice'] = ...,
+    ) -> None: ...
 
 
 CompactionId = str
@@ -833,10 +2224,33 @@ class CompactionUpdate(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('session_update',)
     compaction_id: CompactionId = Field(alias='compactionId')
     status: CompactionStatus
-    summary: Annotated[Union[List[ContentBlock], None], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = None
-    error: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    summary: Union[List[ContentBlock], None] = None
+    error: Union[str, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['compaction_update'] = Field(default='compaction_update', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        compaction_id: CompactionId,
+        status: CompactionStatus,
+        summary: Union[List[ContentBlock], None] = ...,
+        error: Union[str, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['compaction_update'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        compactionId: CompactionId,
+        status: CompactionStatus,
+        summary: Union[List[ContentBlock], None] = ...,
+        error: Union[str, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['compaction_update'] = ...,
+    ) -> None: ...
 
 
 class CompactionSummaryChunk(_TaggedMixin, AcpModel):
@@ -845,29 +2259,91 @@ class CompactionSummaryChunk(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('session_update',)
     compaction_id: CompactionId = Field(alias='compactionId')
     content: ContentBlock
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['compaction_summary_chunk'] = Field(default='compaction_summary_chunk', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        compaction_id: CompactionId,
+        content: ContentBlock,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['compaction_summary_chunk'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        compactionId: CompactionId,
+        content: ContentBlock,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['compaction_summary_chunk'] = ...,
+    ) -> None: ...
 
 
 class SessionCancelCapabilities(AcpModel):
     """ACP type `SessionCancelCapabilities`. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SubagentSessionCapabilities(AcpModel):
     """ACP type `SubagentSessionCapabilities`. Unstable."""
 
-    cancel: Annotated[Union[SessionCancelCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    cancel: Union[SessionCancelCapabilities, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        cancel: Union[SessionCancelCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        cancel: Union[SessionCancelCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class RunningStateUpdate(_TaggedMixin, AcpModel):
     """ACP type `RunningStateUpdate`. Unstable."""
 
     __acp_tag_fields__ = ('state',)
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     state: Literal['running'] = 'running'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+        state: Literal['running'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+        state: Literal['running'] = ...,
+    ) -> None: ...
 
 
 class Usage(AcpModel):
@@ -876,60 +2352,180 @@ class Usage(AcpModel):
     total_tokens: int = Field(alias='totalTokens')
     input_tokens: int = Field(alias='inputTokens')
     output_tokens: int = Field(alias='outputTokens')
-    thought_tokens: Annotated[Union[int, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='thoughtTokens')
-    cached_read_tokens: Annotated[Union[int, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='cachedReadTokens')
-    cached_write_tokens: Annotated[Union[int, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='cachedWriteTokens')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    thought_tokens: Union[int, None] = Field(default=None, alias='thoughtTokens')
+    cached_read_tokens: Union[int, None] = Field(default=None, alias='cachedReadTokens')
+    cached_write_tokens: Union[int, None] = Field(default=None, alias='cachedWriteTokens')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        total_tokens: int,
+        input_tokens: int,
+        output_tokens: int,
+        thought_tokens: Union[int, None] = ...,
+        cached_read_tokens: Union[int, None] = ...,
+        cached_write_tokens: Union[int, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        totalTokens: int,
+        inputTokens: int,
+        outputTokens: int,
+        thoughtTokens: Union[int, None] = ...,
+        cachedReadTokens: Union[int, None] = ...,
+        cachedWriteTokens: Union[int, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class IdleStateUpdateEndTurn(_TaggedMixin, AcpModel):
     """Variant `end_turn` of `IdleStateUpdate`."""
 
     __acp_tag_fields__ = ('stop_reason', 'state')
-    usage: Annotated[Union[Usage, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    usage: Union[Usage, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     stop_reason: Literal['end_turn'] = Field(default='end_turn', alias='stopReason')
     state: Literal['idle'] = 'idle'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        usage: Union[Usage, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        stop_reason: Literal['end_turn'] = ...,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        usage: Union[Usage, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        stopReason: Literal['end_turn'] = ...,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
 
 
 class IdleStateUpdateMaxTokens(_TaggedMixin, AcpModel):
     """Variant `max_tokens` of `IdleStateUpdate`."""
 
     __acp_tag_fields__ = ('stop_reason', 'state')
-    usage: Annotated[Union[Usage, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    usage: Union[Usage, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     stop_reason: Literal['max_tokens'] = Field(default='max_tokens', alias='stopReason')
     state: Literal['idle'] = 'idle'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        usage: Union[Usage, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        stop_reason: Literal['max_tokens'] = ...,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        usage: Union[Usage, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        stopReason: Literal['max_tokens'] = ...,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
 
 
 class IdleStateUpdateMaxTurnRequests(_TaggedMixin, AcpModel):
     """Variant `max_turn_requests` of `IdleStateUpdate`."""
 
     __acp_tag_fields__ = ('stop_reason', 'state')
-    usage: Annotated[Union[Usage, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    usage: Union[Usage, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     stop_reason: Literal['max_turn_requests'] = Field(default='max_turn_requests', alias='stopReason')
     state: Literal['idle'] = 'idle'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        usage: Union[Usage, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        stop_reason: Literal['max_turn_requests'] = ...,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        usage: Union[Usage, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        stopReason: Literal['max_turn_requests'] = ...,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
 
 
 class IdleStateUpdateRefusal(_TaggedMixin, AcpModel):
     """Variant `refusal` of `IdleStateUpdate`."""
 
     __acp_tag_fields__ = ('stop_reason', 'state')
-    usage: Annotated[Union[Usage, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    usage: Union[Usage, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     stop_reason: Literal['refusal'] = Field(default='refusal', alias='stopReason')
     state: Literal['idle'] = 'idle'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        usage: Union[Usage, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        stop_reason: Literal['refusal'] = ...,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        usage: Union[Usage, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        stopReason: Literal['refusal'] = ...,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
 
 
 class IdleStateUpdateCancelled(_TaggedMixin, AcpModel):
     """Variant `cancelled` of `IdleStateUpdate`."""
 
     __acp_tag_fields__ = ('stop_reason', 'state')
-    usage: Annotated[Union[Usage, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    usage: Union[Usage, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     stop_reason: Literal['cancelled'] = Field(default='cancelled', alias='stopReason')
     state: Literal['idle'] = 'idle'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        usage: Union[Usage, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        stop_reason: Literal['cancelled'] = ...,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        usage: Union[Usage, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        stopReason: Literal['cancelled'] = ...,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
 
 
 ErrorCode = Union[Literal[-32700, -32600, -32601, -32602, -32603, -32800, -32000, -32002], int]
@@ -946,11 +2542,36 @@ class AuthMethodTerminal(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('type',)
     id: AuthMethodId
     name: str
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    args: Annotated[List[str], Lenient.default_on_null(_copy_factory([]))] = Field(default_factory=_copy_factory([]))
-    env: Annotated[Optional[Dict[str, str]], Lenient.default_on_null(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    description: Union[str, None] = None
+    args: List[str] = Field(default_factory=_copy_factory([]))
+    env: Optional[Dict[str, str]] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['terminal'] = 'terminal'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        id: AuthMethodId,
+        name: str,
+        description: Union[str, None] = ...,
+        args: List[str] = ...,
+        env: Optional[Dict[str, str]] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['terminal'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        id: AuthMethodId,
+        name: str,
+        description: Union[str, None] = ...,
+        args: List[str] = ...,
+        env: Optional[Dict[str, str]] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['terminal'] = ...,
+    ) -> None: ...
 
 
 class AuthMethodAgent(AcpModel):
@@ -958,8 +2579,27 @@ class AuthMethodAgent(AcpModel):
 
     id: AuthMethodId
     name: str
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    description: Union[str, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        id: AuthMethodId,
+        name: str,
+        description: Union[str, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        id: AuthMethodId,
+        name: str,
+        description: Union[str, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class UnknownAuthMethod(UnknownVariant):
@@ -968,6 +2608,8 @@ class UnknownAuthMethod(UnknownVariant):
     __acp_union__ = 'AuthMethod'
     __acp_tag_key__ = 'type'
     __acp_known__ = frozenset(['terminal'])
+
+    def __init__(self, **data: Any) -> None: ...
 
 
 AuthMethod = Annotated[Union[Annotated[AuthMethodTerminal, BeforeValidator(require_tag('type', 'terminal'))], AuthMethodAgent, UnknownAuthMethod], Field(union_mode='left_to_right')]
@@ -979,24 +2621,70 @@ class Error(AcpModel):
 
     code: ErrorCode
     message: str
-    data: Annotated[Any, Lenient.default_on_error(none_factory)] = None
-    auth_methods: Annotated[Union[List[AuthMethod], None], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = Field(default=None, alias='authMethods')
+    data: Any = None
+    auth_methods: Union[List[AuthMethod], None] = Field(default=None, alias='authMethods')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        code: ErrorCode,
+        message: str,
+        data: Any = ...,
+        auth_methods: Union[List[AuthMethod], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        code: ErrorCode,
+        message: str,
+        data: Any = ...,
+        authMethods: Union[List[AuthMethod], None] = ...,
+    ) -> None: ...
 
 
 class ErrorStopReason(AcpModel):
     """ACP type `ErrorStopReason`. Unstable."""
 
-    error: Annotated[Union[Error, None], Lenient.default_on_error(none_factory)] = None
+    error: Union[Error, None] = None
+
+    def __init__(
+        self,
+        *,
+        error: Union[Error, None] = ...,
+    ) -> None: ...
 
 
 class IdleStateUpdateError(_TaggedMixin, ErrorStopReason):
     """Variant `error` of `IdleStateUpdate`."""
 
     __acp_tag_fields__ = ('stop_reason', 'state')
-    usage: Annotated[Union[Usage, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    usage: Union[Usage, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     stop_reason: Literal['error'] = Field(default='error', alias='stopReason')
     state: Literal['idle'] = 'idle'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        error: Union[Error, None] = ...,
+        usage: Union[Usage, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        stop_reason: Literal['error'] = ...,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        error: Union[Error, None] = ...,
+        usage: Union[Usage, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        stopReason: Literal['error'] = ...,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
 
 
 class IdleStateUpdateOther(_TaggedMixin, FallbackVariant, AcpModel):
@@ -1006,20 +2694,58 @@ class IdleStateUpdateOther(_TaggedMixin, FallbackVariant, AcpModel):
     __acp_tag_key__ = 'stopReason'
     __acp_known__ = frozenset(['cancelled', 'end_turn', 'error', 'max_tokens', 'max_turn_requests', 'refusal'])
     __acp_tag_fields__ = ('stop_reason', 'state')
-    usage: Annotated[Union[Usage, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    usage: Union[Usage, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     stop_reason: str = Field(alias='stopReason')
     state: Literal['idle'] = 'idle'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        usage: Union[Usage, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        stop_reason: str,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        usage: Union[Usage, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        stopReason: str,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
 
 
 class IdleStateUpdateNone(_TaggedMixin, AcpModel):
     """Variant `none` of `IdleStateUpdate`."""
 
     __acp_tag_fields__ = ('state',)
-    usage: Annotated[Union[Usage, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    usage: Union[Usage, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     stop_reason: None = Field(default=None, alias='stopReason')
     state: Literal['idle'] = 'idle'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        usage: Union[Usage, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        stop_reason: None = ...,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        usage: Union[Usage, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        stopReason: None = ...,
+        state: Literal['idle'] = ...,
+    ) -> None: ...
 
 
 IdleStateUpdate = Annotated[Union[Annotated[Union[IdleStateUpdateEndTurn, IdleStateUpdateMaxTokens, IdleStateUpdateMaxTurnRequests, IdleStateUpdateRefusal, IdleStateUpdateCancelled, IdleStateUpdateError], Field(discriminator='stop_reason')], IdleStateUpdateNone, IdleStateUpdateOther], Field(union_mode='left_to_right')]
@@ -1030,16 +2756,46 @@ class RequiresActionStateUpdate(_TaggedMixin, AcpModel):
     """ACP type `RequiresActionStateUpdate`. Unstable."""
 
     __acp_tag_fields__ = ('state',)
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     state: Literal['requires_action'] = 'requires_action'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+        state: Literal['requires_action'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+        state: Literal['requires_action'] = ...,
+    ) -> None: ...
 
 
 class UnknownStateUpdate(_TaggedMixin, AcpModel):
     """ACP type `UnknownStateUpdate`. Unstable."""
 
     __acp_tag_fields__ = ('state',)
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     state: Literal['unknown'] = 'unknown'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+        state: Literal['unknown'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+        state: Literal['unknown'] = ...,
+    ) -> None: ...
 
 
 class StateUpdateOther(_TaggedMixin, FallbackVariant, AcpModel):
@@ -1051,6 +2807,12 @@ class StateUpdateOther(_TaggedMixin, FallbackVariant, AcpModel):
     __acp_tag_fields__ = ('state',)
     state: str
 
+    def __init__(
+        self,
+        *,
+        state: str,
+    ) -> None: ...
+
 
 StateUpdate = Annotated[Union[Annotated[Union[RunningStateUpdate, RequiresActionStateUpdate, UnknownStateUpdate], Field(discriminator='state')], IdleStateUpdate, StateUpdateOther], Field(union_mode='left_to_right')]
 """ACP type `StateUpdate`. Unstable."""
@@ -1061,14 +2823,43 @@ class SubagentUpdate(_TaggedMixin, AcpModel):
 
     __acp_tag_fields__ = ('session_update',)
     session_id: SessionId = Field(alias='sessionId')
-    title: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    capabilities: Annotated[Union[SubagentSessionCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    state: Annotated[Union[StateUpdate, None], Lenient.default_on_error(none_factory)] = None
+    title: Union[str, None] = None
+    description: Union[str, None] = None
+    capabilities: Union[SubagentSessionCapabilities, None] = None
+    state: Union[StateUpdate, None] = None
     cwd: Union[str, None] = None
     additional_directories: Union[List[str], None] = Field(default=None, alias='additionalDirectories')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['subagent_update'] = Field(default='subagent_update', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        title: Union[str, None] = ...,
+        description: Union[str, None] = ...,
+        capabilities: Union[SubagentSessionCapabilities, None] = ...,
+        state: Union[StateUpdate, None] = ...,
+        cwd: Union[str, None] = ...,
+        additional_directories: Union[List[str], None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['subagent_update'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        title: Union[str, None] = ...,
+        description: Union[str, None] = ...,
+        capabilities: Union[SubagentSessionCapabilities, None] = ...,
+        state: Union[StateUpdate, None] = ...,
+        cwd: Union[str, None] = ...,
+        additionalDirectories: Union[List[str], None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['subagent_update'] = ...,
+    ) -> None: ...
 
 
 class SessionMessage(_TaggedMixin, AcpModel):
@@ -1076,13 +2867,40 @@ class SessionMessage(_TaggedMixin, AcpModel):
 
     __acp_tag_fields__ = ('session_update',)
     message_id: MessageId = Field(alias='messageId')
-    sender_session_id: Annotated[Union[SessionId, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='senderSessionId')
-    recipient_session_id: Annotated[Union[SessionId, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='recipientSessionId')
-    sender_message_id: Annotated[Union[MessageId, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='senderMessageId')
-    recipient_message_id: Annotated[Union[MessageId, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='recipientMessageId')
-    content: Annotated[Union[List[ContentBlock], None], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    sender_session_id: Union[SessionId, None] = Field(default=None, alias='senderSessionId')
+    recipient_session_id: Union[SessionId, None] = Field(default=None, alias='recipientSessionId')
+    sender_message_id: Union[MessageId, None] = Field(default=None, alias='senderMessageId')
+    recipient_message_id: Union[MessageId, None] = Field(default=None, alias='recipientMessageId')
+    content: Union[List[ContentBlock], None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['session_message'] = Field(default='session_message', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        message_id: MessageId,
+        sender_session_id: Union[SessionId, None] = ...,
+        recipient_session_id: Union[SessionId, None] = ...,
+        sender_message_id: Union[MessageId, None] = ...,
+        recipient_message_id: Union[MessageId, None] = ...,
+        content: Union[List[ContentBlock], None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['session_message'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        messageId: MessageId,
+        senderSessionId: Union[SessionId, None] = ...,
+        recipientSessionId: Union[SessionId, None] = ...,
+        senderMessageId: Union[MessageId, None] = ...,
+        recipientMessageId: Union[MessageId, None] = ...,
+        content: Union[List[ContentBlock], None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['session_message'] = ...,
+    ) -> None: ...
 
 
 class SessionMessageChunk(_TaggedMixin, AcpModel):
@@ -1091,8 +2909,27 @@ class SessionMessageChunk(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('session_update',)
     message_id: MessageId = Field(alias='messageId')
     content: ContentBlock
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     session_update: Literal['session_message_chunk'] = Field(default='session_message_chunk', alias='sessionUpdate')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        message_id: MessageId,
+        content: ContentBlock,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_update: Literal['session_message_chunk'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        messageId: MessageId,
+        content: ContentBlock,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionUpdate: Literal['session_message_chunk'] = ...,
+    ) -> None: ...
 
 
 class UnknownSessionUpdate(UnknownVariant):
@@ -1101,6 +2938,8 @@ class UnknownSessionUpdate(UnknownVariant):
     __acp_union__ = 'SessionUpdate'
     __acp_tag_key__ = 'sessionUpdate'
     __acp_known__ = frozenset(['agent_message_chunk', 'agent_thought_chunk', 'available_commands_update', 'compaction_summary_chunk', 'compaction_update', 'config_option_update', 'current_mode_update', 'notice', 'plan', 'plan_removed', 'plan_update', 'session_info_update', 'session_message', 'session_message_chunk', 'subagent_update', 'tool_call', 'tool_call_update', 'usage_update', 'user_message_chunk'])
+
+    def __init__(self, **data: Any) -> None: ...
 
 
 SessionUpdate = Annotated[Union[Annotated[Union[UserMessageChunk, AgentMessageChunk, AgentThoughtChunk, ToolCall, SessionUpdateToolCallUpdate, Plan, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, CurrentModeUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk, SubagentUpdate, SessionMessage, SessionMessageChunk], Field(discriminator='session_update')], UnknownSessionUpdate], Field(union_mode='left_to_right')]
@@ -1112,7 +2951,24 @@ class SessionNotification(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     update: SessionUpdate
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        update: SessionUpdate,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        update: SessionUpdate,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 ElicitationId = str
@@ -1123,7 +2979,22 @@ class CompleteElicitationNotification(AcpModel):
     """`elicitation/complete` notification params; handled by the client side. Stable."""
 
     elicitation_id: ElicitationId = Field(alias='elicitationId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        elicitation_id: ElicitationId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        elicitationId: ElicitationId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 AuthState = Union[Literal['authenticated', 'unauthenticated', 'not_required', 'unknown'], str]
@@ -1134,19 +3005,59 @@ class AuthAccount(AcpModel):
     """ACP type `AuthAccount`. Unstable."""
 
     label: str
-    active: Annotated[Union[bool, None], Lenient.default_on_error(none_factory)] = None
-    name: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    email: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    organization: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    active: Union[bool, None] = None
+    name: Union[str, None] = None
+    email: Union[str, None] = None
+    organization: Union[str, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        label: str,
+        active: Union[bool, None] = ...,
+        name: Union[str, None] = ...,
+        email: Union[str, None] = ...,
+        organization: Union[str, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        label: str,
+        active: Union[bool, None] = ...,
+        name: Union[str, None] = ...,
+        email: Union[str, None] = ...,
+        organization: Union[str, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class AuthStatusUpdateNotification(AcpModel):
     """`auth/status_update` notification params; handled by the client side. Unstable."""
 
     state: AuthState
-    accounts: Annotated[Optional[List[AuthAccount]], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    accounts: Optional[List[AuthAccount]] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        state: AuthState,
+        accounts: Optional[List[AuthAccount]] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        state: AuthState,
+        accounts: Optional[List[AuthAccount]] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 ExtNotification = Any
@@ -1159,6 +3070,13 @@ class AgentNotification(AcpModel):
     method: str
     params: Union[SessionNotification, CompleteElicitationNotification, AuthStatusUpdateNotification, ExtNotification, None] = None
 
+    def __init__(
+        self,
+        *,
+        method: str,
+        params: Union[SessionNotification, CompleteElicitationNotification, AuthStatusUpdateNotification, ExtNotification, None] = ...,
+    ) -> None: ...
+
 
 RequestId = Union[None, int, str]
 """ACP type `RequestId`. Stable."""
@@ -1170,7 +3088,26 @@ class WriteTextFileRequest(AcpModel):
     session_id: SessionId = Field(alias='sessionId')
     path: str
     content: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        path: str,
+        content: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        path: str,
+        content: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ReadTextFileRequest(AcpModel):
@@ -1180,7 +3117,28 @@ class ReadTextFileRequest(AcpModel):
     path: str
     line: Union[int, None] = None
     limit: Union[int, None] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        path: str,
+        line: Union[int, None] = ...,
+        limit: Union[int, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        path: str,
+        line: Union[int, None] = ...,
+        limit: Union[int, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 PermissionOptionId = str
@@ -1197,7 +3155,26 @@ class PermissionOption(AcpModel):
     option_id: PermissionOptionId = Field(alias='optionId')
     name: str
     kind: PermissionOptionKind
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        option_id: PermissionOptionId,
+        name: str,
+        kind: PermissionOptionKind,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        optionId: PermissionOptionId,
+        name: str,
+        kind: PermissionOptionKind,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class RequestPermissionRequest(AcpModel):
@@ -1206,7 +3183,26 @@ class RequestPermissionRequest(AcpModel):
     session_id: SessionId = Field(alias='sessionId')
     tool_call: ToolCallUpdate = Field(alias='toolCall')
     options: List[PermissionOption]
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        tool_call: ToolCallUpdate,
+        options: List[PermissionOption],
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        toolCall: ToolCallUpdate,
+        options: List[PermissionOption],
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class EnvVariable(AcpModel):
@@ -1214,7 +3210,24 @@ class EnvVariable(AcpModel):
 
     name: str
     value: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        value: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        value: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class CreateTerminalRequest(AcpModel):
@@ -1222,11 +3235,36 @@ class CreateTerminalRequest(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     command: str
-    args: Annotated[List[str], Lenient.default_on_null(_copy_factory([]))] = Field(default_factory=_copy_factory([]))
-    env: Annotated[List[EnvVariable], Lenient.default_on_null(_copy_factory([]))] = Field(default_factory=_copy_factory([]))
+    args: List[str] = Field(default_factory=_copy_factory([]))
+    env: List[EnvVariable] = Field(default_factory=_copy_factory([]))
     cwd: Union[str, None] = None
     output_byte_limit: Union[int, None] = Field(default=None, alias='outputByteLimit')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        command: str,
+        args: List[str] = ...,
+        env: List[EnvVariable] = ...,
+        cwd: Union[str, None] = ...,
+        output_byte_limit: Union[int, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        command: str,
+        args: List[str] = ...,
+        env: List[EnvVariable] = ...,
+        cwd: Union[str, None] = ...,
+        outputByteLimit: Union[int, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class TerminalOutputRequest(AcpModel):
@@ -1234,7 +3272,24 @@ class TerminalOutputRequest(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     terminal_id: TerminalId = Field(alias='terminalId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        terminal_id: TerminalId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        terminalId: TerminalId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ReleaseTerminalRequest(AcpModel):
@@ -1242,7 +3297,24 @@ class ReleaseTerminalRequest(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     terminal_id: TerminalId = Field(alias='terminalId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        terminal_id: TerminalId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        terminalId: TerminalId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class WaitForTerminalExitRequest(AcpModel):
@@ -1250,7 +3322,24 @@ class WaitForTerminalExitRequest(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     terminal_id: TerminalId = Field(alias='terminalId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        terminal_id: TerminalId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        terminalId: TerminalId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class KillTerminalRequest(AcpModel):
@@ -1258,13 +3347,43 @@ class KillTerminalRequest(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     terminal_id: TerminalId = Field(alias='terminalId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        terminal_id: TerminalId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        terminalId: TerminalId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ElicitationRequestScope(AcpModel):
     """ACP type `ElicitationRequestScope`. Stable."""
 
     request_id: RequestId = Field(alias='requestId')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        request_id: RequestId,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        requestId: RequestId,
+    ) -> None: ...
 
 
 ElicitationSchemaType = Literal['object']
@@ -1280,62 +3399,185 @@ class EnumOption(AcpModel):
 
     const: str
     title: str
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    description: Union[str, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        const: str,
+        title: str,
+        description: Union[str, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        const: str,
+        title: str,
+        description: Union[str, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class StringPropertySchema(_TaggedMixin, AcpModel):
     """ACP type `StringPropertySchema`. Stable."""
 
     __acp_tag_fields__ = ('type',)
-    title: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
+    title: Union[str, None] = None
+    description: Union[str, None] = None
     min_length: Union[int, None] = Field(default=None, alias='minLength')
     max_length: Union[int, None] = Field(default=None, alias='maxLength')
     pattern: Union[str, None] = None
     format: Union[StringFormat, None] = None
-    default: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
+    default: Union[str, None] = None
     enum: Union[List[str], None] = None
     one_of: Union[List[EnumOption], None] = Field(default=None, alias='oneOf')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['string'] = 'string'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        title: Union[str, None] = ...,
+        description: Union[str, None] = ...,
+        min_length: Union[int, None] = ...,
+        max_length: Union[int, None] = ...,
+        pattern: Union[str, None] = ...,
+        format: Union[StringFormat, None] = ...,
+        default: Union[str, None] = ...,
+        enum: Union[List[str], None] = ...,
+        one_of: Union[List[EnumOption], None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['string'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        title: Union[str, None] = ...,
+        description: Union[str, None] = ...,
+        minLength: Union[int, None] = ...,
+        maxLength: Union[int, None] = ...,
+        pattern: Union[str, None] = ...,
+        format: Union[StringFormat, None] = ...,
+        default: Union[str, None] = ...,
+        enum: Union[List[str], None] = ...,
+        oneOf: Union[List[EnumOption], None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['string'] = ...,
+    ) -> None: ...
 
 
 class NumberPropertySchema(_TaggedMixin, AcpModel):
     """ACP type `NumberPropertySchema`. Stable."""
 
     __acp_tag_fields__ = ('type',)
-    title: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
+    title: Union[str, None] = None
+    description: Union[str, None] = None
     minimum: Union[float, None] = None
     maximum: Union[float, None] = None
-    default: Annotated[Union[float, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    default: Union[float, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['number'] = 'number'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        title: Union[str, None] = ...,
+        description: Union[str, None] = ...,
+        minimum: Union[float, None] = ...,
+        maximum: Union[float, None] = ...,
+        default: Union[float, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['number'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        title: Union[str, None] = ...,
+        description: Union[str, None] = ...,
+        minimum: Union[float, None] = ...,
+        maximum: Union[float, None] = ...,
+        default: Union[float, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['number'] = ...,
+    ) -> None: ...
 
 
 class IntegerPropertySchema(_TaggedMixin, AcpModel):
     """ACP type `IntegerPropertySchema`. Stable."""
 
     __acp_tag_fields__ = ('type',)
-    title: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
+    title: Union[str, None] = None
+    description: Union[str, None] = None
     minimum: Union[int, None] = None
     maximum: Union[int, None] = None
-    default: Annotated[Union[int, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    default: Union[int, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['integer'] = 'integer'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        title: Union[str, None] = ...,
+        description: Union[str, None] = ...,
+        minimum: Union[int, None] = ...,
+        maximum: Union[int, None] = ...,
+        default: Union[int, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['integer'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        title: Union[str, None] = ...,
+        description: Union[str, None] = ...,
+        minimum: Union[int, None] = ...,
+        maximum: Union[int, None] = ...,
+        default: Union[int, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['integer'] = ...,
+    ) -> None: ...
 
 
 class BooleanPropertySchema(_TaggedMixin, AcpModel):
     """ACP type `BooleanPropertySchema`. Stable."""
 
     __acp_tag_fields__ = ('type',)
-    title: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    default: Annotated[Union[bool, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    title: Union[str, None] = None
+    description: Union[str, None] = None
+    default: Union[bool, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['boolean'] = 'boolean'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        title: Union[str, None] = ...,
+        description: Union[str, None] = ...,
+        default: Union[bool, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['boolean'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        title: Union[str, None] = ...,
+        description: Union[str, None] = ...,
+        default: Union[bool, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['boolean'] = ...,
+    ) -> None: ...
 
 
 class StringMultiSelectItems(_TaggedMixin, AcpModel):
@@ -1343,8 +3585,25 @@ class StringMultiSelectItems(_TaggedMixin, AcpModel):
 
     __acp_tag_fields__ = ('type',)
     enum: List[str]
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['string'] = 'string'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        enum: List[str],
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['string'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        enum: List[str],
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['string'] = ...,
+    ) -> None: ...
 
 
 class MultiSelectItemsOther(_TaggedMixin, FallbackVariant, AcpModel):
@@ -1356,12 +3615,33 @@ class MultiSelectItemsOther(_TaggedMixin, FallbackVariant, AcpModel):
     __acp_tag_fields__ = ('type',)
     type: str
 
+    def __init__(
+        self,
+        *,
+        type: str,
+    ) -> None: ...
+
 
 class TitledMultiSelectItems(AcpModel):
     """ACP type `TitledMultiSelectItems`. Stable."""
 
     any_of: List[EnumOption] = Field(alias='anyOf')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        any_of: List[EnumOption],
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        anyOf: List[EnumOption],
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 MultiSelectItems = Annotated[Union[Annotated[StringMultiSelectItems, BeforeValidator(require_tag('type', 'string'))], TitledMultiSelectItems, MultiSelectItemsOther], Field(union_mode='left_to_right')]
@@ -1372,14 +3652,41 @@ class MultiSelectPropertySchema(_TaggedMixin, AcpModel):
     """ACP type `MultiSelectPropertySchema`. Stable."""
 
     __acp_tag_fields__ = ('type',)
-    title: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
+    title: Union[str, None] = None
+    description: Union[str, None] = None
     min_items: Union[int, None] = Field(default=None, alias='minItems')
     max_items: Union[int, None] = Field(default=None, alias='maxItems')
     items: MultiSelectItems
-    default: Annotated[Union[List[str], None], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    default: Union[List[str], None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['array'] = 'array'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        title: Union[str, None] = ...,
+        description: Union[str, None] = ...,
+        min_items: Union[int, None] = ...,
+        max_items: Union[int, None] = ...,
+        items: MultiSelectItems,
+        default: Union[List[str], None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['array'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        title: Union[str, None] = ...,
+        description: Union[str, None] = ...,
+        minItems: Union[int, None] = ...,
+        maxItems: Union[int, None] = ...,
+        items: MultiSelectItems,
+        default: Union[List[str], None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['array'] = ...,
+    ) -> None: ...
 
 
 class ElicitationPropertySchemaOther(_TaggedMixin, FallbackVariant, AcpModel):
@@ -1391,6 +3698,12 @@ class ElicitationPropertySchemaOther(_TaggedMixin, FallbackVariant, AcpModel):
     __acp_tag_fields__ = ('type',)
     type: str
 
+    def __init__(
+        self,
+        *,
+        type: str,
+    ) -> None: ...
+
 
 ElicitationPropertySchema = Annotated[Union[Annotated[Union[StringPropertySchema, NumberPropertySchema, IntegerPropertySchema, BooleanPropertySchema, MultiSelectPropertySchema], Field(discriminator='type')], ElicitationPropertySchemaOther], Field(union_mode='left_to_right')]
 """ACP type `ElicitationPropertySchema`. Stable."""
@@ -1399,12 +3712,35 @@ ElicitationPropertySchema = Annotated[Union[Annotated[Union[StringPropertySchema
 class ElicitationSchema(AcpModel):
     """ACP type `ElicitationSchema`. Stable."""
 
-    type: Annotated[ElicitationSchemaType, Lenient.default_on_error(_const_factory('object'))] = 'object'
-    title: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
+    type: ElicitationSchemaType = 'object'
+    title: Union[str, None] = None
     properties: Dict[str, ElicitationPropertySchema] = Field(default_factory=_copy_factory({}))
     required: Union[List[str], None] = None
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    description: Union[str, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        type: ElicitationSchemaType = ...,
+        title: Union[str, None] = ...,
+        properties: Dict[str, ElicitationPropertySchema] = ...,
+        required: Union[List[str], None] = ...,
+        description: Union[str, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        type: ElicitationSchemaType = ...,
+        title: Union[str, None] = ...,
+        properties: Dict[str, ElicitationPropertySchema] = ...,
+        required: Union[List[str], None] = ...,
+        description: Union[str, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ElicitationFormModeRequest(_TaggedMixin, ElicitationRequestScope):
@@ -1414,19 +3750,72 @@ class ElicitationFormModeRequest(_TaggedMixin, ElicitationRequestScope):
     requested_schema: ElicitationSchema = Field(alias='requestedSchema')
     mode: Literal['form'] = 'form'
 
+    @overload
+    def __init__(
+        self,
+        *,
+        request_id: RequestId,
+        requested_schema: ElicitationSchema,
+        mode: Literal['form'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        requestId: RequestId,
+        requestedSchema: ElicitationSchema,
+        mode: Literal['form'] = ...,
+    ) -> None: ...
+
 
 class CreateElicitationRequestFormRequest(ElicitationFormModeRequest):
     """`ElicitationFormModeRequest` as a variant of `CreateElicitationRequest`."""
 
     message: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        request_id: RequestId,
+        requested_schema: ElicitationSchema,
+        mode: Literal['form'] = ...,
+        message: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        requestId: RequestId,
+        requestedSchema: ElicitationSchema,
+        mode: Literal['form'] = ...,
+        message: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ElicitationSessionScope(AcpModel):
     """ACP type `ElicitationSessionScope`. Stable."""
 
     session_id: SessionId = Field(alias='sessionId')
-    tool_call_id: Annotated[Union[ToolCallId, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='toolCallId')
+    tool_call_id: Union[ToolCallId, None] = Field(default=None, alias='toolCallId')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        tool_call_id: Union[ToolCallId, None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        toolCallId: Union[ToolCallId, None] = ...,
+    ) -> None: ...
 
 
 class ElicitationFormModeSession(_TaggedMixin, ElicitationSessionScope):
@@ -1436,12 +3825,54 @@ class ElicitationFormModeSession(_TaggedMixin, ElicitationSessionScope):
     requested_schema: ElicitationSchema = Field(alias='requestedSchema')
     mode: Literal['form'] = 'form'
 
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        tool_call_id: Union[ToolCallId, None] = ...,
+        requested_schema: ElicitationSchema,
+        mode: Literal['form'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        toolCallId: Union[ToolCallId, None] = ...,
+        requestedSchema: ElicitationSchema,
+        mode: Literal['form'] = ...,
+    ) -> None: ...
+
 
 class CreateElicitationRequestFormSession(ElicitationFormModeSession):
     """`ElicitationFormModeSession` as a variant of `CreateElicitationRequest`."""
 
     message: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        tool_call_id: Union[ToolCallId, None] = ...,
+        requested_schema: ElicitationSchema,
+        mode: Literal['form'] = ...,
+        message: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        toolCallId: Union[ToolCallId, None] = ...,
+        requestedSchema: ElicitationSchema,
+        mode: Literal['form'] = ...,
+        message: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 CreateElicitationRequestForm = Union[CreateElicitationRequestFormRequest, CreateElicitationRequestFormSession]
@@ -1456,12 +3887,54 @@ class ElicitationUrlModeRequest(_TaggedMixin, ElicitationRequestScope):
     url: str
     mode: Literal['url'] = 'url'
 
+    @overload
+    def __init__(
+        self,
+        *,
+        request_id: RequestId,
+        elicitation_id: ElicitationId,
+        url: str,
+        mode: Literal['url'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        requestId: RequestId,
+        elicitationId: ElicitationId,
+        url: str,
+        mode: Literal['url'] = ...,
+    ) -> None: ...
+
 
 class CreateElicitationRequestUrlRequest(ElicitationUrlModeRequest):
     """`ElicitationUrlModeRequest` as a variant of `CreateElicitationRequest`."""
 
     message: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        request_id: RequestId,
+        elicitation_id: ElicitationId,
+        url: str,
+        mode: Literal['url'] = ...,
+        message: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        requestId: RequestId,
+        elicitationId: ElicitationId,
+        url: str,
+        mode: Literal['url'] = ...,
+        message: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ElicitationUrlModeSession(_TaggedMixin, ElicitationSessionScope):
@@ -1472,12 +3945,58 @@ class ElicitationUrlModeSession(_TaggedMixin, ElicitationSessionScope):
     url: str
     mode: Literal['url'] = 'url'
 
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        tool_call_id: Union[ToolCallId, None] = ...,
+        elicitation_id: ElicitationId,
+        url: str,
+        mode: Literal['url'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        toolCallId: Union[ToolCallId, None] = ...,
+        elicitationId: ElicitationId,
+        url: str,
+        mode: Literal['url'] = ...,
+    ) -> None: ...
+
 
 class CreateElicitationRequestUrlSession(ElicitationUrlModeSession):
     """`ElicitationUrlModeSession` as a variant of `CreateElicitationRequest`."""
 
     message: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        tool_call_id: Union[ToolCallId, None] = ...,
+        elicitation_id: ElicitationId,
+        url: str,
+        mode: Literal['url'] = ...,
+        message: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        toolCallId: Union[ToolCallId, None] = ...,
+        elicitationId: ElicitationId,
+        url: str,
+        mode: Literal['url'] = ...,
+        message: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 CreateElicitationRequestUrl = Union[CreateElicitationRequestUrlRequest, CreateElicitationRequestUrlSession]
@@ -1492,8 +4011,25 @@ class CreateElicitationRequestOther(_TaggedMixin, FallbackVariant, AcpModel):
     __acp_known__ = frozenset(['form', 'url'])
     __acp_tag_fields__ = ('mode',)
     message: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     mode: str
+
+    @overload
+    def __init__(
+        self,
+        *,
+        message: str,
+        meta: Union[Dict[str, Any], None] = ...,
+        mode: str,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        message: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+        mode: str,
+    ) -> None: ...
 
 
 CreateElicitationRequest = Annotated[Union[CreateElicitationRequestForm, CreateElicitationRequestUrl, CreateElicitationRequestOther], Field(union_mode='left_to_right')]
@@ -1519,8 +4055,31 @@ class MessageMcpRequest(AcpModel):
     request_id: McpRequestId = Field(alias='requestId')
     method: str
     params: Union[Dict[str, Any], None] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     connection_id: Optional[McpConnectionId] = Field(default=None, alias='connectionId')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        server_id: McpServerAcpId,
+        request_id: McpRequestId,
+        method: str,
+        params: Union[Dict[str, Any], None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        connection_id: Optional[McpConnectionId] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        serverId: McpServerAcpId,
+        requestId: McpRequestId,
+        method: str,
+        params: Union[Dict[str, Any], None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        connectionId: Optional[McpConnectionId] = ...,
+    ) -> None: ...
 
 
 ExtRequest = Any
@@ -1534,6 +4093,14 @@ class AgentRequest(AcpModel):
     method: str
     params: Union[WriteTextFileRequest, ReadTextFileRequest, RequestPermissionRequest, CreateTerminalRequest, TerminalOutputRequest, ReleaseTerminalRequest, WaitForTerminalExitRequest, KillTerminalRequest, CreateElicitationRequest, MessageMcpRequest, ExtRequest, None] = None
 
+    def __init__(
+        self,
+        *,
+        id: RequestId,
+        method: str,
+        params: Union[WriteTextFileRequest, ReadTextFileRequest, RequestPermissionRequest, CreateTerminalRequest, TerminalOutputRequest, ReleaseTerminalRequest, WaitForTerminalExitRequest, KillTerminalRequest, CreateElicitationRequest, MessageMcpRequest, ExtRequest, None] = ...,
+    ) -> None: ...
+
 
 ProtocolVersion = int
 """ACP type `ProtocolVersion`. Stable."""
@@ -1543,25 +4110,78 @@ class Implementation(AcpModel):
     """ACP type `Implementation`. Stable."""
 
     name: str
-    title: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
+    title: Union[str, None] = None
     version: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        title: Union[str, None] = ...,
+        version: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        title: Union[str, None] = ...,
+        version: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class InitializeResponse(AcpModel):
     """`initialize` result; handled by the agent side. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/initialization"""
 
     protocol_version: ProtocolVersion = Field(alias='protocolVersion')
-    agent_capabilities: Annotated[AgentCapabilities, Lenient.default_on_error(_model_factory('AgentCapabilities', {'loadSession': False, 'promptCapabilities': {'image': False, 'audio': False, 'embeddedContext': False}, 'mcpCapabilities': {'http': False, 'sse': False, 'acp': False}, 'sessionCapabilities': {}, 'auth': {}}))] = Field(default_factory=_model_factory('AgentCapabilities', {'loadSession': False, 'promptCapabilities': {'image': False, 'audio': False, 'embeddedContext': False}, 'mcpCapabilities': {'http': False, 'sse': False, 'acp': False}, 'sessionCapabilities': {}, 'auth': {}}), alias='agentCapabilities')
-    auth_methods: Annotated[List[AuthMethod], Lenient.skip_invalid_items(), Lenient.default_on_error(_copy_factory([]))] = Field(default_factory=_copy_factory([]), alias='authMethods')
-    agent_info: Annotated[Union[Implementation, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='agentInfo')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    agent_capabilities: AgentCapabilities = Field(default_factory=_model_factory('AgentCapabilities', {'loadSession': False, 'promptCapabilities': {'image': False, 'audio': False, 'embeddedContext': False}, 'mcpCapabilities': {'http': False, 'sse': False, 'acp': False}, 'sessionCapabilities': {}, 'auth': {}}), alias='agentCapabilities')
+    auth_methods: List[AuthMethod] = Field(default_factory=_copy_factory([]), alias='authMethods')
+    agent_info: Union[Implementation, None] = Field(default=None, alias='agentInfo')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        protocol_version: ProtocolVersion,
+        agent_capabilities: AgentCapabilities = ...,
+        auth_methods: List[AuthMethod] = ...,
+        agent_info: Union[Implementation, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        protocolVersion: ProtocolVersion,
+        agentCapabilities: AgentCapabilities = ...,
+        authMethods: List[AuthMethod] = ...,
+        agentInfo: Union[Implementation, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class AuthenticateResponse(AcpModel):
     """`authenticate` result; handled by the agent side. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 ProviderId = str
@@ -1577,50 +4197,159 @@ class ProviderCurrentConfig(AcpModel):
 
     api_type: LlmProtocol = Field(alias='apiType')
     base_url: str = Field(alias='baseUrl')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        api_type: LlmProtocol,
+        base_url: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        apiType: LlmProtocol,
+        baseUrl: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ProviderInfo(AcpModel):
     """ACP type `ProviderInfo`. Unstable."""
 
     provider_id: ProviderId = Field(alias='providerId')
-    supported: Annotated[List[LlmProtocol], Lenient.skip_invalid_items()]
+    supported: List[LlmProtocol]
     required: bool
     current: Union[ProviderCurrentConfig, None] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        provider_id: ProviderId,
+        supported: List[LlmProtocol],
+        required: bool,
+        current: Union[ProviderCurrentConfig, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        providerId: ProviderId,
+        supported: List[LlmProtocol],
+        required: bool,
+        current: Union[ProviderCurrentConfig, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ListProvidersResponse(AcpModel):
     """`providers/list` result; handled by the agent side. Unstable."""
 
     providers: List[ProviderInfo]
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        providers: List[ProviderInfo],
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        providers: List[ProviderInfo],
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SetProviderResponse(AcpModel):
     """`providers/set` result; handled by the agent side. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class DisableProviderResponse(AcpModel):
     """`providers/disable` result; handled by the agent side. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class LogoutResponse(AcpModel):
     """`logout` result; handled by the agent side. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class AuthStatusResponse(AcpModel):
     """`auth/status` result; handled by the agent side. Unstable."""
 
     state: AuthState
-    accounts: Annotated[Optional[List[AuthAccount]], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    accounts: Optional[List[AuthAccount]] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        state: AuthState,
+        accounts: Optional[List[AuthAccount]] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        state: AuthState,
+        accounts: Optional[List[AuthAccount]] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionMode(AcpModel):
@@ -1628,16 +4357,52 @@ class SessionMode(AcpModel):
 
     id: SessionModeId
     name: str
-    description: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    description: Union[str, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        id: SessionModeId,
+        name: str,
+        description: Union[str, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        id: SessionModeId,
+        name: str,
+        description: Union[str, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionModeState(AcpModel):
     """ACP type `SessionModeState`. Stable."""
 
     current_mode_id: SessionModeId = Field(alias='currentModeId')
-    available_modes: Annotated[List[SessionMode], Lenient.skip_invalid_items()] = Field(alias='availableModes')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    available_modes: List[SessionMode] = Field(alias='availableModes')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        current_mode_id: SessionModeId,
+        available_modes: List[SessionMode],
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        currentModeId: SessionModeId,
+        availableModes: List[SessionMode],
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 ModelId = str
@@ -1652,6 +4417,25 @@ class ModelInfo(AcpModel):
     model_id: ModelId = Field(alias='modelId')
     name: str
 
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+        description: Union[str, None] = ...,
+        model_id: ModelId,
+        name: str,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+        description: Union[str, None] = ...,
+        modelId: ModelId,
+        name: str,
+    ) -> None: ...
+
 
 class SessionModelState(AcpModel):
     """ACP type `SessionModelState`. Legacy (schema 0.10.3)."""
@@ -1660,24 +4444,81 @@ class SessionModelState(AcpModel):
     available_models: List[ModelInfo] = Field(alias='availableModels')
     current_model_id: ModelId = Field(alias='currentModelId')
 
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+        available_models: List[ModelInfo],
+        current_model_id: ModelId,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+        availableModels: List[ModelInfo],
+        currentModelId: ModelId,
+    ) -> None: ...
+
 
 class NewSessionResponse(AcpModel):
     """`session/new` result; handled by the agent side. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session"""
 
     session_id: SessionId = Field(alias='sessionId')
-    modes: Annotated[Union[SessionModeState, None], Lenient.default_on_error(none_factory)] = None
-    config_options: Annotated[Union[List[SessionConfigOption], None], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = Field(default=None, alias='configOptions')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    modes: Union[SessionModeState, None] = None
+    config_options: Union[List[SessionConfigOption], None] = Field(default=None, alias='configOptions')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     models: Union[SessionModelState, None] = None
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        modes: Union[SessionModeState, None] = ...,
+        config_options: Union[List[SessionConfigOption], None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        models: Union[SessionModelState, None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        modes: Union[SessionModeState, None] = ...,
+        configOptions: Union[List[SessionConfigOption], None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        models: Union[SessionModelState, None] = ...,
+    ) -> None: ...
 
 
 class LoadSessionResponse(AcpModel):
     """`session/load` result; handled by the agent side. Stable."""
 
-    modes: Annotated[Union[SessionModeState, None], Lenient.default_on_error(none_factory)] = None
-    config_options: Annotated[Union[List[SessionConfigOption], None], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = Field(default=None, alias='configOptions')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    modes: Union[SessionModeState, None] = None
+    config_options: Union[List[SessionConfigOption], None] = Field(default=None, alias='configOptions')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     models: Union[SessionModelState, None] = None
+
+    @overload
+    def __init__(
+        self,
+        *,
+        modes: Union[SessionModeState, None] = ...,
+        config_options: Union[List[SessionConfigOption], None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        models: Union[SessionModelState, None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        modes: Union[SessionModeState, None] = ...,
+        configOptions: Union[List[SessionConfigOption], None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        models: Union[SessionModelState, None] = ...,
+    ) -> None: ...
 
 
 class SessionInfo(AcpModel):
@@ -1685,47 +4526,149 @@ class SessionInfo(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     cwd: str
-    additional_directories: Annotated[Optional[List[str]], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = Field(default=None, alias='additionalDirectories')
-    title: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    updated_at: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='updatedAt')
-    archived: Annotated[Union[bool, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    additional_directories: Optional[List[str]] = Field(default=None, alias='additionalDirectories')
+    title: Union[str, None] = None
+    updated_at: Union[str, None] = Field(default=None, alias='updatedAt')
+    archived: Union[bool, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        cwd: str,
+        additional_directories: Optional[List[str]] = ...,
+        title: Union[str, None] = ...,
+        updated_at: Union[str, None] = ...,
+        archived: Union[bool, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        cwd: str,
+        additionalDirectories: Optional[List[str]] = ...,
+        title: Union[str, None] = ...,
+        updatedAt: Union[str, None] = ...,
+        archived: Union[bool, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ListSessionsResponse(AcpModel):
     """`session/list` result; handled by the agent side. Stable."""
 
-    sessions: Annotated[List[SessionInfo], Lenient.skip_invalid_items()]
-    next_cursor: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='nextCursor')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    sessions: List[SessionInfo]
+    next_cursor: Union[str, None] = Field(default=None, alias='nextCursor')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        sessions: List[SessionInfo],
+        next_cursor: Union[str, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessions: List[SessionInfo],
+        nextCursor: Union[str, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class DeleteSessionResponse(AcpModel):
     """`session/delete` result; handled by the agent side. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ForkSessionResponse(AcpModel):
     """`session/fork` result; handled by the agent side. Unstable."""
 
     session_id: SessionId = Field(alias='sessionId')
-    modes: Annotated[Union[SessionModeState, None], Lenient.default_on_error(none_factory)] = None
-    config_options: Annotated[Union[List[SessionConfigOption], None], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = Field(default=None, alias='configOptions')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    modes: Union[SessionModeState, None] = None
+    config_options: Union[List[SessionConfigOption], None] = Field(default=None, alias='configOptions')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     models: Union[SessionModelState, None] = None
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        modes: Union[SessionModeState, None] = ...,
+        config_options: Union[List[SessionConfigOption], None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        models: Union[SessionModelState, None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        modes: Union[SessionModeState, None] = ...,
+        configOptions: Union[List[SessionConfigOption], None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        models: Union[SessionModelState, None] = ...,
+    ) -> None: ...
 
 
 class ArchiveSessionResponse(AcpModel):
     """`session/archive` result; handled by the agent side. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class UnarchiveSessionResponse(AcpModel):
     """`session/unarchive` result; handled by the agent side. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 SessionStatus = Union[Literal['open', 'saved'], str]
@@ -1736,42 +4679,132 @@ class SessionStatusResponse(AcpModel):
     """`session/status` result; handled by the agent side. Unstable."""
 
     status: SessionStatus
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        status: SessionStatus,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        status: SessionStatus,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SetSessionTitleResponse(AcpModel):
     """`session/set_title` result; handled by the agent side. Unstable."""
 
     title: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        title: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        title: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ResumeSessionResponse(AcpModel):
     """`session/resume` result; handled by the agent side. Stable."""
 
-    modes: Annotated[Union[SessionModeState, None], Lenient.default_on_error(none_factory)] = None
-    config_options: Annotated[Union[List[SessionConfigOption], None], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = Field(default=None, alias='configOptions')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    modes: Union[SessionModeState, None] = None
+    config_options: Union[List[SessionConfigOption], None] = Field(default=None, alias='configOptions')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     models: Union[SessionModelState, None] = None
+
+    @overload
+    def __init__(
+        self,
+        *,
+        modes: Union[SessionModeState, None] = ...,
+        config_options: Union[List[SessionConfigOption], None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        models: Union[SessionModelState, None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        modes: Union[SessionModeState, None] = ...,
+        configOptions: Union[List[SessionConfigOption], None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        models: Union[SessionModelState, None] = ...,
+    ) -> None: ...
 
 
 class CloseSessionResponse(AcpModel):
     """`session/close` result; handled by the agent side. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SetSessionModeResponse(AcpModel):
     """`session/set_mode` result; handled by the agent side. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SetSessionConfigOptionResponse(AcpModel):
     """`session/set_config_option` result; handled by the agent side. Stable."""
 
-    config_options: Annotated[List[SessionConfigOption], Lenient.skip_invalid_items()] = Field(alias='configOptions')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    config_options: List[SessionConfigOption] = Field(alias='configOptions')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        config_options: List[SessionConfigOption],
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        configOptions: List[SessionConfigOption],
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 StopReason = Literal['end_turn', 'max_tokens', 'max_turn_requests', 'refusal', 'cancelled']
@@ -1782,8 +4815,25 @@ class PromptResponse(AcpModel):
     """`session/prompt` result; handled by the agent side. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#4-check-for-completion"""
 
     stop_reason: StopReason = Field(alias='stopReason')
-    usage: Annotated[Union[Usage, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    usage: Union[Usage, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        stop_reason: StopReason,
+        usage: Union[Usage, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        stopReason: StopReason,
+        usage: Union[Usage, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 ExtResponse = Any
@@ -1796,12 +4846,26 @@ class AgentResponseResult(AcpModel):
     id: RequestId
     result: Union[InitializeResponse, AuthenticateResponse, ListProvidersResponse, SetProviderResponse, DisableProviderResponse, LogoutResponse, AuthStatusResponse, NewSessionResponse, LoadSessionResponse, ListSessionsResponse, DeleteSessionResponse, ForkSessionResponse, ArchiveSessionResponse, UnarchiveSessionResponse, SessionStatusResponse, SetSessionTitleResponse, ResumeSessionResponse, CloseSessionResponse, SetSessionModeResponse, SetSessionConfigOptionResponse, PromptResponse, ExtResponse]
 
+    def __init__(
+        self,
+        *,
+        id: RequestId,
+        result: Union[InitializeResponse, AuthenticateResponse, ListProvidersResponse, SetProviderResponse, DisableProviderResponse, LogoutResponse, AuthStatusResponse, NewSessionResponse, LoadSessionResponse, ListSessionsResponse, DeleteSessionResponse, ForkSessionResponse, ArchiveSessionResponse, UnarchiveSessionResponse, SessionStatusResponse, SetSessionTitleResponse, ResumeSessionResponse, CloseSessionResponse, SetSessionModeResponse, SetSessionConfigOptionResponse, PromptResponse, ExtResponse],
+    ) -> None: ...
+
 
 class AgentResponseError(AcpModel):
     """Variant `Error` of `AgentResponse`."""
 
     id: RequestId
     error: Error
+
+    def __init__(
+        self,
+        *,
+        id: RequestId,
+        error: Error,
+    ) -> None: ...
 
 
 AgentResponse = Union[AgentResponseResult, AgentResponseError]
@@ -1812,157 +4876,469 @@ class ArchiveSessionRequest(AcpModel):
     """`session/archive` request params; handled by the agent side. Unstable."""
 
     session_id: SessionId = Field(alias='sessionId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class AuthCapabilities(AcpModel):
     """ACP type `AuthCapabilities`. Stable."""
 
-    terminal: Annotated[bool, Lenient.default_on_error(_const_factory(False))] = False
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    terminal: bool = False
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        terminal: bool = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        terminal: bool = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class AuthStatusRequest(AcpModel):
     """`auth/status` request params; handled by the agent side. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class AuthenticateRequest(AcpModel):
     """`authenticate` request params; handled by the agent side. Stable."""
 
     method_id: AuthMethodId = Field(alias='methodId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        method_id: AuthMethodId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        methodId: AuthMethodId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class BooleanConfigOptionCapabilities(AcpModel):
     """ACP type `BooleanConfigOptionCapabilities`. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class CancelNotification(AcpModel):
     """`session/cancel` notification params; handled by the agent side. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#cancellation"""
 
     session_id: SessionId = Field(alias='sessionId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class CancelRequestNotification(AcpModel):
     """`$/cancel_request` notification params; handled by the protocol side. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/cancellation"""
 
     request_id: RequestId = Field(alias='requestId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        request_id: RequestId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        requestId: RequestId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class FileSystemCapabilities(AcpModel):
     """ACP type `FileSystemCapabilities`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/initialization#filesystem"""
 
-    read_text_file: Annotated[bool, Lenient.default_on_error(_const_factory(False))] = Field(default=False, alias='readTextFile')
-    write_text_file: Annotated[bool, Lenient.default_on_error(_const_factory(False))] = Field(default=False, alias='writeTextFile')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    read_text_file: bool = Field(default=False, alias='readTextFile')
+    write_text_file: bool = Field(default=False, alias='writeTextFile')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        read_text_file: bool = ...,
+        write_text_file: bool = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        readTextFile: bool = ...,
+        writeTextFile: bool = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class CompactionCapabilities(AcpModel):
     """ACP type `CompactionCapabilities`. Stable."""
 
-    pass
+
+    def __init__(self) -> None: ...
 
 
 class SessionConfigOptionsCapabilities(AcpModel):
     """ACP type `SessionConfigOptionsCapabilities`. Stable."""
 
-    boolean: Annotated[Union[BooleanConfigOptionCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    boolean: Union[BooleanConfigOptionCapabilities, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        boolean: Union[BooleanConfigOptionCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        boolean: Union[BooleanConfigOptionCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NoticeCapabilities(AcpModel):
     """ACP type `NoticeCapabilities`. Stable."""
 
-    pass
+
+    def __init__(self) -> None: ...
 
 
 class ClientSessionCapabilities(AcpModel):
     """ACP type `ClientSessionCapabilities`. Stable."""
 
-    compaction: Annotated[Union[CompactionCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    config_options: Annotated[Union[SessionConfigOptionsCapabilities, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='configOptions')
-    notices: Annotated[Union[NoticeCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    compaction: Union[CompactionCapabilities, None] = None
+    config_options: Union[SessionConfigOptionsCapabilities, None] = Field(default=None, alias='configOptions')
+    notices: Union[NoticeCapabilities, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        compaction: Union[CompactionCapabilities, None] = ...,
+        config_options: Union[SessionConfigOptionsCapabilities, None] = ...,
+        notices: Union[NoticeCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        compaction: Union[CompactionCapabilities, None] = ...,
+        configOptions: Union[SessionConfigOptionsCapabilities, None] = ...,
+        notices: Union[NoticeCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SubagentCapabilities(AcpModel):
     """ACP type `SubagentCapabilities`. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class PlanCapabilities(AcpModel):
     """ACP type `PlanCapabilities`. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ElicitationFormCapabilities(AcpModel):
     """ACP type `ElicitationFormCapabilities`. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ElicitationUrlCapabilities(AcpModel):
     """ACP type `ElicitationUrlCapabilities`. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ElicitationCapabilities(AcpModel):
     """ACP type `ElicitationCapabilities`. Stable."""
 
-    form: Annotated[Union[ElicitationFormCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    url: Annotated[Union[ElicitationUrlCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    form: Union[ElicitationFormCapabilities, None] = None
+    url: Union[ElicitationUrlCapabilities, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        form: Union[ElicitationFormCapabilities, None] = ...,
+        url: Union[ElicitationUrlCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        form: Union[ElicitationFormCapabilities, None] = ...,
+        url: Union[ElicitationUrlCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesJumpCapabilities(AcpModel):
     """ACP type `NesJumpCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesRenameCapabilities(AcpModel):
     """ACP type `NesRenameCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesSearchAndReplaceCapabilities(AcpModel):
     """ACP type `NesSearchAndReplaceCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ClientNesCapabilities(AcpModel):
     """ACP type `ClientNesCapabilities`. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    jump: Annotated[Union[NesJumpCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    rename: Annotated[Union[NesRenameCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    search_and_replace: Annotated[Union[NesSearchAndReplaceCapabilities, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='searchAndReplace')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    jump: Union[NesJumpCapabilities, None] = None
+    rename: Union[NesRenameCapabilities, None] = None
+    search_and_replace: Union[NesSearchAndReplaceCapabilities, None] = Field(default=None, alias='searchAndReplace')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        jump: Union[NesJumpCapabilities, None] = ...,
+        rename: Union[NesRenameCapabilities, None] = ...,
+        search_and_replace: Union[NesSearchAndReplaceCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        jump: Union[NesJumpCapabilities, None] = ...,
+        rename: Union[NesRenameCapabilities, None] = ...,
+        searchAndReplace: Union[NesSearchAndReplaceCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ClientCapabilities(AcpModel):
     """ACP type `ClientCapabilities`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/initialization#client-capabilities"""
 
-    fs: Annotated[FileSystemCapabilities, Lenient.default_on_error(_model_factory('FileSystemCapabilities', {'readTextFile': False, 'writeTextFile': False}))] = Field(default_factory=_model_factory('FileSystemCapabilities', {'readTextFile': False, 'writeTextFile': False}))
-    terminal: Annotated[bool, Lenient.default_on_error(_const_factory(False))] = False
-    session: Annotated[Union[ClientSessionCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    subagents: Annotated[Union[SubagentCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    plan: Annotated[Union[PlanCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    auth: Annotated[AuthCapabilities, Lenient.default_on_error(_model_factory('AuthCapabilities', {'terminal': False}))] = Field(default_factory=_model_factory('AuthCapabilities', {'terminal': False}))
-    elicitation: Annotated[Union[ElicitationCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
-    nes: Annotated[Union[ClientNesCapabilities, None], Lenient.default_on_error(none_factory)] = None
-    position_encodings: Annotated[Optional[List[PositionEncodingKind]], Lenient.skip_invalid_items(), Lenient.default_on_error(none_factory)] = Field(default=None, alias='positionEncodings')
+    fs: FileSystemCapabilities = Field(default_factory=_model_factory('FileSystemCapabilities', {'readTextFile': False, 'writeTextFile': False}))
+    terminal: bool = False
+    session: Union[ClientSessionCapabilities, None] = None
+    subagents: Union[SubagentCapabilities, None] = None
+    plan: Union[PlanCapabilities, None] = None
+    auth: AuthCapabilities = Field(default_factory=_model_factory('AuthCapabilities', {'terminal': False}))
+    elicitation: Union[ElicitationCapabilities, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+    nes: Union[ClientNesCapabilities, None] = None
+    position_encodings: Optional[List[PositionEncodingKind]] = Field(default=None, alias='positionEncodings')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        fs: FileSystemCapabilities = ...,
+        terminal: bool = ...,
+        session: Union[ClientSessionCapabilities, None] = ...,
+        subagents: Union[SubagentCapabilities, None] = ...,
+        plan: Union[PlanCapabilities, None] = ...,
+        auth: AuthCapabilities = ...,
+        elicitation: Union[ElicitationCapabilities, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        nes: Union[ClientNesCapabilities, None] = ...,
+        position_encodings: Optional[List[PositionEncodingKind]] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        fs: FileSystemCapabilities = ...,
+        terminal: bool = ...,
+        session: Union[ClientSessionCapabilities, None] = ...,
+        subagents: Union[SubagentCapabilities, None] = ...,
+        plan: Union[PlanCapabilities, None] = ...,
+        auth: AuthCapabilities = ...,
+        elicitation: Union[ElicitationCapabilities, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        nes: Union[ClientNesCapabilities, None] = ...,
+        positionEncodings: Optional[List[PositionEncodingKind]] = ...,
+    ) -> None: ...
 
 
 class MessageMcpNotification(AcpModel):
@@ -1972,8 +5348,31 @@ class MessageMcpNotification(AcpModel):
     request_id: McpRequestId = Field(alias='requestId')
     method: str
     params: Union[Dict[str, Any], None] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     connection_id: Optional[McpConnectionId] = Field(default=None, alias='connectionId')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        server_id: McpServerAcpId,
+        request_id: McpRequestId,
+        method: str,
+        params: Union[Dict[str, Any], None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        connection_id: Optional[McpConnectionId] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        serverId: McpServerAcpId,
+        requestId: McpRequestId,
+        method: str,
+        params: Union[Dict[str, Any], None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        connectionId: Optional[McpConnectionId] = ...,
+    ) -> None: ...
 
 
 class ClientNotification(AcpModel):
@@ -1982,20 +5381,59 @@ class ClientNotification(AcpModel):
     method: str
     params: Union[CancelNotification, MessageMcpNotification, ExtNotification, None] = None
 
+    def __init__(
+        self,
+        *,
+        method: str,
+        params: Union[CancelNotification, MessageMcpNotification, ExtNotification, None] = ...,
+    ) -> None: ...
+
 
 class InitializeRequest(AcpModel):
     """`initialize` request params; handled by the agent side. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/initialization"""
 
     protocol_version: ProtocolVersion = Field(alias='protocolVersion')
-    client_capabilities: Annotated[ClientCapabilities, Lenient.default_on_error(_model_factory('ClientCapabilities', {'fs': {'readTextFile': False, 'writeTextFile': False}, 'terminal': False, 'auth': {'terminal': False}}))] = Field(default_factory=_model_factory('ClientCapabilities', {'fs': {'readTextFile': False, 'writeTextFile': False}, 'terminal': False, 'auth': {'terminal': False}}), alias='clientCapabilities')
-    client_info: Annotated[Union[Implementation, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='clientInfo')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    client_capabilities: ClientCapabilities = Field(default_factory=_model_factory('ClientCapabilities', {'fs': {'readTextFile': False, 'writeTextFile': False}, 'terminal': False, 'auth': {'terminal': False}}), alias='clientCapabilities')
+    client_info: Union[Implementation, None] = Field(default=None, alias='clientInfo')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        protocol_version: ProtocolVersion,
+        client_capabilities: ClientCapabilities = ...,
+        client_info: Union[Implementation, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        protocolVersion: ProtocolVersion,
+        clientCapabilities: ClientCapabilities = ...,
+        clientInfo: Union[Implementation, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ListProvidersRequest(AcpModel):
     """`providers/list` request params; handled by the agent side. Unstable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SetProviderRequest(AcpModel):
@@ -2005,20 +5443,69 @@ class SetProviderRequest(AcpModel):
     api_type: LlmProtocol = Field(alias='apiType')
     base_url: str = Field(alias='baseUrl')
     headers: Optional[Dict[str, str]] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        provider_id: ProviderId,
+        api_type: LlmProtocol,
+        base_url: str,
+        headers: Optional[Dict[str, str]] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        providerId: ProviderId,
+        apiType: LlmProtocol,
+        baseUrl: str,
+        headers: Optional[Dict[str, str]] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class DisableProviderRequest(AcpModel):
     """`providers/disable` request params; handled by the agent side. Unstable."""
 
     provider_id: ProviderId = Field(alias='providerId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        provider_id: ProviderId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        providerId: ProviderId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class LogoutRequest(AcpModel):
     """`logout` request params; handled by the agent side. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class HttpHeader(AcpModel):
@@ -2026,7 +5513,24 @@ class HttpHeader(AcpModel):
 
     name: str
     value: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        value: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        value: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class McpServerHttp(_TaggedMixin, AcpModel):
@@ -2035,9 +5539,30 @@ class McpServerHttp(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('type',)
     name: str
     url: str
-    headers: Annotated[List[HttpHeader], Lenient.default_on_null(_copy_factory([]))]
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    headers: List[HttpHeader]
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['http'] = 'http'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        url: str,
+        headers: List[HttpHeader],
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['http'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        url: str,
+        headers: List[HttpHeader],
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['http'] = ...,
+    ) -> None: ...
 
 
 class McpServerSse(_TaggedMixin, AcpModel):
@@ -2046,9 +5571,30 @@ class McpServerSse(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('type',)
     name: str
     url: str
-    headers: Annotated[List[HttpHeader], Lenient.default_on_null(_copy_factory([]))]
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    headers: List[HttpHeader]
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['sse'] = 'sse'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        url: str,
+        headers: List[HttpHeader],
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['sse'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        url: str,
+        headers: List[HttpHeader],
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['sse'] = ...,
+    ) -> None: ...
 
 
 class McpServerAcp(_TaggedMixin, AcpModel):
@@ -2057,8 +5603,27 @@ class McpServerAcp(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('type',)
     name: str
     server_id: McpServerAcpId = Field(alias='serverId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     type: Literal['acp'] = 'acp'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        server_id: McpServerAcpId,
+        meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['acp'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        serverId: McpServerAcpId,
+        _meta: Union[Dict[str, Any], None] = ...,
+        type: Literal['acp'] = ...,
+    ) -> None: ...
 
 
 class McpServerStdio(AcpModel):
@@ -2066,9 +5631,30 @@ class McpServerStdio(AcpModel):
 
     name: str
     command: str
-    args: Annotated[List[str], Lenient.default_on_null(_copy_factory([]))]
-    env: Annotated[List[EnvVariable], Lenient.default_on_null(_copy_factory([]))]
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    args: List[str]
+    env: List[EnvVariable]
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        command: str,
+        args: List[str],
+        env: List[EnvVariable],
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        command: str,
+        args: List[str],
+        env: List[EnvVariable],
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class UnknownMcpServer(UnknownVariant):
@@ -2077,6 +5663,8 @@ class UnknownMcpServer(UnknownVariant):
     __acp_union__ = 'McpServer'
     __acp_tag_key__ = 'type'
     __acp_known__ = frozenset(['acp', 'http', 'sse'])
+
+    def __init__(self, **data: Any) -> None: ...
 
 
 McpServer = Annotated[Union[Annotated[Union[McpServerHttp, McpServerSse, McpServerAcp], Field(discriminator='type')], McpServerStdio, UnknownMcpServer], Field(union_mode='left_to_right')]
@@ -2092,28 +5680,89 @@ class SystemPrompt(AcpModel):
 
     mode: SystemPromptMode
     content: List[ContentBlock]
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        mode: SystemPromptMode,
+        content: List[ContentBlock],
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        mode: SystemPromptMode,
+        content: List[ContentBlock],
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NewSessionRequest(AcpModel):
     """`session/new` request params; handled by the agent side. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/session-setup#creating-a-session"""
 
     cwd: str
-    additional_directories: Annotated[List[str], Lenient.default_on_null(_copy_factory([]))] = Field(default_factory=_copy_factory([]), alias='additionalDirectories')
-    mcp_servers: Annotated[List[McpServer], Lenient.default_on_null(_copy_factory([]))] = Field(alias='mcpServers')
+    additional_directories: List[str] = Field(default_factory=_copy_factory([]), alias='additionalDirectories')
+    mcp_servers: List[McpServer] = Field(alias='mcpServers')
     system_prompt: Union[SystemPrompt, None] = Field(default=None, alias='systemPrompt')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        cwd: str,
+        additional_directories: List[str] = ...,
+        mcp_servers: List[McpServer],
+        system_prompt: Union[SystemPrompt, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        cwd: str,
+        additionalDirectories: List[str] = ...,
+        mcpServers: List[McpServer],
+        systemPrompt: Union[SystemPrompt, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class LoadSessionRequest(AcpModel):
     """`session/load` request params; handled by the agent side. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/session-setup#loading-sessions"""
 
-    mcp_servers: Annotated[List[McpServer], Lenient.default_on_null(_copy_factory([]))] = Field(alias='mcpServers')
+    mcp_servers: List[McpServer] = Field(alias='mcpServers')
     cwd: str
-    additional_directories: Annotated[List[str], Lenient.default_on_null(_copy_factory([]))] = Field(default_factory=_copy_factory([]), alias='additionalDirectories')
+    additional_directories: List[str] = Field(default_factory=_copy_factory([]), alias='additionalDirectories')
     session_id: SessionId = Field(alias='sessionId')
     system_prompt: Union[SystemPrompt, None] = Field(default=None, alias='systemPrompt')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        mcp_servers: List[McpServer],
+        cwd: str,
+        additional_directories: List[str] = ...,
+        session_id: SessionId,
+        system_prompt: Union[SystemPrompt, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        mcpServers: List[McpServer],
+        cwd: str,
+        additionalDirectories: List[str] = ...,
+        sessionId: SessionId,
+        systemPrompt: Union[SystemPrompt, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 SessionArchiveFilter = Union[Literal['exclude', 'include', 'only'], str]
@@ -2126,14 +5775,48 @@ class ListSessionsRequest(AcpModel):
     cwd: Union[str, None] = None
     cursor: Union[str, None] = None
     archived: Union[SessionArchiveFilter, None] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        cwd: Union[str, None] = ...,
+        cursor: Union[str, None] = ...,
+        archived: Union[SessionArchiveFilter, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        cwd: Union[str, None] = ...,
+        cursor: Union[str, None] = ...,
+        archived: Union[SessionArchiveFilter, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class DeleteSessionRequest(AcpModel):
     """`session/delete` request params; handled by the agent side. Stable."""
 
     session_id: SessionId = Field(alias='sessionId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ForkSessionRequest(AcpModel):
@@ -2141,24 +5824,77 @@ class ForkSessionRequest(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     cwd: str
-    additional_directories: Annotated[List[str], Lenient.default_on_null(_copy_factory([]))] = Field(default_factory=_copy_factory([]), alias='additionalDirectories')
-    mcp_servers: Annotated[List[McpServer], Lenient.default_on_null(_copy_factory([]))] = Field(default_factory=_copy_factory([]), alias='mcpServers')
+    additional_directories: List[str] = Field(default_factory=_copy_factory([]), alias='additionalDirectories')
+    mcp_servers: List[McpServer] = Field(default_factory=_copy_factory([]), alias='mcpServers')
     system_prompt: Union[SystemPrompt, None] = Field(default=None, alias='systemPrompt')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        cwd: str,
+        additional_directories: List[str] = ...,
+        mcp_servers: List[McpServer] = ...,
+        system_prompt: Union[SystemPrompt, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        cwd: str,
+        additionalDirectories: List[str] = ...,
+        mcpServers: List[McpServer] = ...,
+        systemPrompt: Union[SystemPrompt, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class UnarchiveSessionRequest(AcpModel):
     """`session/unarchive` request params; handled by the agent side. Unstable."""
 
     session_id: SessionId = Field(alias='sessionId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SessionStatusRequest(AcpModel):
     """`session/status` request params; handled by the agent side. Unstable."""
 
     session_id: SessionId = Field(alias='sessionId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SetSessionTitleRequest(AcpModel):
@@ -2166,7 +5902,24 @@ class SetSessionTitleRequest(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     title: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        title: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        title: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ResumeSessionRequest(AcpModel):
@@ -2174,17 +5927,55 @@ class ResumeSessionRequest(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     cwd: str
-    additional_directories: Annotated[List[str], Lenient.default_on_null(_copy_factory([]))] = Field(default_factory=_copy_factory([]), alias='additionalDirectories')
-    mcp_servers: Annotated[List[McpServer], Lenient.default_on_null(_copy_factory([]))] = Field(default_factory=_copy_factory([]), alias='mcpServers')
+    additional_directories: List[str] = Field(default_factory=_copy_factory([]), alias='additionalDirectories')
+    mcp_servers: List[McpServer] = Field(default_factory=_copy_factory([]), alias='mcpServers')
     system_prompt: Union[SystemPrompt, None] = Field(default=None, alias='systemPrompt')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        cwd: str,
+        additional_directories: List[str] = ...,
+        mcp_servers: List[McpServer] = ...,
+        system_prompt: Union[SystemPrompt, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        cwd: str,
+        additionalDirectories: List[str] = ...,
+        mcpServers: List[McpServer] = ...,
+        systemPrompt: Union[SystemPrompt, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class CloseSessionRequest(AcpModel):
     """`session/close` request params; handled by the agent side. Stable."""
 
     session_id: SessionId = Field(alias='sessionId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SetSessionModeRequest(AcpModel):
@@ -2192,7 +5983,24 @@ class SetSessionModeRequest(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     mode_id: SessionModeId = Field(alias='modeId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        mode_id: SessionModeId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        modeId: SessionModeId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SetSessionConfigOptionRequestBoolean(_TaggedMixin, AcpModel):
@@ -2201,9 +6009,30 @@ class SetSessionConfigOptionRequestBoolean(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('type',)
     session_id: SessionId = Field(alias='sessionId')
     config_id: SessionConfigId = Field(alias='configId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     value: bool
     type: Literal['boolean'] = 'boolean'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        config_id: SessionConfigId,
+        meta: Union[Dict[str, Any], None] = ...,
+        value: bool,
+        type: Literal['boolean'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        configId: SessionConfigId,
+        _meta: Union[Dict[str, Any], None] = ...,
+        value: bool,
+        type: Literal['boolean'] = ...,
+    ) -> None: ...
 
 
 class SetSessionConfigOptionRequestValueId(AcpModel):
@@ -2211,8 +6040,27 @@ class SetSessionConfigOptionRequestValueId(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     config_id: SessionConfigId = Field(alias='configId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     value: SessionConfigValueId
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        config_id: SessionConfigId,
+        meta: Union[Dict[str, Any], None] = ...,
+        value: SessionConfigValueId,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        configId: SessionConfigId,
+        _meta: Union[Dict[str, Any], None] = ...,
+        value: SessionConfigValueId,
+    ) -> None: ...
 
 
 class UnknownSetSessionConfigOptionRequest(UnknownVariant):
@@ -2221,6 +6069,8 @@ class UnknownSetSessionConfigOptionRequest(UnknownVariant):
     __acp_union__ = 'SetSessionConfigOptionRequest'
     __acp_tag_key__ = 'type'
     __acp_known__ = frozenset(['boolean'])
+
+    def __init__(self, **data: Any) -> None: ...
 
 
 SetSessionConfigOptionRequest = Annotated[Union[Annotated[SetSessionConfigOptionRequestBoolean, BeforeValidator(require_tag('type', 'boolean'))], SetSessionConfigOptionRequestValueId, UnknownSetSessionConfigOptionRequest], Field(union_mode='left_to_right')]
@@ -2232,7 +6082,24 @@ class PromptRequest(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     prompt: List[ContentBlock]
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        prompt: List[ContentBlock],
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        prompt: List[ContentBlock],
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ClientRequest(AcpModel):
@@ -2242,18 +6109,54 @@ class ClientRequest(AcpModel):
     method: str
     params: Union[InitializeRequest, AuthenticateRequest, ListProvidersRequest, SetProviderRequest, DisableProviderRequest, LogoutRequest, AuthStatusRequest, NewSessionRequest, LoadSessionRequest, ListSessionsRequest, DeleteSessionRequest, ForkSessionRequest, ArchiveSessionRequest, UnarchiveSessionRequest, SessionStatusRequest, SetSessionTitleRequest, ResumeSessionRequest, CloseSessionRequest, SetSessionModeRequest, SetSessionConfigOptionRequest, PromptRequest, ExtRequest, None] = None
 
+    def __init__(
+        self,
+        *,
+        id: RequestId,
+        method: str,
+        params: Union[InitializeRequest, AuthenticateRequest, ListProvidersRequest, SetProviderRequest, DisableProviderRequest, LogoutRequest, AuthStatusRequest, NewSessionRequest, LoadSessionRequest, ListSessionsRequest, DeleteSessionRequest, ForkSessionRequest, ArchiveSessionRequest, UnarchiveSessionRequest, SessionStatusRequest, SetSessionTitleRequest, ResumeSessionRequest, CloseSessionRequest, SetSessionModeRequest, SetSessionConfigOptionRequest, PromptRequest, ExtRequest, None] = ...,
+    ) -> None: ...
+
 
 class WriteTextFileResponse(AcpModel):
     """`fs/write_text_file` result; handled by the client side. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ReadTextFileResponse(AcpModel):
     """`fs/read_text_file` result; handled by the client side. Stable."""
 
     content: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        content: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        content: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class RequestPermissionOutcomeCancelled(_TaggedMixin, AcpModel):
@@ -2262,14 +6165,37 @@ class RequestPermissionOutcomeCancelled(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('outcome',)
     outcome: Literal['cancelled'] = 'cancelled'
 
+    def __init__(
+        self,
+        *,
+        outcome: Literal['cancelled'] = ...,
+    ) -> None: ...
+
 
 class SelectedPermissionOutcome(_TaggedMixin, AcpModel):
     """ACP type `SelectedPermissionOutcome`. Stable."""
 
     __acp_tag_fields__ = ('outcome',)
     option_id: PermissionOptionId = Field(alias='optionId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     outcome: Literal['selected'] = 'selected'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        option_id: PermissionOptionId,
+        meta: Union[Dict[str, Any], None] = ...,
+        outcome: Literal['selected'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        optionId: PermissionOptionId,
+        _meta: Union[Dict[str, Any], None] = ...,
+        outcome: Literal['selected'] = ...,
+    ) -> None: ...
 
 
 class RequestPermissionOutcomeTimeout(_TaggedMixin, AcpModel):
@@ -2278,6 +6204,12 @@ class RequestPermissionOutcomeTimeout(_TaggedMixin, AcpModel):
     __acp_tag_fields__ = ('outcome',)
     outcome: Literal['timeout'] = 'timeout'
 
+    def __init__(
+        self,
+        *,
+        outcome: Literal['timeout'] = ...,
+    ) -> None: ...
+
 
 class UnknownRequestPermissionOutcome(UnknownVariant):
     """An unknown variant of `RequestPermissionOutcome`, kept as raw data."""
@@ -2285,6 +6217,8 @@ class UnknownRequestPermissionOutcome(UnknownVariant):
     __acp_union__ = 'RequestPermissionOutcome'
     __acp_tag_key__ = 'outcome'
     __acp_known__ = frozenset(['cancelled', 'selected', 'timeout'])
+
+    def __init__(self, **data: Any) -> None: ...
 
 
 RequestPermissionOutcome = Annotated[Annotated[Union[Annotated[Union[RequestPermissionOutcomeCancelled, SelectedPermissionOutcome, RequestPermissionOutcomeTimeout], Field(discriminator='outcome')], UnknownRequestPermissionOutcome], Field(union_mode='left_to_right')], BeforeValidator(alt_tag('outcome', 'type'))]
@@ -2295,22 +6229,69 @@ class RequestPermissionResponse(AcpModel):
     """`session/request_permission` result; handled by the client side. Stable."""
 
     outcome: RequestPermissionOutcome
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        outcome: RequestPermissionOutcome,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        outcome: RequestPermissionOutcome,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class CreateTerminalResponse(AcpModel):
     """`terminal/create` result; handled by the client side. Stable."""
 
     terminal_id: TerminalId = Field(alias='terminalId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        terminal_id: TerminalId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        terminalId: TerminalId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class TerminalExitStatus(AcpModel):
     """ACP type `TerminalExitStatus`. Stable."""
 
-    exit_code: Annotated[Union[int, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='exitCode')
-    signal: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    exit_code: Union[int, None] = Field(default=None, alias='exitCode')
+    signal: Union[str, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        exit_code: Union[int, None] = ...,
+        signal: Union[str, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        exitCode: Union[int, None] = ...,
+        signal: Union[str, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class TerminalOutputResponse(AcpModel):
@@ -2318,28 +6299,90 @@ class TerminalOutputResponse(AcpModel):
 
     output: str
     truncated: bool
-    exit_status: Annotated[Union[TerminalExitStatus, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='exitStatus')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    exit_status: Union[TerminalExitStatus, None] = Field(default=None, alias='exitStatus')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        output: str,
+        truncated: bool,
+        exit_status: Union[TerminalExitStatus, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        output: str,
+        truncated: bool,
+        exitStatus: Union[TerminalExitStatus, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ReleaseTerminalResponse(AcpModel):
     """`terminal/release` result; handled by the client side. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class WaitForTerminalExitResponse(AcpModel):
     """`terminal/wait_for_exit` result; handled by the client side. Stable."""
 
-    exit_code: Annotated[Union[int, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='exitCode')
-    signal: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    exit_code: Union[int, None] = Field(default=None, alias='exitCode')
+    signal: Union[str, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        exit_code: Union[int, None] = ...,
+        signal: Union[str, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        exitCode: Union[int, None] = ...,
+        signal: Union[str, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class KillTerminalResponse(AcpModel):
     """`terminal/kill` result; handled by the client side. Stable."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 ElicitationContentValue = Union[str, int, float, bool, List[str]]
@@ -2351,29 +6394,82 @@ class ElicitationAcceptAction(AcpModel):
 
     content: Union[Dict[str, ElicitationContentValue], None] = None
 
+    def __init__(
+        self,
+        *,
+        content: Union[Dict[str, ElicitationContentValue], None] = ...,
+    ) -> None: ...
+
 
 class CreateElicitationResponseAccept(_TaggedMixin, ElicitationAcceptAction):
     """Variant `accept` of `CreateElicitationResponse`."""
 
     __acp_tag_fields__ = ('action',)
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     action: Literal['accept'] = 'accept'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        content: Union[Dict[str, ElicitationContentValue], None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        action: Literal['accept'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        content: Union[Dict[str, ElicitationContentValue], None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        action: Literal['accept'] = ...,
+    ) -> None: ...
 
 
 class CreateElicitationResponseDecline(_TaggedMixin, AcpModel):
     """Variant `decline` of `CreateElicitationResponse`."""
 
     __acp_tag_fields__ = ('action',)
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     action: Literal['decline'] = 'decline'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+        action: Literal['decline'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+        action: Literal['decline'] = ...,
+    ) -> None: ...
 
 
 class CreateElicitationResponseCancel(_TaggedMixin, AcpModel):
     """Variant `cancel` of `CreateElicitationResponse`."""
 
     __acp_tag_fields__ = ('action',)
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     action: Literal['cancel'] = 'cancel'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+        action: Literal['cancel'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+        action: Literal['cancel'] = ...,
+    ) -> None: ...
 
 
 class CreateElicitationResponseOther(_TaggedMixin, FallbackVariant, AcpModel):
@@ -2383,8 +6479,23 @@ class CreateElicitationResponseOther(_TaggedMixin, FallbackVariant, AcpModel):
     __acp_tag_key__ = 'action'
     __acp_known__ = frozenset(['accept', 'cancel', 'decline'])
     __acp_tag_fields__ = ('action',)
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     action: str
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+        action: str,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+        action: str,
+    ) -> None: ...
 
 
 CreateElicitationResponse = Annotated[Union[Annotated[Union[CreateElicitationResponseAccept, CreateElicitationResponseDecline, CreateElicitationResponseCancel], Field(discriminator='action')], CreateElicitationResponseOther], Field(union_mode='left_to_right')]
@@ -2395,7 +6506,22 @@ class MessageMcpResponseResult(AcpModel):
     """Variant `Result` of `MessageMcpResponse`."""
 
     result: Any
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        result: Any,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        result: Any,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class McpError(AcpModel):
@@ -2405,12 +6531,35 @@ class McpError(AcpModel):
     message: str
     data: Any = None
 
+    def __init__(
+        self,
+        *,
+        code: int,
+        message: str,
+        data: Any = ...,
+    ) -> None: ...
+
 
 class MessageMcpResponseError(AcpModel):
     """Variant `Error` of `MessageMcpResponse`."""
 
     error: McpError
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        error: McpError,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        error: McpError,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 MessageMcpResponse = Union[MessageMcpResponseResult, MessageMcpResponseError]
@@ -2423,12 +6572,26 @@ class ClientResponseResult(AcpModel):
     id: RequestId
     result: Union[WriteTextFileResponse, ReadTextFileResponse, RequestPermissionResponse, CreateTerminalResponse, TerminalOutputResponse, ReleaseTerminalResponse, WaitForTerminalExitResponse, KillTerminalResponse, CreateElicitationResponse, MessageMcpResponse, ExtResponse]
 
+    def __init__(
+        self,
+        *,
+        id: RequestId,
+        result: Union[WriteTextFileResponse, ReadTextFileResponse, RequestPermissionResponse, CreateTerminalResponse, TerminalOutputResponse, ReleaseTerminalResponse, WaitForTerminalExitResponse, KillTerminalResponse, CreateElicitationResponse, MessageMcpResponse, ExtResponse],
+    ) -> None: ...
+
 
 class ClientResponseError(AcpModel):
     """Variant `Error` of `ClientResponse`."""
 
     id: RequestId
     error: Error
+
+    def __init__(
+        self,
+        *,
+        id: RequestId,
+        error: Error,
+    ) -> None: ...
 
 
 ClientResponse = Union[ClientResponseResult, ClientResponseError]
@@ -2439,27 +6602,85 @@ class CloseNesRequest(AcpModel):
     """`nes/close` request params; handled by the agent side. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
     session_id: SessionId = Field(alias='sessionId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class CloseNesResponse(AcpModel):
     """`nes/close` result; handled by the agent side. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ConnectMcpRequest(AcpModel):
     """`mcp/connect` request params; handled by the client side. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
     server_id: McpServerAcpId = Field(alias='serverId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        server_id: McpServerAcpId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        serverId: McpServerAcpId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ConnectMcpResponse(AcpModel):
     """`mcp/connect` result; handled by the client side. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
     connection_id: McpConnectionId = Field(alias='connectionId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        connection_id: McpConnectionId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        connectionId: McpConnectionId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class Position(AcpModel):
@@ -2467,7 +6688,24 @@ class Position(AcpModel):
 
     line: int
     character: int
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        line: int,
+        character: int,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        line: int,
+        character: int,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class Range(AcpModel):
@@ -2475,7 +6713,24 @@ class Range(AcpModel):
 
     start: Position
     end: Position
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        start: Position,
+        end: Position,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        start: Position,
+        end: Position,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class TextDocumentContentChangeEvent(AcpModel):
@@ -2483,7 +6738,24 @@ class TextDocumentContentChangeEvent(AcpModel):
 
     range: Union[Range, None] = None
     text: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        range: Union[Range, None] = ...,
+        text: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        range: Union[Range, None] = ...,
+        text: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class DidChangeDocumentNotification(AcpModel):
@@ -2492,8 +6764,29 @@ class DidChangeDocumentNotification(AcpModel):
     session_id: SessionId = Field(alias='sessionId')
     uri: str
     version: int
-    content_changes: Annotated[List[TextDocumentContentChangeEvent], Lenient.skip_invalid_items()] = Field(alias='contentChanges')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    content_changes: List[TextDocumentContentChangeEvent] = Field(alias='contentChanges')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        uri: str,
+        version: int,
+        content_changes: List[TextDocumentContentChangeEvent],
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        uri: str,
+        version: int,
+        contentChanges: List[TextDocumentContentChangeEvent],
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class DidCloseDocumentNotification(AcpModel):
@@ -2501,7 +6794,24 @@ class DidCloseDocumentNotification(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     uri: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        uri: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        uri: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class DidFocusDocumentNotification(AcpModel):
@@ -2512,7 +6822,30 @@ class DidFocusDocumentNotification(AcpModel):
     version: int
     position: Position
     visible_range: Range = Field(alias='visibleRange')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        uri: str,
+        version: int,
+        position: Position,
+        visible_range: Range,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        uri: str,
+        version: int,
+        position: Position,
+        visibleRange: Range,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class DidOpenDocumentNotification(AcpModel):
@@ -2523,7 +6856,30 @@ class DidOpenDocumentNotification(AcpModel):
     language_id: str = Field(alias='languageId')
     version: int
     text: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        uri: str,
+        language_id: str,
+        version: int,
+        text: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        uri: str,
+        languageId: str,
+        version: int,
+        text: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class DidSaveDocumentNotification(AcpModel):
@@ -2531,20 +6887,65 @@ class DidSaveDocumentNotification(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     uri: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        uri: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        uri: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class DisconnectMcpRequest(AcpModel):
     """`mcp/disconnect` request params; handled by the client side. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
     connection_id: McpConnectionId = Field(alias='connectionId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        connection_id: McpConnectionId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        connectionId: McpConnectionId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class DisconnectMcpResponse(AcpModel):
     """`mcp/disconnect` result; handled by the client side. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 ElicitationFormMode = Union[ElicitationFormModeSession, ElicitationFormModeRequest]
@@ -2562,6 +6963,23 @@ class FileSystemCapability(AcpModel):
     read_text_file: bool = Field(default=False, alias='readTextFile')
     write_text_file: bool = Field(default=False, alias='writeTextFile')
 
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+        read_text_file: bool = ...,
+        write_text_file: bool = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+        readTextFile: bool = ...,
+        writeTextFile: bool = ...,
+    ) -> None: ...
+
 
 InitializeProxyRequest = InitializeRequest
 """`proxy/initialize` request params; handled by the proxy side. Unstable. Spec: https://agentclientprotocol.com/rfds/proxy-chains"""
@@ -2578,11 +6996,41 @@ class KillTerminalCommandRequest(AcpModel):
     session_id: SessionId = Field(alias='sessionId')
     terminal_id: str = Field(alias='terminalId')
 
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+        session_id: SessionId,
+        terminal_id: str,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+        sessionId: SessionId,
+        terminalId: str,
+    ) -> None: ...
+
 
 class KillTerminalCommandResponse(AcpModel):
     """`terminal/kill` result; handled by the client side. Legacy (schema 0.10.3)."""
 
     meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 NesDiagnosticSeverity = Literal['error', 'warning', 'information', 'hint']
@@ -2596,7 +7044,28 @@ class NesDiagnostic(AcpModel):
     range: Range
     severity: NesDiagnosticSeverity
     message: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        uri: str,
+        range: Range,
+        severity: NesDiagnosticSeverity,
+        message: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        uri: str,
+        range: Range,
+        severity: NesDiagnosticSeverity,
+        message: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesEditHistoryEntry(AcpModel):
@@ -2604,7 +7073,24 @@ class NesEditHistoryEntry(AcpModel):
 
     uri: str
     diff: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        uri: str,
+        diff: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        uri: str,
+        diff: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesTextEdit(AcpModel):
@@ -2612,7 +7098,24 @@ class NesTextEdit(AcpModel):
 
     range: Range
     new_text: str = Field(alias='newText')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        range: Range,
+        new_text: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        range: Range,
+        newText: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesEditSuggestion(_TaggedMixin, AcpModel):
@@ -2622,9 +7125,32 @@ class NesEditSuggestion(_TaggedMixin, AcpModel):
     id: NesSuggestionId
     uri: str
     edits: List[NesTextEdit]
-    cursor_position: Annotated[Union[Position, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='cursorPosition')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    cursor_position: Union[Position, None] = Field(default=None, alias='cursorPosition')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     kind: Literal['edit'] = 'edit'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        id: NesSuggestionId,
+        uri: str,
+        edits: List[NesTextEdit],
+        cursor_position: Union[Position, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        kind: Literal['edit'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        id: NesSuggestionId,
+        uri: str,
+        edits: List[NesTextEdit],
+        cursorPosition: Union[Position, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        kind: Literal['edit'] = ...,
+    ) -> None: ...
 
 
 class NesExcerpt(AcpModel):
@@ -2633,7 +7159,26 @@ class NesExcerpt(AcpModel):
     start_line: int = Field(alias='startLine')
     end_line: int = Field(alias='endLine')
     text: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        start_line: int,
+        end_line: int,
+        text: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        startLine: int,
+        endLine: int,
+        text: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesJumpSuggestion(_TaggedMixin, AcpModel):
@@ -2643,8 +7188,29 @@ class NesJumpSuggestion(_TaggedMixin, AcpModel):
     id: NesSuggestionId
     uri: str
     position: Position
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     kind: Literal['jump'] = 'jump'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        id: NesSuggestionId,
+        uri: str,
+        position: Position,
+        meta: Union[Dict[str, Any], None] = ...,
+        kind: Literal['jump'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        id: NesSuggestionId,
+        uri: str,
+        position: Position,
+        _meta: Union[Dict[str, Any], None] = ...,
+        kind: Literal['jump'] = ...,
+    ) -> None: ...
 
 
 class NesOpenFile(AcpModel):
@@ -2652,9 +7218,30 @@ class NesOpenFile(AcpModel):
 
     uri: str
     language_id: str = Field(alias='languageId')
-    visible_range: Annotated[Union[Range, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='visibleRange')
-    last_focused_ms: Annotated[Union[int, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='lastFocusedMs')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    visible_range: Union[Range, None] = Field(default=None, alias='visibleRange')
+    last_focused_ms: Union[int, None] = Field(default=None, alias='lastFocusedMs')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        uri: str,
+        language_id: str,
+        visible_range: Union[Range, None] = ...,
+        last_focused_ms: Union[int, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        uri: str,
+        languageId: str,
+        visibleRange: Union[Range, None] = ...,
+        lastFocusedMs: Union[int, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesRecentFile(AcpModel):
@@ -2663,7 +7250,26 @@ class NesRecentFile(AcpModel):
     uri: str
     language_id: str = Field(alias='languageId')
     text: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        uri: str,
+        language_id: str,
+        text: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        uri: str,
+        languageId: str,
+        text: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 NesRejectReason = Literal['rejected', 'ignored', 'replaced', 'cancelled']
@@ -2675,7 +7281,24 @@ class NesRelatedSnippet(AcpModel):
 
     uri: str
     excerpts: List[NesExcerpt]
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        uri: str,
+        excerpts: List[NesExcerpt],
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        uri: str,
+        excerpts: List[NesExcerpt],
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesRenameSuggestion(_TaggedMixin, AcpModel):
@@ -2686,8 +7309,31 @@ class NesRenameSuggestion(_TaggedMixin, AcpModel):
     uri: str
     position: Position
     new_name: str = Field(alias='newName')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     kind: Literal['rename'] = 'rename'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        id: NesSuggestionId,
+        uri: str,
+        position: Position,
+        new_name: str,
+        meta: Union[Dict[str, Any], None] = ...,
+        kind: Literal['rename'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        id: NesSuggestionId,
+        uri: str,
+        position: Position,
+        newName: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+        kind: Literal['rename'] = ...,
+    ) -> None: ...
 
 
 class NesRepository(AcpModel):
@@ -2696,7 +7342,26 @@ class NesRepository(AcpModel):
     name: str
     owner: str
     remote_url: str = Field(alias='remoteUrl')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        owner: str,
+        remote_url: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        name: str,
+        owner: str,
+        remoteUrl: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesSearchAndReplaceSuggestion(_TaggedMixin, AcpModel):
@@ -2708,8 +7373,33 @@ class NesSearchAndReplaceSuggestion(_TaggedMixin, AcpModel):
     search: str
     replace: str
     is_regex: Union[bool, None] = Field(default=None, alias='isRegex')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
     kind: Literal['searchAndReplace'] = 'searchAndReplace'
+
+    @overload
+    def __init__(
+        self,
+        *,
+        id: NesSuggestionId,
+        uri: str,
+        search: str,
+        replace: str,
+        is_regex: Union[bool, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+        kind: Literal['searchAndReplace'] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        id: NesSuggestionId,
+        uri: str,
+        search: str,
+        replace: str,
+        isRegex: Union[bool, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+        kind: Literal['searchAndReplace'] = ...,
+    ) -> None: ...
 
 
 class NesUserAction(AcpModel):
@@ -2719,7 +7409,28 @@ class NesUserAction(AcpModel):
     uri: str
     position: Position
     timestamp_ms: int = Field(alias='timestampMs')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        action: str,
+        uri: str,
+        position: Position,
+        timestamp_ms: int,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        action: str,
+        uri: str,
+        position: Position,
+        timestampMs: int,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class NesSuggestContext(AcpModel):
@@ -2731,7 +7442,32 @@ class NesSuggestContext(AcpModel):
     user_actions: Union[List[NesUserAction], None] = Field(default=None, alias='userActions')
     open_files: Union[List[NesOpenFile], None] = Field(default=None, alias='openFiles')
     diagnostics: Union[List[NesDiagnostic], None] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        recent_files: Union[List[NesRecentFile], None] = ...,
+        related_snippets: Union[List[NesRelatedSnippet], None] = ...,
+        edit_history: Union[List[NesEditHistoryEntry], None] = ...,
+        user_actions: Union[List[NesUserAction], None] = ...,
+        open_files: Union[List[NesOpenFile], None] = ...,
+        diagnostics: Union[List[NesDiagnostic], None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        recentFiles: Union[List[NesRecentFile], None] = ...,
+        relatedSnippets: Union[List[NesRelatedSnippet], None] = ...,
+        editHistory: Union[List[NesEditHistoryEntry], None] = ...,
+        userActions: Union[List[NesUserAction], None] = ...,
+        openFiles: Union[List[NesOpenFile], None] = ...,
+        diagnostics: Union[List[NesDiagnostic], None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class UnknownNesSuggestion(UnknownVariant):
@@ -2740,6 +7476,8 @@ class UnknownNesSuggestion(UnknownVariant):
     __acp_union__ = 'NesSuggestion'
     __acp_tag_key__ = 'kind'
     __acp_known__ = frozenset(['edit', 'jump', 'rename', 'searchAndReplace'])
+
+    def __init__(self, **data: Any) -> None: ...
 
 
 NesSuggestion = Annotated[Union[Annotated[Union[NesEditSuggestion, NesJumpSuggestion, NesRenameSuggestion, NesSearchAndReplaceSuggestion], Field(discriminator='kind')], UnknownNesSuggestion], Field(union_mode='left_to_right')]
@@ -2755,7 +7493,24 @@ class ProxySuccessorNotification(AcpModel):
 
     method: str
     params: Any = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        method: str,
+        params: Any = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        method: str,
+        params: Any = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ProxyNotification(AcpModel):
@@ -2764,13 +7519,37 @@ class ProxyNotification(AcpModel):
     method: str
     params: Union[ProxySuccessorNotification, None] = None
 
+    def __init__(
+        self,
+        *,
+        method: str,
+        params: Union[ProxySuccessorNotification, None] = ...,
+    ) -> None: ...
+
 
 class ProxySuccessorRequest(AcpModel):
     """`proxy/successor` request params; handled by the proxy side. Unstable. Spec: https://agentclientprotocol.com/rfds/proxy-chains"""
 
     method: str
     params: Any = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        method: str,
+        params: Any = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        method: str,
+        params: Any = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class ProxyRequest(AcpModel):
@@ -2779,6 +7558,14 @@ class ProxyRequest(AcpModel):
     id: RequestId
     method: str
     params: Union[InitializeProxyRequest, ProxySuccessorRequest, None] = None
+
+    def __init__(
+        self,
+        *,
+        id: RequestId,
+        method: str,
+        params: Union[InitializeProxyRequest, ProxySuccessorRequest, None] = ...,
+    ) -> None: ...
 
 
 ProxySuccessorResponse = Any
@@ -2791,12 +7578,26 @@ class ProxyResponseResult(AcpModel):
     id: RequestId
     result: Union[InitializeProxyResponse, ProxySuccessorResponse]
 
+    def __init__(
+        self,
+        *,
+        id: RequestId,
+        result: Union[InitializeProxyResponse, ProxySuccessorResponse],
+    ) -> None: ...
+
 
 class ProxyResponseError(AcpModel):
     """Variant `Error` of `ProxyResponse`."""
 
     id: RequestId
     error: Error
+
+    def __init__(
+        self,
+        *,
+        id: RequestId,
+        error: Error,
+    ) -> None: ...
 
 
 ProxyResponse = Union[ProxyResponseResult, ProxyResponseError]
@@ -2808,8 +7609,27 @@ class RejectNesNotification(AcpModel):
 
     session_id: SessionId = Field(alias='sessionId')
     id: NesSuggestionId
-    reason: Annotated[Union[NesRejectReason, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    reason: Union[NesRejectReason, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        id: NesSuggestionId,
+        reason: Union[NesRejectReason, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        id: NesSuggestionId,
+        reason: Union[NesRejectReason, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SetSessionModelRequest(AcpModel):
@@ -2819,11 +7639,41 @@ class SetSessionModelRequest(AcpModel):
     model_id: ModelId = Field(alias='modelId')
     session_id: SessionId = Field(alias='sessionId')
 
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+        model_id: ModelId,
+        session_id: SessionId,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+        modelId: ModelId,
+        sessionId: SessionId,
+    ) -> None: ...
+
 
 class SetSessionModelResponse(AcpModel):
     """`session/set_model` result; handled by the agent side. Legacy (schema 0.10.3)."""
 
     meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class WorkspaceFolder(AcpModel):
@@ -2831,37 +7681,118 @@ class WorkspaceFolder(AcpModel):
 
     uri: str
     name: str
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        uri: str,
+        name: str,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        uri: str,
+        name: str,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class StartNesRequest(AcpModel):
     """`nes/start` request params; handled by the agent side. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
-    workspace_uri: Annotated[Union[str, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='workspaceUri')
+    workspace_uri: Union[str, None] = Field(default=None, alias='workspaceUri')
     workspace_folders: Union[List[WorkspaceFolder], None] = Field(default=None, alias='workspaceFolders')
-    repository: Annotated[Union[NesRepository, None], Lenient.default_on_error(none_factory)] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    repository: Union[NesRepository, None] = None
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        workspace_uri: Union[str, None] = ...,
+        workspace_folders: Union[List[WorkspaceFolder], None] = ...,
+        repository: Union[NesRepository, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        workspaceUri: Union[str, None] = ...,
+        workspaceFolders: Union[List[WorkspaceFolder], None] = ...,
+        repository: Union[NesRepository, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class StartNesResponse(AcpModel):
     """`nes/start` result; handled by the agent side. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
     session_id: SessionId = Field(alias='sessionId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class StopSessionRequest(AcpModel):
     """`session/stop` request params; handled by the agent side. acplink extension (docs/extensions.md)."""
 
     session_id: SessionId = Field(alias='sessionId')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class StopSessionResponse(AcpModel):
     """`session/stop` result; handled by the agent side. acplink extension (docs/extensions.md)."""
 
-    stop_reason: Annotated[Union[StopReason, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='stopReason')
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    stop_reason: Union[StopReason, None] = Field(default=None, alias='stopReason')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        stop_reason: Union[StopReason, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        stopReason: Union[StopReason, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SuggestNesRequest(AcpModel):
@@ -2874,14 +7805,56 @@ class SuggestNesRequest(AcpModel):
     selection: Union[Range, None] = None
     trigger_kind: NesTriggerKind = Field(alias='triggerKind')
     context: Union[NesSuggestContext, None] = None
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        session_id: SessionId,
+        uri: str,
+        version: int,
+        position: Position,
+        selection: Union[Range, None] = ...,
+        trigger_kind: NesTriggerKind,
+        context: Union[NesSuggestContext, None] = ...,
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        sessionId: SessionId,
+        uri: str,
+        version: int,
+        position: Position,
+        selection: Union[Range, None] = ...,
+        triggerKind: NesTriggerKind,
+        context: Union[NesSuggestContext, None] = ...,
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 class SuggestNesResponse(AcpModel):
     """`nes/suggest` result; handled by the agent side. Unstable (Next Edit Suggestions, schema 2026-08)."""
 
     suggestions: List[NesSuggestion]
-    meta: Annotated[Union[Dict[str, Any], None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='_meta')
+    meta: Union[Dict[str, Any], None] = Field(default=None, alias='_meta')
+
+    @overload
+    def __init__(
+        self,
+        *,
+        suggestions: List[NesSuggestion],
+        meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
+    @overload
+    def __init__(
+        self,
+        *,
+        suggestions: List[NesSuggestion],
+        _meta: Union[Dict[str, Any], None] = ...,
+    ) -> None: ...
 
 
 #: Every schema definition name -> 'stable' | 'unstable' | 'nes' | 'legacy' | 'extension'.
