@@ -8,7 +8,7 @@ the chat rendering tests. Each prompt's first word picks a script:
     fail        the prompt fails with an error whose data has details
     hang        a tool call that stays in progress until the turn is cancelled
     failtool    a tool call that fails
-    quiet       nothing for 2.5 s, then a reply
+    quiet       nothing for 1.6 s, then a reply
     link        a Markdown link
 
 ``--start-delay S`` waits before serving (a slow start). Modes have ids of different
@@ -93,7 +93,7 @@ async def prompt(ctx: PromptContext) -> object:
         await tool.fail()
         await ctx.send_text("it failed.")
     elif word == "quiet":
-        await asyncio.sleep(2.5)
+        await asyncio.sleep(1.6)
         await ctx.send_text("done waiting.")
     elif word == "link":
         await ctx.send_text("See [the docs](https://example.com/docs) for more.")
