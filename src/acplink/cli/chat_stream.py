@@ -162,27 +162,34 @@ class StreamBlock:
         if new:
             self.done = stable
             self.done_chars += _chars(new)
-            if not final and self.done > self.CUT_AFTER:
-                self._cut(lines)
-        return new, lines[self.done:]
+        tail = lines[self.done:]
+        if new and not final and self.done > self.CUT_AFTER:
+            self._cut(lines)
+        return new, tail
 
     def _realign(self, lines: list[Line]) -> None:
+        """After a resize: go on from the first line with a character not printed yet (a
+        line printed in part is shown again rather than lost)."""
         seen = 0
         for i, line in enumerate(lines):
-            if seen >= self.done_chars:
-                self.done = i
-                return
             seen += _chars([line])
+            if seen > self.done_chars:
+                self.done = i
+                self.done_chars = seen - _chars([line])
+                return
         self.done = len(lines)
 
     def _table_start(self) -> int:
-        """The first line of a table still being streamed (lines from there may change)."""
+        """The first line of a table still being streamed (lines from there may change: its
+        columns widen as rows arrive, and its first row is a paragraph until the second)."""
         if self.kind == "thought":
             return 1 << 30
         last = ChatMarkdown(self.src).last_block()
-        if last is None or last[0] != "table_open":
+        src_lines = self.src.splitlines(keepends=True)
+        if last is None or not (last[0] == "table_open" or (
+                last[0] == "paragraph_open" and any(line.lstrip().startswith("|") for line in src_lines[last[1]:]))):
             return 1 << 30
-        head = "".join(self.src.splitlines(keepends=True)[:last[1]])
+        head = "".join(src_lines[:last[1]])
         before = self._lines(head)
         return len(before) + 1 if before else 0
 
