@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     except AcpError as exc:
         if args.debug:
             raise
-        return fail(str(exc))
+        return fail(error_text(exc))
     except KeyboardInterrupt:
         return 130
     finally:
@@ -349,7 +349,7 @@ class ChatApp(LocalCommands):
                 if renderer is not None:
                     renderer.resume()
 
-    async def _tool_call_known(self, tool_call_id: str, patience: float = 1.0) -> None:
+    async def _tool_call_known(self, tool_call_id: str, patience: float = 0.5) -> None:
         """Let the updates sent before a permission request be shown first: requests are
         handled as they arrive, notifications in order by another task, so the tool call
         the question is about (and its diff) may not have been seen yet."""
