@@ -121,7 +121,7 @@ class StreamBlock:
     """
 
     #: committed lines before the source is cut at a block boundary (keeps renders short)
-    CUT_AFTER = 40
+    CUT_AFTER = 20
 
     def __init__(self, console: Console, kind: str, *, hyperlinks: bool = False) -> None:
         self.console = console
@@ -200,16 +200,24 @@ class StreamBlock:
         starts = [t.map[0] for t in ChatMarkdown(self.src).parsed
                   if t.level == 0 and t.nesting >= 0 and t.map is not None and t.map[0] > 0]
         src_lines = self.src.splitlines(keepends=True)
-        for start in reversed(starts):
-            head, rest = "".join(src_lines[:start]), "".join(src_lines[start:])
-            head_lines = self._lines(head)
-            gap = len(lines) - len(head_lines) - len(self._lines(rest))
-            if gap < 0 or len(head_lines) + gap > self.done or lines[:len(head_lines)] != head_lines:
-                continue
-            self.src = rest
-            self.done -= len(head_lines) + gap
-            self.done_chars -= _chars(lines[:len(head_lines) + gap])
+        lo, hi, best = 0, len(starts) - 1, None  # the last block start whose head is printed
+        while lo <= hi:
+            mid = (lo + hi) // 2
+            head_lines = self._lines("".join(src_lines[:starts[mid]]))
+            if len(head_lines) < self.done:
+                best, lo = (starts[mid], head_lines), mid + 1
+            else:
+                hi = mid - 1
+        if best is None:
             return
+        start, head_lines = best
+        rest = "".join(src_lines[start:])
+        gap = len(lines) - len(head_lines) - len(self._lines(rest))  # the blank line between blocks
+        if gap < 0 or len(head_lines) + gap > self.done or lines[:len(head_lines)] != head_lines:
+            return
+        self.src = rest
+        self.done -= len(head_lines) + gap
+        self.done_chars -= _chars(lines[:len(head_lines) + gap])
 
 
 class LiveArea:
