@@ -25,7 +25,8 @@ from ..client.session import PromptTurn, Session
 from ..errors import AcpError, ConnectionClosed, RequestError, TransportError
 from ..schema import _generated as s
 from .chat_commands import LOCAL_NAMES, LocalCommands, Quit, SlashCompleter
-from .chat_render import TurnRenderer
+from .chat_render import Fold, TurnRenderer, Waiting, error_text, usage_line
+from .chat_stream import supports_hyperlinks
 from .common import add_client_options, describe_failure, fail, open_client, start_session
 
 __all__ = ["ChatApp", "add_parser", "run"]
@@ -60,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     except AcpError as exc:
         if args.debug:
             raise
-        return fail(str(exc))
+        return fail(error_text(exc))
     except KeyboardInterrupt:
         return 130
     finally:
@@ -82,6 +83,10 @@ class ChatApp(LocalCommands):
         self.console = Console(highlight=False)
         self.interactive = sys.stdin.isatty()
         self.live = self.console.is_terminal and not self.console.is_dumb_terminal
+        self.hyperlinks = self.live and supports_hyperlinks()
+        self.folds: list[Fold] = []  # folded tool outputs (/expand N)
+        self.cancelled_tools: set[str] = set()  # tool calls left unfinished by a cancelled turn
+        self.eof = False  # end of input seen: final (every later read is EOF too)
         self.client: Client | None = None
         self.session: Session | None = None
         self.renderer: TurnRenderer | None = None
@@ -109,14 +114,21 @@ class ChatApp(LocalCommands):
 
     async def _main(self) -> int:
         policy = PermissionPolicy(default="ask", ask=self._ask)
+        waiting = Waiting(self.console, "starting agent", enabled=self.live)
         try:
             client = await self._until_quit(open_client(self.args, policy, elicitation=self._elicit))
         except Quit:
             return 0
+        finally:
+            waiting.stop()
         self.client = client
         client.observers.append(self._observe)
         try:
-            self.session = await self._until_quit(start_session(client, self.args))
+            waiting = Waiting(self.console, "starting a session", enabled=self.live)
+            try:
+                self.session = await self._until_quit(start_session(client, self.args))
+            finally:
+                waiting.stop()
             self._banner()
             await self._loop()
         except Quit:
@@ -132,7 +144,7 @@ class ChatApp(LocalCommands):
         return 0
 
     async def _loop(self) -> None:
-        while True:
+        while not self.eof:
             try:
                 line = await self._read_line()
             except EOFError:
@@ -156,26 +168,32 @@ class ChatApp(LocalCommands):
 
     async def _run_turn(self, text: str) -> None:
         client, session = self._require()
-        renderer = self.renderer = TurnRenderer(self.console, client, session, live=self.live)
+        renderer = self.renderer = TurnRenderer(self.console, client, session, live=self.live,
+                                                folds=self.folds, hyperlinks=self.hyperlinks,
+                                                cancelled=self.cancelled_tools)
         renderer.begin()
         self.turn_cancelled.clear()
         self.turn = turn = session.prompt(text)
         try:
             response = await self._until_quit(turn.result())
         except RequestError as exc:
-            self._end_turn_display()
-            self.console.print(Text(f"the agent failed the prompt: {exc}", style="red"))
+            self._end_turn_display(None)
+            self.console.print(Text(f"the agent failed the prompt: {error_text(exc)}", style="red"))
             return
         finally:
             self.turn = None
-        self._end_turn_display()
+        usage = renderer.usage
+        self._end_turn_display(str(response.stop_reason))
         if response.stop_reason != "end_turn":
             self.console.print(Text(f"(turn ended: {response.stop_reason})", style="yellow"))
+        line = usage_line(response, usage)
+        if line is not None:
+            self.console.print(line)
 
-    def _end_turn_display(self) -> None:
+    def _end_turn_display(self, stop_reason: str | None = "cancelled") -> None:
         renderer, self.renderer = self.renderer, None
         if renderer is not None:
-            renderer.end()
+            renderer.end(stop_reason)
 
     def _observe(self, session: Session, update: Any) -> None:
         """Every session/update, in arrival order (before any later permission request)."""
@@ -273,8 +291,18 @@ class ChatApp(LocalCommands):
             raise answer
         return answer
 
+    def _end_of_input(self) -> None:
+        """Stdin ended while the agent waits for an answer: the answer is "cancelled", the turn
+        is cancelled, and the chat ends after it (end of input is final)."""
+        self.eof = True
+        turn = self.turn
+        if turn is not None and not turn.done and not self.turn_cancelled.is_set():
+            self.turn_cancelled.set()
+            if self.session is not None:
+                self._spawn(self.session.cancel())
+
     async def _line_unless_cancelled(self) -> str | None:
-        """The next stdin line, or None once the turn is cancelled (Ctrl-C)."""
+        """The next stdin line, or None once the turn is cancelled (Ctrl-C) or stdin ended."""
         line = asyncio.ensure_future(self._next_line())
         cancelled = asyncio.ensure_future(self.turn_cancelled.wait())
         try:
@@ -284,20 +312,33 @@ class ChatApp(LocalCommands):
             if not line.done():
                 line.cancel()  # (an item not yet taken stays in the queue)
                 await asyncio.gather(line, return_exceptions=True)
-        return None if line.cancelled() else line.result()
+        answer = None if line.cancelled() else line.result()
+        if answer is None and not line.cancelled():
+            self._end_of_input()
+        return answer
 
     async def _next_line(self) -> str | None:
+        """The next stdin line; None at end of input, and for every call after it."""
+        if self.eof:
+            return None
         if self._lines is None:
             self._lines = asyncio.Queue()
             _start_reader(asyncio.get_running_loop(), self._lines)
-        return await self._lines.get()
+        line = await self._lines.get()
+        if line is None:
+            self.eof = True
+        return line
 
     # -- permission requests -----------------------------------------------------------------
 
     async def _ask(self, params: s.RequestPermissionRequest) -> str | None:
+        await self._tool_call_known(params.tool_call.tool_call_id)
         async with self.ask_lock:
             if self.prompting or self.quit.is_set():
                 return None  # not during a turn: nobody to ask
+            if self.eof:
+                self._end_of_input()
+                return None
             renderer = self.renderer
             if renderer is not None:
                 renderer.suspend()
@@ -308,7 +349,20 @@ class ChatApp(LocalCommands):
                 if renderer is not None:
                     renderer.resume()
 
+    async def _tool_call_known(self, tool_call_id: str, patience: float = 0.5) -> None:
+        """Let the updates sent before a permission request be shown first: requests are
+        handled as they arrive, notifications in order by another task, so the tool call
+        the question is about (and its diff) may not have been seen yet."""
+        session = self.session
+        deadline = asyncio.get_running_loop().time() + patience
+        await asyncio.sleep(0)
+        while (session is not None and tool_call_id not in session.state.tool_calls
+               and asyncio.get_running_loop().time() < deadline):
+            await asyncio.sleep(0.01)
+
     def _show_request(self, params: s.RequestPermissionRequest, renderer: TurnRenderer | None) -> None:
+        """The question, then the tool call's content not shown yet (its diff), then the
+        options: always in this order (a running tool call's content is not shown before)."""
         _, session = self._require()
         call = params.tool_call
         known = session.state.tool_calls.get(call.tool_call_id)
@@ -316,7 +370,7 @@ class ChatApp(LocalCommands):
         self.console.print(Text.assemble(("? ", "bold yellow"), "The agent asks to: ", (title, "bold")))
         content = call.content if call.content is not None else (known.content if known is not None else [])
         if renderer is not None:
-            renderer.show_content(call.tool_call_id, content)
+            renderer.show_content(call.tool_call_id, content, title=title)
         for i, option in enumerate(params.options, 1):
             style = "green" if option.kind.startswith("allow") else "red"
             self.console.print(Text.assemble(f"  {i}. ", (option.name, style), (f"  ({option.kind})", "dim")))
@@ -336,7 +390,10 @@ class ChatApp(LocalCommands):
             except CtrlC:
                 self._cancel_turn()
                 return None
-            except (EOFError, Quit):
+            except EOFError:
+                self._end_of_input()
+                return None
+            except Quit:
                 return None
             if answer is None:
                 return None
@@ -412,7 +469,10 @@ class ChatApp(LocalCommands):
         except CtrlC:
             self._cancel_turn()
             return None
-        except (EOFError, Quit):
+        except EOFError:
+            self._end_of_input()
+            return None
+        except Quit:
             return None
 
     # -- local commands ----------------------------------------------------------------------

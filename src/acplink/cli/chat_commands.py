@@ -4,20 +4,22 @@ their completion."""
 from __future__ import annotations
 
 import argparse
-from collections.abc import Awaitable, Iterable, Iterator
+from collections.abc import Awaitable, Collection, Iterable, Iterator
 from typing import Any, TypeVar
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
 from rich.console import Console
-from rich.markdown import Markdown
 from rich.table import Table
 from rich.text import Text
 
 from ..client.client import Client
 from ..client.session import Session
+from ..client.state import SessionState
 from ..errors import AcpError, TransportError
 from ..schema import _generated as s
+from .chat_render import Fold, error_text
+from .chat_stream import ChatMarkdown
 from .common import start_session
 
 __all__ = ["LOCAL_COMMANDS", "LOCAL_NAMES", "LocalCommands", "Quit", "SlashCompleter"]
@@ -33,6 +35,7 @@ LOCAL_COMMANDS: list[tuple[str, str, str]] = [
     ("resume", "ID|N", "continue a listed session"),
     ("new", "", "start a new session"),
     ("status", "", "the session's state in one line"),
+    ("expand", "[N]", "show a folded tool output in full (the last one, or number N)"),
     ("quit", "", "shut the agent down and leave"),
 ]
 LOCAL_NAMES = {name for name, _, _ in LOCAL_COMMANDS} | {"exit"}
@@ -73,6 +76,9 @@ class LocalCommands:
     session: Session | None
     listing: list[s.SessionInfo]
     live: bool
+    hyperlinks: bool
+    folds: list[Fold]
+    cancelled_tools: set[str]
 
     async def _until_quit(self, aw: Awaitable[T], *, watch_agent: bool = False) -> T:
         raise NotImplementedError
@@ -87,7 +93,7 @@ class LocalCommands:
         """(name, description) of every /command: local ones first, then the agent's."""
         rows = [(name, desc) for name, _, desc in LOCAL_COMMANDS]
         if self.session is not None:
-            rows += [(c.name, c.description) for c in self.session.state.available_commands
+            rows += [(c.name, first_line(c.description)) for c in self.session.state.available_commands
                      if c.name not in LOCAL_NAMES]
         return rows
 
@@ -131,32 +137,41 @@ class LocalCommands:
                 await self._new()
             elif cmd == "status":
                 _, session = self._require()
-                self.console.print(f"session {session.session_id} in {session.cwd}: {session.state.summary()}")
+                self.console.print(f"session {session.session_id} in {session.cwd}: {status_summary(session.state, self.cancelled_tools)}")
+            elif cmd == "expand":
+                self._expand(arg)
         except (TransportError, Quit):
             raise
         except AcpError as exc:
-            self._error(str(exc))
+            self._error(error_text(exc))
 
     def _error(self, message: str) -> None:
         self.console.print(Text(f"error: {message}", style="red"))
 
-    def _help(self) -> None:
-        table = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
-        for name, args, desc in LOCAL_COMMANDS:
-            table.add_row(f"/{name} {args}".rstrip(), desc)
-        self.console.print(Text("Local commands:", style="bold"))
+    def _table(self, rows: Iterable[tuple[str, ...]], *, header: tuple[str, ...] | None = None) -> None:
+        """Aligned columns; one line per row (the last column is cut with "…" to fit)."""
+        rows = list(rows)
+        if not rows:
+            return
+        table = Table(show_header=header is not None, box=None, padding=(0, 2, 0, 0), pad_edge=False)
+        width = len(rows[0])
+        for i in range(width):
+            last = i == width - 1
+            table.add_column(header[i] if header else "", no_wrap=True, overflow="ellipsis" if last else "fold",
+                             style="bold" if header and header[i] == "#" else None)
+        for row in rows:
+            table.add_row(*row)
         self.console.print(table)
+
+    def _help(self) -> None:
+        self.console.print(Text("Local commands:", style="bold"))
+        self._table((f"/{name} {args}".rstrip(), desc) for name, args, desc in LOCAL_COMMANDS)
         session = self.session
-        commands = session.state.available_commands if session is not None else []
+        commands = [c for c in (session.state.available_commands if session is not None else [])
+                    if c.name not in LOCAL_NAMES]
         if commands:
-            agent = Table(show_header=False, box=None, padding=(0, 2, 0, 0))
-            for c in commands:
-                if c.name in LOCAL_NAMES:
-                    continue
-                hint = getattr(c.input, "hint", None) if c.input is not None else None
-                agent.add_row(f"/{c.name} {hint or ''}".rstrip(), c.description)
             self.console.print(Text("The agent's commands (sent to the agent as the prompt):", style="bold"))
-            self.console.print(agent)
+            self._table((f"/{c.name} {_hint(c) or ''}".rstrip(), first_line(c.description)) for c in commands)
         self.console.print(Text("Ctrl-C cancels the running turn, a second Ctrl-C quits; Ctrl-D quits.",
                                 style="dim"))
 
@@ -167,9 +182,8 @@ class LocalCommands:
             self._error("the agent offers no session modes")
             return
         if not arg:
-            for m in state.available_modes:
-                mark = "*" if m.id == state.current_mode_id else " "
-                self.console.print(f" {mark} {m.id}  {m.name}" + (f" - {m.description}" if m.description else ""))
+            self._table((" *" if m.id == state.current_mode_id else "  ", m.id, m.name, first_line(m.description or ""))
+                        for m in state.available_modes)
             return
         wanted = next((m for m in state.available_modes if arg.lower() in (m.id.lower(), m.name.lower())), None)
         if wanted is None:
@@ -185,9 +199,7 @@ class LocalCommands:
             self._error("the agent offers no config options")
             return
         if not arg:
-            for o in options:
-                values = ", ".join(v for v, _ in _option_values(o))
-                self.console.print(f"  {o.id} = {_current(o)}  ({o.name}; {values})")
+            self._table((o.id, _current(o), o.name, ", ".join(v for v, _ in _option_values(o))) for o in options)
             return
         config_id, _, value = arg.partition(" ")
         option = _find_option(options, config_id)
@@ -211,9 +223,8 @@ class LocalCommands:
             self._error("the agent offers no model selector (try /config)")
             return
         if not arg:
-            for m in state.available_models:
-                mark = "*" if m.model_id == state.current_model_id else " "
-                self.console.print(f" {mark} {m.model_id}  {m.name}")
+            self._table((" *" if m.model_id == state.current_model_id else "  ", m.model_id, m.name,
+                         first_line(m.description or "")) for m in state.available_models)
             return
         wanted = next((m for m in state.available_models if arg.lower() in (m.model_id.lower(), m.name.lower())),
                       None)
@@ -232,13 +243,9 @@ class LocalCommands:
         if not self.listing:
             self.console.print("no sessions")
             return
-        table = Table(box=None, padding=(0, 2, 0, 0))
-        for col in ("#", "session", "title", "updated"):
-            table.add_column(col, style="bold" if col == "#" else None)
-        for i, info in enumerate(self.listing, 1):
-            current = " (this one)" if info.session_id == session.session_id else ""
-            table.add_row(str(i), info.session_id + current, info.title or "", info.updated_at or "")
-        self.console.print(table)
+        self._table(((str(i), info.session_id + (" (this one)" if info.session_id == session.session_id else ""),
+                      info.updated_at or "", first_line(info.title or ""))
+                     for i, info in enumerate(self.listing, 1)), header=("#", "session", "updated", "title"))
         self.console.print(Text("/resume N (or ID) continues one", style="dim"))
 
     async def _resume(self, arg: str) -> None:
@@ -272,13 +279,24 @@ class LocalCommands:
         self.session = await self._until_quit(start_session(client, self.args))
         self.console.print(Text(f"new session {self.session.session_id}", style="dim"))
 
+    def _expand(self, arg: str) -> None:
+        if not self.folds:
+            self._error("no folded tool output yet")
+            return
+        if arg and not (arg.isdigit() and 0 < int(arg) <= len(self.folds)):
+            self._error(f"/expand takes a number from 1 to {len(self.folds)}")
+            return
+        fold = self.folds[int(arg) - 1 if arg else -1]
+        self.console.print(Text(fold.title, style="bold"))
+        self.console.print(fold.full)
+
     def _show_history(self, session: Session, last: int = 10) -> None:
         messages = session.state.messages[-last:]
         for m in messages:
             if m.role == "user":
                 self.console.print(Text(f"> {m.text.strip()}", style="bold"))
             else:
-                self.console.print(Markdown(m.text) if self.live else m.text)
+                self.console.print(ChatMarkdown(m.text, hyperlinks=self.hyperlinks) if self.live else m.text)
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -303,6 +321,38 @@ def _option_values(option: Any) -> list[tuple[str, str]]:
         else:
             out.append((item.value, item.name))
     return out
+
+
+def first_line(text: str) -> str:
+    """The first non-blank line of a (possibly multi-line) description."""
+    for line in text.splitlines():
+        if line.strip():
+            return line.strip()
+    return ""
+
+
+def _hint(command: s.AvailableCommand) -> str | None:
+    hint = getattr(command.input, "hint", None) if command.input is not None else None
+    return hint if isinstance(hint, str) else None
+
+
+def status_summary(state: SessionState, cancelled: Collection[str] = ()) -> str:
+    """The session's one-line summary, with failed and cancelled tool calls counted apart
+    (``cancelled``: the ids of tool calls a cancelled turn left unfinished)."""
+    text = state.summary()
+    calls = list(state.tool_calls.values())
+    if calls:
+        def status(c: Any) -> str:
+            return "cancelled" if c.tool_call_id in cancelled and not c.done else str(c.status)
+
+        counts = {k: sum(1 for c in calls if status(c) == k) for k in ("completed", "failed", "cancelled")}
+        counted = ", ".join(f"{n} {'done' if k == 'completed' else k}" for k, n in counts.items() if n)
+        running = len(calls) - sum(counts.values())
+        if running:
+            counted += (", " if counted else "") + f"{running} unfinished"
+        done = sum(1 for c in calls if c.done)
+        text = text.replace(f"{len(calls)} tool calls ({done} done)", f"{len(calls)} tool calls ({counted})")
+    return text
 
 
 def _current(option: Any) -> str:
