@@ -26,6 +26,7 @@ class Gates:
     def __init__(self) -> None:
         self.started: list[Any] = []
         self.gates: dict[Any, asyncio.Event] = {}
+        self.notes: list[str] = []
 
     def gate(self, key: Any) -> asyncio.Event:
         return self.gates.setdefault(key, asyncio.Event())
@@ -37,7 +38,7 @@ class Gates:
         return orjson.dumps(params)
 
     async def handle_notification(self, method: str, params: Any, typed: bool = False) -> None:
-        pass
+        self.notes.append(method)
 
 
 def req(rid: Any, k: Any, method: str = "_t/gate", **extra: Any) -> dict[str, Any]:
@@ -129,7 +130,7 @@ async def test_above_the_mark_writers_wait_and_new_requests_are_held_until_it_dr
 @pytest.mark.parametrize("pair", [PeerLimits(write_buffer_high=64 * 1024, write_buffer_low=16 * 1024)],
                          indirect=True)
 async def test_reading_pauses_once_a_mark_of_requests_waits_and_nothing_is_lost(pair: Any) -> None:
-    peer, _gates, raw = pair
+    peer, gates, raw = pair
     raw.transport.pause_reading()
     writer = asyncio.ensure_future(peer.notify("_t/big", orjson.dumps({"x": "y" * 100_000})))
     pad = "p" * 1000
@@ -144,6 +145,7 @@ async def test_reading_pauses_once_a_mark_of_requests_waits_and_nothing_is_lost(
     await wait_until(lambda: not peer.transport._paused)
     assert not peer._held and not peer._held_paused
     await asyncio.wait_for(writer, GUARD)
+    await wait_until(lambda: gates.notes == ["_t/note"])  # the notification read after them too
 
 
 @pytest.mark.parametrize("pair", [PeerLimits(write_buffer_high=64 * 1024, stalled_peer_timeout=0.2)],
@@ -172,3 +174,21 @@ async def test_a_writer_giving_up_does_not_cancel_the_others_wait() -> None:
     assert not second.done()
     flow.resume_writing()
     await asyncio.wait_for(second, GUARD)
+
+
+@pytest.mark.parametrize("pair", [PeerLimits(write_buffer_high=64 * 1024, write_buffer_low=16 * 1024)],
+                         indirect=True)
+async def test_while_requests_are_held_the_answers_to_our_calls_still_arrive(pair: Any) -> None:
+    """What keeps two peers that are both over their mark from waiting on each other."""
+    peer, gates, raw = pair
+    raw.transport.pause_reading()
+    call = asyncio.ensure_future(peer.request("_t/ask", b"{}"))
+    await asyncio.sleep(0)
+    (rid,) = peer.engine.pending
+    writer = asyncio.ensure_future(peer.notify("_t/big", orjson.dumps({"x": "y" * 100_000})))
+    raw.send(req(1, "held", method="_t/echo"), {"jsonrpc": "2.0", "id": rid, "result": {"ok": True}})
+    assert await asyncio.wait_for(call, GUARD) == {"ok": True}
+    assert 1 in peer._held and gates.started == [] and not writer.done()
+    raw.transport.resume_reading()
+    await asyncio.wait_for(writer, GUARD)
+    await wait_until(lambda: gates.started == ["held"])
