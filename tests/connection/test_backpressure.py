@@ -53,6 +53,16 @@ async def wait_until(cond: Any) -> None:
     await asyncio.wait_for(poll(), GUARD)
 
 
+async def over_the_mark(peer: Peer, raw: RawEnd) -> tuple[asyncio.Future[Any], asyncio.Future[None]]:
+    """The far end takes nothing; a call goes out, then a 100 KB notification takes our buffer
+    over a 64 KiB mark. Returns (the call, the waiting writer)."""
+    raw.transport.pause_reading()
+    call = asyncio.ensure_future(peer.request("_t/ask", b"{}"))
+    await asyncio.sleep(0)
+    writer = asyncio.ensure_future(peer.notify("_t/big", orjson.dumps({"x": "y" * 100_000})))
+    return call, writer
+
+
 @pytest.fixture
 async def pair(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Peer, Gates, RawEnd]]:
     ours, theirs = memory_pair()
@@ -152,11 +162,9 @@ async def test_reading_pauses_once_a_mark_of_requests_waits_and_nothing_is_lost(
                          indirect=True)
 async def test_a_peer_that_takes_nothing_is_disconnected_with_a_clear_error(pair: Any) -> None:
     peer, _gates, raw = pair
-    raw.transport.pause_reading()
-    call = asyncio.ensure_future(peer.request("_t/echo", b"{}"))
-    await asyncio.sleep(0)
+    call, writer = await over_the_mark(peer, raw)
     with pytest.raises(ConnectionClosed, match=r"closed: the peer stopped reading: it took nothing of the 100\d{3} bytes waiting for it in 0.2 s"):
-        await asyncio.wait_for(peer.notify("_t/big", orjson.dumps({"x": "y" * 100_000})), GUARD)
+        await asyncio.wait_for(writer, GUARD)
     with pytest.raises(ConnectionClosed, match="stopped reading"):
         await asyncio.wait_for(call, GUARD)
     assert peer.closed and peer.transport.write_buffer_size() == 0  # the buffer was dropped
@@ -181,11 +189,8 @@ async def test_a_writer_giving_up_does_not_cancel_the_others_wait() -> None:
 async def test_while_requests_are_held_the_answers_to_our_calls_still_arrive(pair: Any) -> None:
     """What keeps two peers that are both over their mark from waiting on each other."""
     peer, gates, raw = pair
-    raw.transport.pause_reading()
-    call = asyncio.ensure_future(peer.request("_t/ask", b"{}"))
-    await asyncio.sleep(0)
+    call, writer = await over_the_mark(peer, raw)
     (rid,) = peer.engine.pending
-    writer = asyncio.ensure_future(peer.notify("_t/big", orjson.dumps({"x": "y" * 100_000})))
     raw.send(req(1, "held", method="_t/echo"), {"jsonrpc": "2.0", "id": rid, "result": {"ok": True}})
     assert await asyncio.wait_for(call, GUARD) == {"ok": True}
     assert 1 in peer._held and gates.started == [] and not writer.done()
