@@ -51,6 +51,13 @@ CANCEL_REQUEST = "$/cancel_request"
 #: once), big enough that a flood costs one system call per ~100 messages.
 FLUSH_AT = 16 * 1024
 
+#: requests that may wait a long time on something outside this connection (the user, a
+#: process, the model): they take no ``max_running_requests`` slot, so that a few dozen of
+#: them waiting cannot hold back a quick request they depend on (``terminal/kill`` ending a
+#: ``terminal/wait_for_exit``). Their answers are small.
+LONG_RUNNING = frozenset({"session/prompt", "session/request_permission", "terminal/wait_for_exit",
+                          "elicitation/create"})
+
 
 class Dispatcher(Protocol):
     """What a peer hands inbound traffic to (the typed connection layer)."""
@@ -63,7 +70,17 @@ class Dispatcher(Protocol):
 
 
 class PeerLimits:
-    """Resource limits of one connection (all configurable, all with safe defaults)."""
+    """Resource limits of one connection (all configurable, all with safe defaults).
+
+    Backpressure: above ``write_buffer_high`` bytes waiting for the peer, writers wait until
+    the buffer is down to ``write_buffer_low`` (default a quarter of the high mark) and new
+    inbound requests are held back (not run) until then. At most ``max_running_requests``
+    inbound requests run at once (the long-waiting ones in :data:`LONG_RUNNING` excepted);
+    the others wait their turn in arrival order. Once more than ``write_buffer_high`` bytes
+    were read while requests wait, reading stops until they have all started. A peer that
+    takes nothing of a full buffer for ``stalled_peer_timeout`` seconds (``None``: never) is
+    disconnected: every call fails with ``ConnectionClosed`` "… the peer stopped reading …".
+    """
 
     def __init__(
         self,
@@ -72,11 +89,19 @@ class PeerLimits:
         max_pending_requests: int = 10_000,
         max_concurrent_requests: int = 10_000,
         max_queued_notifications: int = 10_000,
+        write_buffer_high: int = 4 * 1024 * 1024,
+        write_buffer_low: int | None = None,
+        max_running_requests: int = 16,
+        stalled_peer_timeout: float | None = 60.0,
     ) -> None:
         self.max_message_size = max_message_size
         self.max_pending_requests = max_pending_requests
         self.max_concurrent_requests = max_concurrent_requests
         self.max_queued_notifications = max_queued_notifications
+        self.write_buffer_high = write_buffer_high
+        self.write_buffer_low = write_buffer_high // 4 if write_buffer_low is None else write_buffer_low
+        self.max_running_requests = max_running_requests
+        self.stalled_peer_timeout = stalled_peer_timeout
 
 
 class Peer:
@@ -120,6 +145,18 @@ class Peer:
         self._slot_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._wsize = 0
         self._flush_scheduled = False
+        # backpressure (see PeerLimits): inbound requests not started yet, in arrival order;
+        # bytes read while some wait; reading paused for them; requests running that count
+        # toward max_running_requests; bytes handed to the transport; the task that runs
+        # while the write buffer is over its high-water mark
+        self._held: dict[int | str, IncomingRequest] = {}
+        self._held_bytes = 0
+        self._held_paused = False
+        self._busy = 0
+        self._long: set[int | str] = set()
+        self._sent_bytes = 0
+        self._watch: asyncio.Task[None] | None = None
+        self._stall_message: str | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -135,6 +172,7 @@ class Peer:
         except BaseException:
             await self.aclose()
             raise
+        self.transport.set_write_buffer_limits(self.limits.write_buffer_high, self.limits.write_buffer_low)
 
     @property
     def closed(self) -> bool:
@@ -176,6 +214,9 @@ class Peer:
             tasks.append(self._consumer)
         if self._eof_task is not None and not self._eof_task.done():
             tasks.append(self._eof_task)
+        if self._watch is not None and not self._watch.done():
+            tasks.append(self._watch)
+        self._held.clear()
         for t in tasks:
             t.cancel()
         if tasks:
@@ -191,6 +232,8 @@ class Peer:
     def data_received(self, data: bytes) -> None:
         if self.transport.framed:
             self._handle_event(self.engine.receive_message(data))
+            if self._held:
+                self._count_held(len(data))
             return
         queued = False
         queue = self._queue
@@ -202,6 +245,8 @@ class Peer:
                 self._handle_event(event)
         if queued:
             self._queued()
+        if self._held:
+            self._count_held(len(data))
 
     def eof_received(self, exc: BaseException | None) -> None:
         if self._closed or self._eof:
@@ -222,13 +267,23 @@ class Peer:
         arrive any more, so our own pending calls fail now."""
         self._flush()  # answers already made still go out
         inbound = [t for t in self._inbound.values() if not t.done()]
-        if exc is not None or not inbound or self.eof_grace <= 0:
+        if exc is not None or not (inbound or self._held) or self.eof_grace <= 0:
             self._mark_closed(exc)
             return
         self._fail_futures(ConnectionClosed(f"connection to {self.transport.description} closed by the peer"))
 
         async def finish() -> None:
-            await asyncio.wait(inbound, timeout=self.eof_grace)
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + self.eof_grace
+            # the requests held back (backpressure) start as others end: wait for them too
+            while (left := deadline - loop.time()) > 0:
+                running = [t for t in self._inbound.values() if not t.done()]
+                if running:
+                    await asyncio.wait(running, timeout=left, return_when=asyncio.FIRST_COMPLETED)
+                elif self._held:
+                    await asyncio.sleep(min(left, 0.05))
+                else:
+                    break
             self._flush()
             self._mark_closed(None)
 
@@ -256,19 +311,101 @@ class Peer:
                 self._queue.append(_Resolution(fut, ev, hook))
                 self._wake()
         elif t is IncomingRequest:
-            if len(self._inbound) >= self.limits.max_concurrent_requests:
+            held = self._held
+            if len(self._inbound) + len(held) >= self.limits.max_concurrent_requests:
                 err = InternalError(f"too many concurrent requests (limit {self.limits.max_concurrent_requests})")
                 self._write_quiet(self.engine.error(ev.id, err))
                 return
-            if ev.id in self._inbound:
+            if ev.id in self._inbound or ev.id in held:
                 self._write_quiet(self.engine.error(ev.id, RequestError(
                     f"Invalid request: duplicate request id {ev.id!r}", code=-32600)))
                 return
-            task = asyncio.get_running_loop().create_task(self._run_request(ev))
-            if not task.done():  # (an eager task factory may have run it to the end already)
-                self._inbound[ev.id] = task
+            if held or self._must_hold(ev.method):
+                held[ev.id] = ev  # (behind the ones already waiting: arrival order is kept)
+                return
+            self._dispatch(ev)
         else:
             self._violation(ev)
+
+    def _dispatch(self, ev: IncomingRequest) -> None:
+        if ev.method in LONG_RUNNING:
+            self._long.add(ev.id)
+        else:
+            self._busy += 1
+        task = asyncio.get_running_loop().create_task(self._run_request(ev))
+        if not task.done():  # (an eager task factory may have run it to the end already)
+            self._inbound[ev.id] = task
+
+    # -- backpressure --------------------------------------------------------------------------
+
+    def _must_hold(self, method: str) -> bool:
+        """A new inbound request waits: the peer is not taking our output (its answer would
+        only add to the buffer), or max_running_requests are running already."""
+        return self.transport.writing_paused or (
+            self._busy >= self.limits.max_running_requests and method not in LONG_RUNNING)
+
+    def _release(self) -> None:
+        """Start the held requests that may run now, in arrival order."""
+        held = self._held
+        while held and not self._closed:
+            ev = held[next(iter(held))]
+            if self._must_hold(ev.method):
+                if self.transport.writing_paused:
+                    self._watch_writes()  # (it releases them when the buffer drains)
+                return
+            del held[ev.id]
+            self._dispatch(ev)
+        self._held_bytes = 0
+        if self._held_paused:
+            self._held_paused = False
+            if not self._reading_paused:
+                self.transport.resume_reading()
+
+    def _count_held(self, n: int) -> None:
+        """``n`` bytes were read while requests wait: past the high-water mark, stop reading
+        until they have all started (memory stays bounded whatever the peer sends)."""
+        self._held_bytes += n
+        if not self._held_paused and self._held_bytes > self.limits.write_buffer_high:
+            self._held_paused = True
+            self.transport.pause_reading()
+
+    def _watch_writes(self) -> None:
+        if self._watch is None and not self._closed:
+            self._watch = asyncio.get_running_loop().create_task(
+                self._watch_congestion(), name=f"acplink-{self.name}-backpressure")
+
+    async def _watch_congestion(self) -> None:
+        """Runs while the write buffer is over its high-water mark: starts the held requests
+        once it drains; disconnects a peer that takes nothing for stalled_peer_timeout s."""
+        transport = self.transport
+        timeout = self.limits.stalled_peer_timeout
+        drained = asyncio.ensure_future(transport.drain())
+        try:
+            while True:
+                taken = self._sent_bytes - transport.write_buffer_size()  # by the peer, so far
+                done, _ = await asyncio.wait((drained,), timeout=timeout)
+                if done:
+                    break
+                if timeout is not None and self._sent_bytes - transport.write_buffer_size() == taken:
+                    self._stalled(timeout)
+                    return
+        finally:
+            if not drained.done():
+                drained.cancel()
+                await asyncio.gather(drained, return_exceptions=True)
+            self._watch = None
+        if not drained.cancelled() and drained.exception() is None:
+            self._release()
+
+    def _stalled(self, timeout: float) -> None:
+        size = self.transport.write_buffer_size()
+        self._stall_message = (f"the peer stopped reading: it took nothing of the {size} bytes waiting "
+                               f"for it in {timeout:g} s")
+        log.warning("%s: %s; disconnecting", self.name, self._stall_message)
+        self._held.clear()
+        self._mark_closed(ConnectionClosed(self._stall_message))
+        self.transport.pause_reading()  # (nothing it sends could be answered)
+        self.transport.abort_writing()  # (drops the buffer; writers waiting fail)
 
     def _violation(self, v: Violation) -> None:
         if v.noise:
@@ -317,7 +454,8 @@ class Peer:
                 item = queue.popleft()
                 if self._reading_paused and len(queue) <= low:
                     self._reading_paused = False
-                    self.transport.resume_reading()
+                    if not self._held_paused:
+                        self.transport.resume_reading()
                 if type(item) is bytes:
                     # decoded now, not on arrival: the model lives only while it is handled
                     item = decode(item)
@@ -345,6 +483,11 @@ class Peer:
         rid = params.get("requestId") if isinstance(params, dict) else None
         if not isinstance(rid, (int, str)):
             return
+        if self._held.pop(rid, None) is not None:  # never started: answered at once
+            self._write_quiet(self.engine.error(rid, RequestCancelled("Request cancelled")))
+            if not self._held:
+                self._release()
+            return
         task = self._inbound.get(rid)
         if task is not None and not task.done():
             task.cancel(msg=_CANCELLED_BY_PEER)
@@ -356,6 +499,7 @@ class Peer:
         # cancelled tasks get this callback: the others remove themselves.)
         if self._inbound.get(rid) is task:
             del self._inbound[rid]
+            self._request_ended(rid)
             if task.cancelled():
                 self._write_quiet(self.engine.error(rid, RequestCancelled("Request cancelled")))
 
@@ -392,6 +536,15 @@ class Peer:
                 self._write_quiet(data)
         finally:
             self._inbound.pop(ev.id, None)
+            self._request_ended(ev.id)
+
+    def _request_ended(self, rid: int | str) -> None:
+        if self._long and rid in self._long:
+            self._long.discard(rid)
+        else:
+            self._busy -= 1
+        if self._held:
+            self._release()
 
     def _details_hint(self) -> str:
         return f" (details in the {self.name}'s log; debug=True sends them)"
@@ -433,10 +586,15 @@ class Peer:
         self._write_out(data)
 
     def _write_out(self, data: bytes) -> None:
+        transport = self.transport
         try:
-            self.transport.write(data)
+            transport.write(data)
         except Exception as exc:  # a transport that cannot write any more: the connection is over
             self._mark_closed(exc)
+            return
+        self._sent_bytes += len(data)
+        if transport.writing_paused and self._watch is None:
+            self._watch_writes()
 
     def _write_quiet(self, data: bytes) -> None:
         if self._closed:
@@ -457,9 +615,16 @@ class Peer:
             raise ConnectionClosed(f"connection to {self.transport.description} lost: {exc}") from None
         except TransportError:
             self._mark_closed(None)
+            if self._stall_message is not None:
+                raise self._stalled_error() from None
             raise
         if self._closed:
+            if self._stall_message is not None:
+                raise self._stalled_error()
             raise ConnectionClosed(f"connection to {self.transport.description} is closed")
+
+    def _stalled_error(self) -> ConnectionClosed:
+        return ConnectionClosed(f"connection to {self.transport.description} closed: {self._stall_message}")
 
     def notify(self, method: str, params_json: bytes | None) -> Awaitable[None]:
         """Send a notification whose params are already JSON; await the result (flow control)."""

@@ -50,6 +50,24 @@ class Transport(ABC):
     def resume_reading(self) -> None:  # noqa: B027
         """Resume delivering data."""
 
+    # Write-side flow control. The defaults suit a transport that never holds bytes back
+    # (a regular file, a test double): nothing buffered, never paused.
+
+    def set_write_buffer_limits(self, high: int, low: int) -> None:  # noqa: B027
+        """Above ``high`` buffered bytes, :meth:`drain` waits until the buffer is at ``low``."""
+
+    def write_buffer_size(self) -> int:
+        """Bytes written but not yet taken by the peer (what this process holds for it)."""
+        return 0
+
+    @property
+    def writing_paused(self) -> bool:
+        """The buffer went above its high-water mark and is not yet back down to the low one."""
+        return False
+
+    def abort_writing(self) -> None:  # noqa: B027
+        """Drop every byte not yet sent and close the way out (the peer stopped reading)."""
+
     @property
     def description(self) -> str:
         return type(self).__name__
@@ -63,6 +81,10 @@ class FlowControl:
         self._waiter: asyncio.Future[None] | None = None
         self._lost: BaseException | None = None
         self._is_lost = False
+
+    @property
+    def writing_paused(self) -> bool:
+        return self._paused
 
     def pause_writing(self) -> None:
         self._paused = True
@@ -97,4 +119,5 @@ class FlowControl:
             raise self._lost_error()
         if self._waiter is None:
             self._waiter = asyncio.get_running_loop().create_future()
-        await self._waiter
+        # shielded: one waiter given up on (a timeout) must not cancel the others' wait
+        await asyncio.shield(self._waiter)

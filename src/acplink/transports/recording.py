@@ -390,6 +390,19 @@ class RecordingTransport(Transport):
     async def drain(self) -> None:
         await self.inner.drain()
 
+    def set_write_buffer_limits(self, high: int, low: int) -> None:
+        self.inner.set_write_buffer_limits(high, low)
+
+    def write_buffer_size(self) -> int:
+        return self.inner.write_buffer_size()
+
+    @property
+    def writing_paused(self) -> bool:
+        return self.inner.writing_paused
+
+    def abort_writing(self) -> None:
+        self.inner.abort_writing()
+
     def pause_reading(self) -> None:
         self.inner.pause_reading()
 

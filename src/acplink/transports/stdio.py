@@ -112,6 +112,21 @@ class StdioTransport(Transport):
         if self._wproto is not None:
             await self._wproto.wait_writable()
 
+    def set_write_buffer_limits(self, high: int, low: int) -> None:
+        if self._writer is not None:
+            self._writer.set_write_buffer_limits(high, low)
+
+    def write_buffer_size(self) -> int:
+        return self._writer.get_write_buffer_size() if self._writer is not None else 0
+
+    @property
+    def writing_paused(self) -> bool:
+        return self._wproto is not None and self._wproto.writing_paused
+
+    def abort_writing(self) -> None:
+        if self._writer is not None:
+            self._writer.abort()
+
     def pause_reading(self) -> None:
         self._resumed.clear()
         if self._reader is not None:

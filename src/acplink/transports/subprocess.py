@@ -176,6 +176,21 @@ class SubprocessTransport(Transport):
         if self._proto is not None:
             await self._proto.wait_writable()
 
+    def set_write_buffer_limits(self, high: int, low: int) -> None:
+        if self._stdin is not None:
+            self._stdin.set_write_buffer_limits(high, low)
+
+    def write_buffer_size(self) -> int:
+        return self._stdin.get_write_buffer_size() if self._stdin is not None else 0
+
+    @property
+    def writing_paused(self) -> bool:
+        return self._proto is not None and self._proto.writing_paused
+
+    def abort_writing(self) -> None:
+        if self._stdin is not None:
+            self._stdin.abort()
+
     def pause_reading(self) -> None:
         if self._transport is not None:
             out = self._transport.get_pipe_transport(1)
