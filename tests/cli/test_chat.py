@@ -310,3 +310,18 @@ def test_slash_completion() -> None:
     assert complete("/config style sh") == ["shouty"]
     assert complete("/model demo-l") == ["demo-large"]
     assert complete("hello /mo") == []
+
+
+def test_model_command_uses_the_model_config_option(cli: Cli, chat: list[Chat]) -> None:
+    """The demo offers its models as a config option of category "model" (the legacy
+    ``models`` field is opt-in): ``/model`` lists and switches them through it."""
+    c = _start(chat, cli)
+    c.expect("ask>")
+    c.send("/model")
+    listing = c.expect(r"demo-large|no model selector")
+    assert listing.endswith("demo-large"), listing
+    c.send("/model demo-large")
+    c.expect("model = demo-large")
+    c.expect("ask>")
+    c.send("/quit")
+    assert c.finish() == 0

@@ -126,3 +126,10 @@ def test_check_and_inspect_into_head_end_quietly(cli: Cli, tmp_path: Path) -> No
     out, status, err = _piped(cli, f'$ACPLINK inspect --json "{trace}" 2>"$ERR" | head -2')
     assert re.fullmatch(r'\{\n  "header": \{\n', out)
     assert err == "" and status in (0, 141)
+
+
+def test_chat_into_head_ends_quietly(cli: Cli) -> None:
+    (cli.workdir / "input.txt").write_text("hello\nslow 20\n")
+    out, status, err = _piped(cli, '{ printf 12345; $ACPLINK chat < input.txt 2>"$ERR"; } | head -c 5')
+    assert out == "12345"
+    assert (status, err) == (141, "")

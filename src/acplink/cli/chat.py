@@ -16,7 +16,6 @@ from collections.abc import Awaitable
 from typing import Any, TypeVar
 
 from prompt_toolkit import PromptSession
-from rich.console import Console
 from rich.text import Text
 
 from ..client.client import Client
@@ -24,6 +23,7 @@ from ..client.permissions import PermissionPolicy
 from ..client.session import PromptTurn, Session
 from ..errors import AcpError, ConnectionClosed, RequestError, TransportError
 from ..schema import _generated as s
+from ..tools.console import PipeConsole
 from .chat_commands import LOCAL_NAMES, LocalCommands, Quit, SlashCompleter
 from .chat_render import Fold, TurnRenderer, Waiting, error_text, usage_line
 from .chat_stream import supports_hyperlinks
@@ -80,7 +80,7 @@ class ChatApp(LocalCommands):
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.console = Console(highlight=False)
+        self.console = PipeConsole(highlight=False)
         self.interactive = sys.stdin.isatty()
         self.live = self.console.is_terminal and not self.console.is_dumb_terminal
         self.hyperlinks = self.live and supports_hyperlinks()

@@ -104,7 +104,10 @@ class LocalCommands:
         if cmd == "mode" and not before:
             return [(m.id, m.name) for m in state.available_modes]
         if cmd == "model" and not before:
-            return [(m.model_id, m.name) for m in state.available_models]
+            if state.available_models:
+                return [(m.model_id, m.name) for m in state.available_models]
+            model_option = _model_option(state.config_options)
+            return _option_values(model_option) if model_option is not None else []
         if cmd == "config":
             if not before:
                 return [(o.id, o.name) for o in state.config_options if isinstance(o, _KNOWN_OPTIONS)]
@@ -220,7 +223,12 @@ class LocalCommands:
         _, session = self._require()
         state = session.state
         if not state.available_models:
-            self._error("the agent offers no model selector (try /config)")
+            # the current way to offer models: a config option of category "model"
+            model_option = _model_option(state.config_options)
+            if model_option is None:
+                self._error("the agent offers no model selector (try /config)")
+                return
+            await self._config(f"{model_option.id} {arg}" if arg else "")
             return
         if not arg:
             self._table((" *" if m.model_id == state.current_model_id else "  ", m.model_id, m.name,
@@ -302,6 +310,11 @@ class LocalCommands:
 # -- helpers -------------------------------------------------------------------------------------
 
 _KNOWN_OPTIONS = (s.SessionConfigOptionSelect, s.SessionConfigOptionBoolean)
+
+
+def _model_option(options: Iterable[Any]) -> Any:
+    """The config option that selects the model (category ``model``), if the agent has one."""
+    return next((o for o in options if isinstance(o, s.SessionConfigOptionSelect) and o.category == "model"), None)
 
 
 def _find_option(options: Iterable[Any], config_id: str) -> Any:

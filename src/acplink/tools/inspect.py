@@ -14,6 +14,7 @@ from rich.text import Text
 
 from ..transports.recording import read_trace
 from .analysis import FINDING_CODES, Timeline, analyze
+from .console import PipeConsole
 
 __all__ = ["inspect_trace", "load_timeline", "render_text"]
 
@@ -23,13 +24,6 @@ def load_timeline(path: str | os.PathLike[str]) -> Timeline:
     if not any(r.get("type") in ("header", "message") for r in records):
         raise ValueError(f"{os.fspath(path)}: not an acplink trace (no header line)")
     return analyze(records)
-
-
-class _Console(Console):
-    """A console that lets a closed stdout surface as BrokenPipeError (rich would exit 1)."""
-
-    def on_broken_pipe(self) -> None:
-        raise BrokenPipeError
 
 
 _REDACTED = re.compile(r"\[redacted: (\d+) bytes\]")
@@ -149,6 +143,6 @@ def inspect_trace(trace: str | os.PathLike[str] | Timeline, *, as_json: bool = F
         data = t.to_json()
         data["finding_codes"] = FINDING_CODES
         return data
-    render_text(t, console or _Console(highlight=False, markup=False,
+    render_text(t, console or PipeConsole(highlight=False, markup=False,
                                         width=shutil.get_terminal_size((120, 24)).columns), show_text=show_text)
     return None
