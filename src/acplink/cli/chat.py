@@ -332,7 +332,6 @@ class ChatApp(LocalCommands):
     # -- permission requests -----------------------------------------------------------------
 
     async def _ask(self, params: s.RequestPermissionRequest) -> str | None:
-        await self._tool_call_known(params.tool_call.tool_call_id)
         async with self.ask_lock:
             if self.prompting or self.quit.is_set():
                 return None  # not during a turn: nobody to ask
@@ -348,17 +347,6 @@ class ChatApp(LocalCommands):
             finally:
                 if renderer is not None:
                     renderer.resume()
-
-    async def _tool_call_known(self, tool_call_id: str, patience: float = 0.5) -> None:
-        """Let the updates sent before a permission request be shown first: requests are
-        handled as they arrive, notifications in order by another task, so the tool call
-        the question is about (and its diff) may not have been seen yet."""
-        session = self.session
-        deadline = asyncio.get_running_loop().time() + patience
-        await asyncio.sleep(0)
-        while (session is not None and tool_call_id not in session.state.tool_calls
-               and asyncio.get_running_loop().time() < deadline):
-            await asyncio.sleep(0.01)
 
     def _show_request(self, params: s.RequestPermissionRequest, renderer: TurnRenderer | None) -> None:
         """The question, then the tool call's content not shown yet (its diff), then the

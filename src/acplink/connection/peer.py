@@ -128,7 +128,7 @@ class Peer:
         #: id -> result hook of the calls that have one (see :meth:`request`)
         self._hooks: dict[int | str, Callable[[Any], Any]] = {}
         self._inbound: dict[int | str, asyncio.Task[None]] = {}
-        self._queue: collections.deque[IncomingNotification | bytes | _Resolution | object] = collections.deque()
+        self._queue: collections.deque[IncomingNotification | IncomingRequest | bytes | _Resolution | object] = collections.deque()
         self._queue_wakeup: asyncio.Event | None = None
         self._consumer: asyncio.Task[None] | None = None
         self._consumer_busy = False
@@ -150,6 +150,8 @@ class Peer:
         # toward max_running_requests; bytes handed to the transport; the task that runs
         # while the write buffer is over its high-water mark
         self._held: dict[int | str, IncomingRequest] = {}
+        #: inbound requests waiting in the ordered queue for the notifications before them
+        self._queued_requests: dict[int | str, IncomingRequest] = {}
         self._held_bytes = 0
         self._held_paused = False
         self._busy = 0
@@ -311,21 +313,36 @@ class Peer:
                 self._queue.append(_Resolution(fut, ev, hook))
                 self._wake()
         elif t is IncomingRequest:
-            held = self._held
-            if len(self._inbound) + len(held) >= self.limits.max_concurrent_requests:
-                err = InternalError(f"too many concurrent requests (limit {self.limits.max_concurrent_requests})")
-                self._write_quiet(self.engine.error(ev.id, err))
+            if self._queue or self._consumer_busy:
+                # after the notifications that came before it: a request is answered in the
+                # state they made (the tool call a permission question names is known by then)
+                if ev.id in self._queued_requests:
+                    self._write_quiet(self.engine.error(ev.id, RequestError(
+                        f"Invalid request: duplicate request id {ev.id!r}", code=-32600)))
+                    return
+                self._queued_requests[ev.id] = ev
+                self._queue.append(ev)
+                self._queued()
                 return
-            if ev.id in self._inbound or ev.id in held:
-                self._write_quiet(self.engine.error(ev.id, RequestError(
-                    f"Invalid request: duplicate request id {ev.id!r}", code=-32600)))
-                return
-            if held or self._must_hold(ev.method):
-                held[ev.id] = ev  # (behind the ones already waiting: arrival order is kept)
-                return
-            self._dispatch(ev)
+            self._admit(ev)
         else:
             self._violation(ev)
+
+    def _admit(self, ev: IncomingRequest) -> None:
+        """Start an inbound request (or hold it back, see :meth:`_must_hold`)."""
+        held = self._held
+        if len(self._inbound) + len(held) >= self.limits.max_concurrent_requests:
+            err = InternalError(f"too many concurrent requests (limit {self.limits.max_concurrent_requests})")
+            self._write_quiet(self.engine.error(ev.id, err))
+            return
+        if ev.id in self._inbound or ev.id in held:
+            self._write_quiet(self.engine.error(ev.id, RequestError(
+                f"Invalid request: duplicate request id {ev.id!r}", code=-32600)))
+            return
+        if held or self._must_hold(ev.method):
+            held[ev.id] = ev  # (behind the ones already waiting: arrival order is kept)
+            return
+        self._dispatch(ev)
 
     def _dispatch(self, ev: IncomingRequest) -> None:
         if ev.method in LONG_RUNNING:
@@ -459,7 +476,10 @@ class Peer:
                 if type(item) is bytes:
                     # decoded now, not on arrival: the model lives only while it is handled
                     item = decode(item)
-                    if type(item) is not IncomingNotification:  # a request or a broken line
+                    if type(item) is IncomingRequest:  # (its turn in the order is now)
+                        self._admit(item)
+                        continue
+                    if type(item) is not IncomingNotification:  # a broken line
                         self._handle_event(item)
                         continue
                 if type(item) is IncomingNotification:
@@ -472,6 +492,10 @@ class Peer:
                                     exc_info=self.debug or not isinstance(exc, AcpError))
                 elif isinstance(item, _Resolution):
                     _resolve(item.future, item.event, item.hook)
+                elif type(item) is IncomingRequest:
+                    if self._queued_requests.get(item.id) is item:  # (not cancelled meanwhile)
+                        del self._queued_requests[item.id]
+                        self._admit(item)
                 else:  # EOF marker
                     self._consumer_busy = False
                     self._end_of_input(None)
@@ -483,7 +507,8 @@ class Peer:
         rid = params.get("requestId") if isinstance(params, dict) else None
         if not isinstance(rid, (int, str)):
             return
-        if self._held.pop(rid, None) is not None:  # never started: answered at once
+        if self._held.pop(rid, None) is not None or self._queued_requests.pop(rid, None) is not None:
+            # never started: answered at once
             self._write_quiet(self.engine.error(rid, RequestCancelled("Request cancelled")))
             if not self._held:
                 self._release()
