@@ -391,3 +391,11 @@ def test_summary_mentions_the_essentials() -> None:
                  "context 10/100 tokens"):
         assert part in s
     assert "SessionState" in repr(st)
+
+
+def test_summary_counts_failed_tool_calls_apart() -> None:
+    st = SessionState()
+    for u in (b.tool_call("a", title="t", status="completed"), b.tool_call("b", title="t", status="failed"),
+              b.tool_call("c", title="t", status="in_progress")):
+        st.apply(u)
+    assert "3 tool calls (1 done, 1 failed)" in st.summary()

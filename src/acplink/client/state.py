@@ -503,8 +503,10 @@ class SessionState:
         if self.thoughts:
             parts.append(f"{len(self.thoughts)} thoughts")
         if self.tool_calls:
-            done = sum(1 for t in self.tool_calls.values() if t.done)
-            parts.append(f"{len(self.tool_calls)} tool calls ({done} done)")
+            completed = sum(1 for t in self.tool_calls.values() if t.status == "completed")
+            failed = sum(1 for t in self.tool_calls.values() if t.status == "failed")
+            parts.append(f"{len(self.tool_calls)} tool calls ({completed} done"
+                         + (f", {failed} failed)" if failed else ")"))
         if self.plan is not None:
             if self.plan.kind == "items":
                 parts.append(f"plan {self.plan.completed}/{len(self.plan.entries)} done")
