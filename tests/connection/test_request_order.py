@@ -88,7 +88,7 @@ async def test_a_queued_request_cancelled_is_answered_at_once_and_never_runs(pai
 
 
 async def test_a_duplicate_id_waiting_in_the_queue_is_refused(pair: Any) -> None:
-    _peer, slow, raw = pair
+    _peer, _slow, raw = pair
     raw.send(note(1), req(5, "a"), req(5, "b"))
     first = await asyncio.wait_for(raw.recv(), GUARD)
     assert first["id"] == 5 and first["error"]["code"] == -32600
