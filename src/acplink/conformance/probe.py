@@ -17,6 +17,7 @@ from ..connection.base import Router
 from ..connection.client_side import ClientSideConnection
 from ..errors import AcpError
 from ..schema import _generated as s
+from ..tools.record import recording_transport
 from ..transports.recording import RecordingTransport
 from ..transports.subprocess import SubprocessTransport
 
@@ -108,7 +109,7 @@ class Probe:
         self.transport = SubprocessTransport(self.opts.command, stderr="capture", cwd=self.opts.cwd,
                                              env=self.opts.env, close_timeout=self.opts.shutdown_bound,
                                              term_timeout=1.0)
-        self.tap = RecordingTransport(self.transport, None, listeners=[self._on_record],
+        self.tap = recording_transport(self.transport, None, listeners=[self._on_record],
                                       header={"check": self.check, "command": self.opts.command})
         self.conn = ClientSideConnection(self.tap, router)
         await self.conn.start()

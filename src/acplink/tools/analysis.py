@@ -10,8 +10,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..rpc.messages import CallMatcher, message_kind
 from ..schema.registry import method_info
-from ..transports.recording import validate_message
+from .validate import validate_message
 
 __all__ = ["TURN_UPDATE_KINDS", "Finding", "Timeline", "analyze"]
 
@@ -152,9 +153,8 @@ def _get(obj: Any, path: str) -> Any:
 class _Analyzer:
     def __init__(self) -> None:
         self.t = Timeline()
-        #: (dir of the request, id) → (method, params, seq)
-        self.pending: dict[tuple[str, Any], tuple[str, Any, int]] = {}
-        self.answered: set[tuple[str, Any]] = set()
+        #: requests in flight: (method, params, seq)
+        self.calls: CallMatcher[tuple[str, Any, int]] = CallMatcher()
         self.running: dict[str, Turn] = {}  # session id → running turn
         self.turn_ended: set[str] = set()
         self.loading: dict[str, int] = {}  # session id → pending session/load|resume count
@@ -180,7 +180,7 @@ class _Analyzer:
                 t.end = max(t.end, float(rec["mono"]))
         if not t.start and records:
             t.start = min((float(r["mono"]) for r in records if isinstance(r.get("mono"), (int, float))), default=0.0)
-        for (d, rid), (method, _params, seq) in self.pending.items():
+        for d, rid, (method, _params, seq) in self.calls.unanswered():
             t.findings.append(Finding("unanswered", f"{method} request {rid!r} ({d}) never answered", seq, d))
         return t
 
@@ -193,10 +193,11 @@ class _Analyzer:
         if "msg" not in rec:
             self.find("invalid-json", f"not JSON: {str(rec.get('raw', ''))[:80]!r}", rec)
             return
+        kind = message_kind(msg)
         answered_method = None
-        if isinstance(msg, dict) and "method" not in msg and "id" in msg:
-            key = ("a2c" if d == "c2a" else "c2a", msg.get("id"))
-            answered_method = self.pending[key][0] if _hashable(key) and key in self.pending else None
+        if kind == "response" and isinstance(msg, dict):
+            call = self.calls.peek(d, msg.get("id"))
+            answered_method = call[0] if call is not None else None
         violations = rec.get("violations")
         if violations is None:
             violations = validate_message(msg, answered_method)
@@ -206,17 +207,14 @@ class _Analyzer:
             self.find(code, f"{v.get('path')}: {v.get('message')}", rec)
         if not isinstance(msg, dict):
             return
-        method = msg.get("method")
-        if isinstance(method, str):
-            if "id" in msg:
-                self.request(rec, d, msg, method)
-            else:
-                self.notification(rec, d, msg, method)
-        elif "method" in msg and "id" in msg:  # an invalid request (method not a string): still answerable
-            if _hashable(msg.get("id")):
-                self.pending[(d, msg.get("id"))] = ("(invalid request)", None, int(rec.get("seq") or 0))
-        elif "id" in msg:
+        if kind == "request":
+            self.request(rec, d, msg, msg["method"])
+        elif kind == "notification":
+            self.notification(rec, d, msg, msg["method"])
+        elif kind == "response":
             self.response(rec, d, msg)
+        elif "method" in msg and "id" in msg:  # an invalid request (method not a string): still answerable
+            self.calls.sent(d, msg.get("id"), ("(invalid request)", None, int(rec.get("seq") or 0)))
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -224,8 +222,7 @@ class _Analyzer:
         rid = msg.get("id")
         params = msg.get("params")
         mono = float(rec.get("mono") or 0.0)
-        if _hashable(rid):
-            self.pending[(d, rid)] = (method, params, int(rec.get("seq") or 0))
+        self.calls.sent(d, rid, (method, params, int(rec.get("seq") or 0)))
         if method != "initialize" and not self.initialized and not method.startswith("_") and d == "c2a":
             self.find("before-initialize", f"{method} sent before the initialize response", rec)
         if method == "initialize" and isinstance(params, dict):
@@ -256,10 +253,10 @@ class _Analyzer:
 
     def response(self, rec: dict[str, Any], d: str, msg: dict[str, Any]) -> None:
         rid = msg.get("id")
-        key = ("a2c" if d == "c2a" else "c2a", rid)
         mono = float(rec.get("mono") or 0.0)
-        if not _hashable(rid) or key not in self.pending:
-            if _hashable(rid) and key in self.answered:
+        call = self.calls.answer(d, rid)
+        if call is None:
+            if self.calls.answered(d, rid):
                 self.find("duplicate-response", f"second response to request {rid!r}", rec)
             elif "error" in msg and rid is None:
                 err = _obj(msg.get("error"))
@@ -268,8 +265,7 @@ class _Analyzer:
             else:
                 self.find("response-unknown-id", f"response to unknown request id {rid!r}", rec)
             return
-        method, params, _seq = self.pending.pop(key)
-        self.answered.add(key)
+        method, params, _seq = call
         result = msg.get("result")
         error = msg.get("error") if "error" in msg else None
         if error is not None:
@@ -375,14 +371,6 @@ def _blocks_text(blocks: Any) -> str:
 
 def _obj(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
-
-
-def _hashable(x: Any) -> bool:
-    try:
-        hash(x)
-    except TypeError:
-        return False
-    return True
 
 
 def analyze(records: list[dict[str, Any]]) -> Timeline:

@@ -12,9 +12,9 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..transports.recording import read_trace
 from .analysis import FINDING_CODES, Timeline, analyze
 from .console import PipeConsole
+from .trace import read_trace
 
 __all__ = ["inspect_trace", "load_timeline", "render_text"]
 

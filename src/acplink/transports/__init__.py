@@ -2,7 +2,7 @@
 
 from .base import Transport, TransportSink
 from .memory import MemoryTransport, memory_pair
-from .recording import RecordingTransport, TraceWriter
+from .recording import RecordingTransport, TraceTap
 from .stdio import StdioTransport
 from .subprocess import SubprocessTransport
 
@@ -11,7 +11,7 @@ __all__ = [
     "RecordingTransport",
     "StdioTransport",
     "SubprocessTransport",
-    "TraceWriter",
+    "TraceTap",
     "Transport",
     "TransportSink",
     "memory_pair",
