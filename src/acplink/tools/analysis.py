@@ -10,16 +10,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from ..connection.rules import TURN_UPDATE_KINDS, PromptTurns, before_initialize, missing_capability
 from ..rpc.messages import CallMatcher, message_kind
-from ..schema.registry import method_info
 from .validate import validate_message
 
-__all__ = ["TURN_UPDATE_KINDS", "Finding", "Timeline", "analyze"]
-
-#: update kinds that belong to a prompt turn (others, e.g. available_commands_update, may come any time)
-TURN_UPDATE_KINDS = frozenset({
-    "agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call", "tool_call_update", "plan",
-})
+__all__ = ["TURN_UPDATE_KINDS", "Finding", "Timeline", "TraceSession", "TraceTurn", "analyze"]
 
 #: finding codes → what they mean
 FINDING_CODES = {
@@ -33,6 +28,7 @@ FINDING_CODES = {
     "duplicate-response": "a second response to the same request",
     "capability": "a request the peer's capabilities did not allow",
     "before-initialize": "a request before the initialize response",
+    "prompt-while-running": "a session/prompt while the session's previous prompt is still running",
     "unanswered": "a request that never got a response",
 }
 
@@ -72,7 +68,7 @@ class Permission:
 
 
 @dataclass
-class Turn:
+class TraceTurn:
     session_id: str
     request_id: Any
     start: float
@@ -102,12 +98,12 @@ class Turn:
 
 
 @dataclass
-class SessionInfo:
+class TraceSession:
     id: str
     created: float
     how: str
     cwd: str | None = None
-    turns: list[Turn] = field(default_factory=list)
+    turns: list[TraceTurn] = field(default_factory=list)
     updates: dict[str, int] = field(default_factory=dict)
 
 
@@ -123,7 +119,7 @@ class Timeline:
     client_info: Any = None
     client_capabilities: Any = None
     agent_capabilities: Any = None
-    sessions: dict[str, SessionInfo] = field(default_factory=dict)
+    sessions: dict[str, TraceSession] = field(default_factory=dict)
     tool_calls: dict[str, ToolCall] = field(default_factory=dict)
     permissions: list[Permission] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
@@ -142,21 +138,15 @@ class Timeline:
         return out
 
 
-def _get(obj: Any, path: str) -> Any:
-    for part in path.split("."):
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(part)
-    return obj
-
-
 class _Analyzer:
     def __init__(self) -> None:
         self.t = Timeline()
         #: requests in flight: (method, params, seq)
         self.calls: CallMatcher[tuple[str, Any, int]] = CallMatcher()
-        self.running: dict[str, Turn] = {}  # session id → running turn
-        self.turn_ended: set[str] = set()
+        #: the session rules' turn state: the running turn of each session
+        self.turns: PromptTurns[TraceTurn] = PromptTurns()
+        #: (session id, request id) → the turn of each prompt still unanswered
+        self.prompts: dict[tuple[str, Any], TraceTurn] = {}
         self.loading: dict[str, int] = {}  # session id → pending session/load|resume count
         self.initialized = False
 
@@ -223,23 +213,25 @@ class _Analyzer:
         params = msg.get("params")
         mono = float(rec.get("mono") or 0.0)
         self.calls.sent(d, rid, (method, params, int(rec.get("seq") or 0)))
-        if method != "initialize" and not self.initialized and not method.startswith("_") and d == "c2a":
+        if not self.initialized and not before_initialize(method) and d == "c2a":
             self.find("before-initialize", f"{method} sent before the initialize response", rec)
         if method == "initialize" and isinstance(params, dict):
             self.t.client_capabilities = params.get("clientCapabilities")
             self.t.client_info = params.get("clientInfo")
-        info = method_info(method, "request")
-        if info is not None and info.capability is not None and self.initialized:
-            who, path = info.capability.split(":", 1)
-            caps = self.t.client_capabilities if who == "client" else self.t.agent_capabilities
-            if not _get(caps, path):
-                self.find("capability", f"{method} called but the {who} did not advertise {path!r}", rec)
+        missing = missing_capability(method, self.t.client_capabilities, self.t.agent_capabilities)
+        if missing is not None and self.initialized:
+            who, path = missing
+            self.find("capability", f"{method} called but the {who} did not advertise {path!r}", rec)
         if method == "session/prompt" and isinstance(params, dict):
             sid = str(params.get("sessionId"))
-            turn = Turn(sid, rid, mono)
+            turn = TraceTurn(sid, rid, mono)
             turn.prompt = _blocks_text(params.get("prompt"))
             turn.add("prompt", turn.prompt)
-            self.running[sid] = turn
+            refused = self.turns.start(sid, turn)
+            if refused is not None:
+                self.find("prompt-while-running", refused, rec)
+            if _hashable(rid):
+                self.prompts[(sid, rid)] = turn
             sess = self.t.sessions.get(sid)
             if sess is not None:
                 sess.turns.append(turn)
@@ -281,24 +273,22 @@ class _Analyzer:
         elif method in ("session/new", "session/fork") and isinstance(result, dict) and result.get("sessionId"):
             new = str(result["sessionId"])
             cwd = params.get("cwd") if isinstance(params, dict) else None
-            self.t.sessions.setdefault(new, SessionInfo(new, mono, method.split("/")[1], cwd))
+            self.t.sessions.setdefault(new, TraceSession(new, mono, method.split("/")[1], cwd))
         elif method in ("session/load", "session/resume") and sid is not None:
             sid = str(sid)
             self.loading[sid] = max(0, self.loading.get(sid, 0) - 1)
             if error is None:
                 cwd = params.get("cwd") if isinstance(params, dict) else None
-                self.t.sessions.setdefault(sid, SessionInfo(sid, mono, method.split("/")[1], cwd))
+                self.t.sessions.setdefault(sid, TraceSession(sid, mono, method.split("/")[1], cwd))
         elif method == "session/prompt" and sid is not None:
-            turn = self.running.pop(str(sid), None)
-            if turn is not None and turn.request_id == rid:
+            turn = self.prompts.pop((str(sid), rid), None)
+            if turn is not None:
                 turn.end = mono
                 if isinstance(result, dict):
                     turn.stop_reason = result.get("stopReason")
                 elif error is not None:
                     turn.error = str(error.get("message") if isinstance(error, dict) else error)
-                self.turn_ended.add(str(sid))
-            elif turn is not None:
-                self.running[str(sid)] = turn
+                self.turns.end(str(sid), turn)
         elif method == "session/request_permission":
             for p in reversed(self.t.permissions):
                 if p.answer is None and isinstance(params, dict) and p.session_id == params.get("sessionId"):
@@ -326,12 +316,12 @@ class _Analyzer:
             self.find("update-unknown-session", f"{kind} for unknown session {sid!r}", rec)
         if sess is not None:
             sess.updates[kind] = sess.updates.get(kind, 0) + 1
-        turn = self.running.get(sid)
+        turn = self.turns.get(sid)
         if turn is not None:
             turn.updates[kind] = turn.updates.get(kind, 0) + 1
             if kind in _TEXT_KINDS:
                 turn.add(_TEXT_KINDS[kind], _blocks_text([upd.get("content")]))
-        elif kind in TURN_UPDATE_KINDS and sid in self.turn_ended and not self.loading.get(sid):
+        elif self.turns.update_after_response(sid, kind) and not self.loading.get(sid):
             self.find("update-after-response", f"{kind} for session {sid!r} after its prompt response", rec)
         if kind in ("tool_call", "tool_call_update"):
             tid = str(upd.get("toolCallId"))
@@ -371,6 +361,14 @@ def _blocks_text(blocks: Any) -> str:
 
 def _obj(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
+
+
+def _hashable(x: Any) -> bool:
+    try:
+        hash(x)
+    except TypeError:
+        return False
+    return True
 
 
 def analyze(records: list[dict[str, Any]]) -> Timeline:
