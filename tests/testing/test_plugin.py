@@ -26,6 +26,10 @@ async def test_marked_for_pytest_asyncio(acp_pair):
 
 def test_a_users_test_file_runs_with_no_configuration(pytester: pytest.Pytester) -> None:
     """No conftest, no ini, no -p: only the installed entry point (a separate process)."""
+    from importlib.metadata import entry_points
+
+    assert any(ep.value == "acplink.testing.pytest_plugin" for ep in entry_points(group="pytest11")), \
+        "the pytest11 entry point is not installed: run `pip install -e .` again"
     pytester.makepyfile(test_user=USER_TESTS)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)

@@ -10,7 +10,7 @@ import orjson
 import pytest
 
 from acplink.cli.main import main
-from acplink.testing import FakeAgent, assert_turn, parse_speed
+from acplink.testing import FakeAgent, assert_tool_call, assert_turn, parse_speed
 from acplink.transports.recording import read_trace
 
 _SCRIPT = Path(sys.executable).parent / "acplink"
@@ -93,3 +93,49 @@ async def test_fake_agent_from_trace_reports_the_first_mismatch(recorded: tuple[
     with pytest.raises(Exception, match="expected a 'session/new' request, got a 'session/list' request"):
         await client.list_sessions()
     assert agent.mismatch is not None and agent.mismatch.startswith("message 2 (trace message 3)")
+
+
+def _synthetic_trace() -> list[dict[str, object]]:
+    """A recorded ``session/load`` of session ``rec-1`` in ``/recorded``; the agent's reply names
+    both, and comes 10 s after the request."""
+    def msg(direction: str, mono: float, body: dict[str, object]) -> dict[str, object]:
+        return {"type": "message", "dir": direction, "mono": mono, "msg": {"jsonrpc": "2.0", **body}}
+    return [
+        msg("c2a", 0.0, {"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+        msg("a2c", 0.0, {"id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {"loadSession": True}}}),
+        msg("c2a", 1.0, {"id": 1, "method": "session/load",
+                         "params": {"sessionId": "rec-1", "cwd": "/recorded", "mcpServers": []}}),
+        msg("a2c", 11.0, {"method": "session/update", "params": {"sessionId": "rec-1", "update": {
+            "sessionUpdate": "tool_call", "toolCallId": "c1", "title": "Read", "status": "completed",
+            "locations": [{"path": "/recorded/a.txt"}]}}}),
+        msg("a2c", 11.0, {"id": 1, "result": {}}),
+    ]
+
+
+async def test_session_ids_and_cwd_are_mapped_to_the_clients(acp_client_factory, tmp_path: Path) -> None:
+    agent = FakeAgent.from_trace(_synthetic_trace())
+    client = await acp_client_factory(agent)
+    session = await client.load_session("live-9", cwd=tmp_path)
+    call = assert_tool_call(client, tool_call_id="c1", status="completed")
+    assert call["locations"] == [{"path": str(tmp_path / "a.txt")}]
+    assert client.seen[0].params["sessionId"] == session.session_id == "live-9"
+    assert agent.mismatch is None
+
+
+async def test_recorded_delays_follow_the_speed(acp_client_factory, monkeypatch: pytest.MonkeyPatch) -> None:
+    import asyncio
+
+    slept: list[float] = []
+    real_sleep = asyncio.sleep
+
+    async def sleep(delay: float, *args: object) -> None:
+        if delay:
+            slept.append(delay)
+        await real_sleep(0)
+
+    monkeypatch.setattr(asyncio, "sleep", sleep)
+    for speed, expected in ((None, []), (1.0, [10.0]), (4.0, [2.5])):
+        slept.clear()
+        client = await acp_client_factory(FakeAgent.from_trace(_synthetic_trace(), speed=speed))
+        await client.load_session("rec-1", cwd="/tmp")
+        assert slept == expected
