@@ -98,3 +98,16 @@ async def test_proc(acp_agent_process):
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*reply text differs*", "*- acp transcript -*",
                                  '→ {"jsonrpc":"2.0","id":1,"method":"initialize"*', '*"name":"acplink-demo"*'])
+
+
+def test_loading_the_plugin_imports_no_protocol_code() -> None:
+    """The plugin loads in every pytest run where acplink is installed: it must cost nothing."""
+    import json
+    import subprocess
+    import sys
+
+    code = "import json, sys, acplink.testing.pytest_plugin; print(json.dumps([m for m in sys.modules if 'acplink.' in m]))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    loaded = set(json.loads(out.stdout))
+    assert {"acplink.testing.pytest_plugin"} <= loaded <= {"acplink._version", "acplink.testing",
+                                                           "acplink.testing.pytest_plugin"}

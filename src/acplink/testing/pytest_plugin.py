@@ -13,12 +13,13 @@ import functools
 import inspect
 from collections.abc import Awaitable, Callable, Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .fake_client import FakeClient
-from .kit import AcpKit, AcpPair
+if TYPE_CHECKING:  # imported when a fixture is used: pytest starts fast wherever acplink is installed
+    from .fake_client import FakeClient
+    from .kit import AcpKit, AcpPair
 
 __all__ = ["acp_agent_process", "acp_client_factory", "acp_pair", "acp_transcript"]
 
@@ -65,8 +66,8 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, Any, None]:
     outcome = yield
     report = outcome.get_result()
-    kit = getattr(item, "funcargs", {}).get(_KIT)
-    if report.when == "call" and report.failed and isinstance(kit, AcpKit) and kit.transcript.records:
+    kit: AcpKit | None = getattr(item, "funcargs", {}).get(_KIT)
+    if report.when == "call" and report.failed and kit is not None and kit.transcript.records:
         report.sections.append(("acp transcript", kit.report()))
 
 
@@ -75,6 +76,8 @@ def _acp_kit(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[AcpKit]
     if not inspect.iscoroutinefunction(request.function):
         pytest.fail(f"{request.node.name}: acplink's fixtures ({', '.join(sorted(_names(request)))}) need an "
                     f"async test: write `async def {request.function.__name__}(...)`", pytrace=False)
+    from .kit import AcpKit
+
     yield AcpKit(tmp_path)
 
 
