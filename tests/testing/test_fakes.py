@@ -84,3 +84,11 @@ async def test_assertion_messages_show_expected_and_actual(acp_pair) -> None:
     with pytest.raises(AssertionError) as err:
         assert_tool_call(turn, title="Read", status="completed")
     assert "tool_call_id='t1', title='Read', kind='read', status='pending'" in str(err.value)
+
+
+async def test_an_agent_that_dies_at_once_is_one_clear_error(acp_agent_process) -> None:
+    import sys
+
+    with pytest.raises(Exception, match=r"failed during initialize.*\(exit code 3\)\nlast stderr lines:\nbroken") as err:
+        await acp_agent_process([sys.executable, "-c", "import sys; print('broken', file=sys.stderr); sys.exit(3)"])
+    assert "Traceback" not in str(err.value)

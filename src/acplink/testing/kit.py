@@ -10,8 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..client.client import _agent_failed
 from ..client.session import Session
-from ..errors import UsageError
+from ..errors import ConnectionClosed, TransportError, UsageError
 from ..transports.base import Transport
 from ..transports.memory import memory_pair
 from ..transports.recording import RecordingTransport
@@ -68,7 +69,10 @@ class AcpKit:
         recorded = RecordingTransport(transport, listeners=[self.transcript.add], validate=False)
         client = FakeClient(recorded, **client_kw)
         self._clients.append(client)
-        await client.start()
+        try:
+            await client.start()
+        except (ConnectionClosed, TransportError) as exc:  # the agent died: say so, with its stderr
+            raise _agent_failed(transport, exc) from None
         return client
 
     async def pair(self, agent: Any = None, *, cwd: str | os.PathLike[str] | None = None,
