@@ -56,11 +56,12 @@ async def test_the_real_file_system_is_rooted_in_tmp_path(acp_pair, tmp_path) ->
 
 
 async def test_errors_and_cancellation(acp_pair) -> None:
-    agent = FakeAgent([[kit.say("waiting"), kit.wait_cancel()], [kit.fail("quota exceeded", code=-32001)]])
+    raw = {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "raw"}}
+    agent = FakeAgent([[kit.update(raw), kit.wait_cancel()], [kit.fail("quota exceeded", code=-32001)]])
     pair = await acp_pair(agent)
     turn = pair.session.prompt("wait")
     async for update in turn:
-        assert update.session_update == "agent_message_chunk"
+        assert (update.session_update, update.content.text) == ("agent_message_chunk", "raw")
         await turn.cancel()
         break
     response = await asyncio.wait_for(turn.result(), GUARD)
