@@ -30,7 +30,7 @@ def test_a_users_test_file_runs_with_no_configuration(pytester: pytest.Pytester)
 
     assert any(ep.value == "acplink.testing.pytest_plugin" for ep in entry_points(group="pytest11")), \
         "the pytest11 entry point is not installed: run `pip install -e .` again"
-    pytester.makepyfile(test_user=USER_TESTS)
+    pytester.makepyfile(test_kit_user=USER_TESTS)
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider")
     result.assert_outcomes(passed=2)
 
@@ -43,7 +43,7 @@ def quiet(pytester: pytest.Pytester) -> None:
 
 @pytest.mark.usefixtures("quiet")
 def test_a_fixture_in_a_sync_test_is_a_clear_error(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_sync="def test_sync(acp_pair):\n    pass\n")
+    pytester.makepyfile(test_kit_sync="def test_sync(acp_pair):\n    pass\n")
     result = pytester.runpytest("-p", "no:cacheprovider")
     result.assert_outcomes(errors=1)
     result.stdout.fnmatch_lines(["*test_sync: acplink's fixtures (acp_pair) need an async test: "
@@ -62,7 +62,7 @@ async def test_golden(acp_pair, acp_transcript):
 
 @pytest.mark.usefixtures("quiet")
 def test_golden_transcripts(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_golden=GOLDEN_TEST)
+    pytester.makepyfile(test_kit_golden=GOLDEN_TEST)
     golden = pytester.path / "golden" / "hello.txt"
 
     missing = pytester.runpytest("-p", "no:cacheprovider")
@@ -76,7 +76,7 @@ def test_golden_transcripts(pytester: pytest.Pytester) -> None:
     assert "sess_" not in text and str(pytester.path) not in text
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=1)  # masked: equal on another run
 
-    pytester.makepyfile(test_golden=GOLDEN_TEST.replace('say("REPLY")', 'say("CHANGED")'))
+    pytester.makepyfile(test_kit_golden=GOLDEN_TEST.replace('say("REPLY")', 'say("CHANGED")'))
     changed = pytester.runpytest("-p", "no:cacheprovider")
     changed.assert_outcomes(failed=1)
     changed.stdout.fnmatch_lines(["*the transcript differs from*--acp-update-golden*", '*-*"REPLY"*',
@@ -85,7 +85,7 @@ def test_golden_transcripts(pytester: pytest.Pytester) -> None:
 
 @pytest.mark.usefixtures("quiet")
 def test_a_failing_test_shows_the_agent_transcript(pytester: pytest.Pytester) -> None:
-    pytester.makepyfile(test_proc='''
+    pytester.makepyfile(test_kit_proc='''
 import sys
 from acplink.testing import assert_turn
 
