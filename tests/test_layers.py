@@ -23,6 +23,7 @@ RANK = {
     "builders": 5,
     "conformance": 6,
     "demo": 6,
+    "testing": 6,
     "tools": 6,
     "cli": 8,
 }
