@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._version import __version__
 from ..connection.agent_side import PROTOCOL_VERSION
@@ -47,7 +47,7 @@ class Client:
         self,
         transport: Transport,
         *,
-        fs: bool = True,
+        fs: bool | Literal["read"] = True,
         terminal: bool | TerminalHandler = True,
         permission: PermissionPolicy | None = None,
         elicitation: Elicitor | None = None,
@@ -57,10 +57,16 @@ class Client:
         debug: bool = False,
     ) -> None:
         self.transport = transport
-        self.fs_enabled = fs
-        self.terminals: TerminalHandler | None = (
-            terminal if isinstance(terminal, TerminalHandler) else TerminalHandler() if terminal else None)
         self.permission = permission or PermissionPolicy()
+        # what is advertised is what is served: a confining policy (PermissionPolicy.deny_all)
+        # leaves reads only, whatever ``fs``/``terminal`` ask for
+        confined = self.permission.confine
+        self.fs_enabled = bool(fs)
+        self.fs_write = fs is True and not confined
+        self.terminals: TerminalHandler | None = None
+        if not confined:
+            self.terminals = (
+                terminal if isinstance(terminal, TerminalHandler) else TerminalHandler() if terminal else None)
         self.elicitation = elicitation
         self.client_info = client_info or s.Implementation(name="acplink", version=__version__)
         self.sessions: dict[str, Session] = {}
@@ -91,7 +97,7 @@ class Client:
 
     def client_capabilities(self) -> s.ClientCapabilities:
         caps: dict[str, Any] = {
-            "fs": {"readTextFile": self.fs_enabled, "writeTextFile": self.fs_enabled},
+            "fs": {"readTextFile": self.fs_enabled, "writeTextFile": self.fs_write},
             "terminal": self.terminals is not None,
         }
         if self.elicitation is not None:
@@ -232,6 +238,7 @@ class Client:
         r.add_request("session/request_permission", on_permission)
         if self.fs_enabled:
             r.add_request("fs/read_text_file", read)
+        if self.fs_write:
             r.add_request("fs/write_text_file", write)
         term = self.terminals
         if term is not None:
@@ -251,8 +258,9 @@ class connect:
     ``client = await connect(...)`` (then ``await client.aclose()``).
 
     ``fs``/``terminal`` turn the default handlers on (file access confined to each
-    session's cwd and additional directories; real terminal processes without a shell).
-    Permission requests go to ``permission`` (default: deny).
+    session's cwd and additional directories, ``fs="read"``: reads only; real terminal
+    processes without a shell). Permission requests go to ``permission`` (default: deny);
+    a confining policy (``PermissionPolicy.deny_all()``) also turns writes and terminals off.
     """
 
     def __init__(

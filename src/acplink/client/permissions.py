@@ -13,6 +13,11 @@
 ``reject_once``, else ``reject_always``. When no option of the wanted kind is offered the
 answer is ``cancelled`` (the agent must treat that as "not allowed").
 
+A *confining* policy (``confine=True``; :meth:`PermissionPolicy.deny_all`) denies what an
+agent could do without asking too: a :class:`Client` with it advertises and serves no
+``fs/write_text_file`` and no ``terminal/*`` (the agent may read inside the session's roots,
+nothing else); an agent that calls them anyway gets "method not found".
+
 The ``ask`` callback returns an ``optionId`` or ``None`` (= cancelled). An ``optionId`` that
 was not offered is answered as ``cancelled`` and logged (a UI bug must not approve anything
 by accident, nor crash the agent's turn). With ``timeout`` set, an ``ask`` that does not
@@ -93,6 +98,8 @@ class PermissionPolicy:
     """Decides permission requests (see the module doc for the order and the rules).
 
     ``remembered`` maps a tool kind to the decision recorded from an ``*_always`` choice.
+    ``confine``: the policy grants nothing at all (see the module doc): only with the default
+    "deny" and no "allow" rule.
     """
 
     def __init__(
@@ -103,6 +110,7 @@ class PermissionPolicy:
         remember: bool = True,
         timeout: float | None = None,
         ask: AskCallback | None = None,
+        confine: bool = False,
     ) -> None:
         if default not in ("deny", "allow", "ask"):
             raise UsageError(f"default must be 'deny', 'allow' or 'ask', not {default!r}")
@@ -112,6 +120,9 @@ class PermissionPolicy:
             raise UsageError("timeout must be positive (or None)")
         self.default = default
         self.rules = tuple(rules)
+        if confine and (default != "deny" or any(r.decision == "allow" for r in self.rules)):
+            raise UsageError("confine=True needs default='deny' and no 'allow' rule")
+        self.confine = confine
         self.remember = remember
         self.timeout = timeout
         self.ask = ask
@@ -124,8 +135,9 @@ class PermissionPolicy:
 
     @classmethod
     def deny_all(cls) -> PermissionPolicy:
-        """A policy that rejects everything (``reject_once`` when offered)."""
-        return cls(default="deny", remember=False)
+        """A policy that rejects everything (``reject_once`` when offered) and confines the
+        agent: no writes, no terminals (see the module doc)."""
+        return cls(default="deny", remember=False, confine=True)
 
     def forget(self) -> None:
         """Drop every remembered ``*_always`` choice."""

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .._text import sanitize_for_terminal
 from ..errors import AcpError, ConnectionClosed, TransportError, UsageError
 from ..tools.analysis import analyze
 from .checks import CHECKS, MONITORED, Check
@@ -107,12 +108,14 @@ class Report:
 
     def to_text(self, *, verbose: bool = False, width: int | None = None) -> str:
         """The report for a terminal; lines longer than ``width`` are wrapped (transcript lines:
-        cut, ``to_json`` has them whole)."""
+        cut, ``to_json`` has them whole). Control characters are removed (what the agent sent
+        is quoted); ``to_json`` keeps them."""
         runs = {r.name: r for r in self.runs}
         name = (self.agent or {}).get("name") or "?"
         lines: list[str] = []
 
         def add(text: str, indent: int = 0, hang: int = 2) -> None:
+            text = sanitize_for_terminal(text)  # names, details and transcripts quote the agent
             if width is None or len(text) + indent <= width:
                 lines.append(" " * indent + text)
                 return
@@ -120,6 +123,7 @@ class Report:
                                        subsequent_indent=" " * (indent + hang), break_on_hyphens=False))
 
         def cut(text: str, indent: int) -> None:
+            text = sanitize_for_terminal(text)
             room = max(20, (width or 0) - indent)
             lines.append(" " * indent + (text if width is None or len(text) <= room else text[:room - 1] + "…"))
 
