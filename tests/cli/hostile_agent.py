@@ -8,12 +8,17 @@ client's capabilities and puts escape sequences everywhere.
     hostile_agent.py escapes         reply text, a tool title, a plan and stderr full of
                                      OSC 52 / OSC 0 / CSI 2J sequences
     hostile_agent.py escapes-die     escapes on stderr, then exit 3 in the middle of the turn
+    hostile_agent.py question KIND   on session/prompt: asks a question (KIND "permission" or
+                                     "elicitation") and waits; when the client cancels, it
+                                     reports the answer and how long after the cancel it came,
+                                     asks again, reports that answer too, and ends "cancelled"
 """
 
 from __future__ import annotations
 
 import json
 import sys
+import time
 
 EVIL = "\x1b]52;c;cHduZWQ=\x07\x1b]0;pwned-title\x1b\\\x1b[2J\x9b2J"
 mode = sys.argv[1]
@@ -43,6 +48,30 @@ def call(method: str, params: dict[str, object]) -> dict[str, object]:
     sys.exit(0)
 
 
+def question(sid: str) -> dict[str, object]:
+    """Ask one question; (its answer, seconds from session/cancel to the answer or None)."""
+    global next_id
+    next_id += 1
+    if arg == "permission":
+        send({"id": next_id, "method": "session/request_permission", "params": {
+            "sessionId": sid, "toolCall": {"toolCallId": f"t{next_id}", "title": "Risky"},
+            "options": [{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+                        {"optionId": "no", "name": "Reject", "kind": "reject_once"}]}})
+    else:
+        send({"id": next_id, "method": "elicitation/create", "params": {
+            "sessionId": sid, "mode": "form", "message": "Colour?",
+            "requestedSchema": {"type": "object", "properties": {"c": {"type": "string"}}}}})
+    cancelled_at = None
+    for line in sys.stdin:
+        msg = json.loads(line)
+        if msg.get("method") == "session/cancel":
+            cancelled_at = time.monotonic()
+        elif msg.get("id") == next_id and "method" not in msg:
+            after = None if cancelled_at is None else time.monotonic() - cancelled_at
+            return {"answer": msg.get("result", msg.get("error")), "after_cancel": after}
+    sys.exit(0)
+
+
 def text(sid: str, body: str) -> None:
     update(sid, {"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": body}})
 
@@ -64,6 +93,11 @@ def prompt(sid: str) -> dict[str, object]:
                                                            "status": "pending"}]})
         sys.stderr.write(f"stderr {EVIL}line\n")
         sys.stderr.flush()
+    elif mode == "question":
+        first = question(sid)
+        second = question(sid)  # asked after the cancel, before the turn ended
+        text(sid, json.dumps({"first": first, "second": second}))
+        return {"stopReason": "cancelled"}
     elif mode == "escapes-die":
         sys.stderr.write(f"dying {EVIL}now\n")
         sys.stderr.flush()

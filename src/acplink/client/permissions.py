@@ -46,7 +46,7 @@ from ..schema import (
     ToolKind,
 )
 
-__all__ = ["AskCallback", "Decision", "PermissionPolicy", "PermissionRule"]
+__all__ = ["AskCallback", "Decision", "PermissionPolicy", "PermissionRule", "cancelled_answer"]
 
 log = logging.getLogger("acplink.client.permissions")
 
@@ -81,8 +81,12 @@ class PermissionRule:
         return True
 
 
-def _cancelled() -> RequestPermissionResponse:
+def cancelled_answer() -> RequestPermissionResponse:
+    """The ``cancelled`` outcome (also the answer to every pending request of a session
+    whose turn the client cancels: see :class:`acplink.Client`)."""
     return RequestPermissionResponse(outcome=RequestPermissionOutcomeCancelled())
+
+
 
 
 def _selected(option: PermissionOption) -> RequestPermissionResponse:
@@ -169,7 +173,7 @@ class PermissionPolicy:
 
     def _answer(self, params: RequestPermissionRequest, option: PermissionOption | None) -> RequestPermissionResponse:
         if option is None:
-            return _cancelled()
+            return cancelled_answer()
         if self.remember and option.kind in ("allow_always", "reject_always"):
             self.remembered[params.tool_call.kind or "other"] = (
                 "allow" if option.kind == "allow_always" else "deny")
@@ -186,12 +190,12 @@ class PermissionPolicy:
                 raise
             if _accepts_timeout(params.meta):
                 return RequestPermissionResponse(outcome=RequestPermissionOutcomeTimeout())
-            return _cancelled()
+            return cancelled_answer()
         if option_id is None:
-            return _cancelled()
+            return cancelled_answer()
         for option in params.options:
             if option.option_id == option_id:
                 return self._answer(params, option)
         log.warning("permission callback chose option %r, which the agent did not offer; answering cancelled",
                     option_id)
-        return _cancelled()
+        return cancelled_answer()
