@@ -8,6 +8,8 @@ client's capabilities and puts escape sequences everywhere.
     hostile_agent.py escapes         reply text, a tool title, a plan and stderr full of
                                      OSC 52 / OSC 0 / CSI 2J sequences
     hostile_agent.py escapes-die     escapes on stderr, then exit 3 in the middle of the turn
+    hostile_agent.py noise N         answers initialize and session/new, each after N lines of
+                                     junk; on session/prompt prints junk forever
     hostile_agent.py question KIND   on session/prompt: asks a question (KIND "permission" or
                                      "elicitation") and waits; when the client cancels, it
                                      reports the answer and how long after the cancel it came,
@@ -108,6 +110,12 @@ def prompt(sid: str) -> dict[str, object]:
 for line in sys.stdin:
     msg = json.loads(line)
     method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+    if mode == "noise" and method in ("initialize", "session/new"):
+        sys.stdout.write("junk line\n" * int(arg))
+    if method == "session/prompt" and mode == "noise":
+        while True:
+            sys.stdout.write(f"junk {EVIL}\n" * 1000)
+            sys.stdout.flush()
     if method == "initialize":
         caps = params.get("clientCapabilities", {})
         send({"id": rid, "result": {"protocolVersion": 1, "agentCapabilities": {},

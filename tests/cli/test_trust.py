@@ -37,9 +37,9 @@ def test_allow_still_serves_both(cli: Cli, tmp_path: Path) -> None:
     assert (target / "written.txt").read_text() == "x"
 
 
-def _raw(cli: Cli, *args: str) -> subprocess.CompletedProcess[bytes]:
+def _raw(cli: Cli, *args: str, timeout: float = 60) -> subprocess.CompletedProcess[bytes]:
     """``acplink ARGS`` as a process; its stdout and stderr as the raw bytes it wrote."""
-    return subprocess.run([*ACPLINK, *args], capture_output=True, cwd=cli.workdir, env=cli.env, timeout=60,
+    return subprocess.run([*ACPLINK, *args], capture_output=True, cwd=cli.workdir, env=cli.env, timeout=timeout,
                           stdin=subprocess.DEVNULL)
 
 
@@ -117,3 +117,14 @@ def test_check_strips_escapes(cli: Cli) -> None:
     _clean(proc.stdout)
     _clean(proc.stderr)
     assert b"agent: hostile" in proc.stdout
+
+
+@pytest.mark.parametrize(("command", "code"), [("prompt", 1), ("check", 2)])
+def test_a_program_that_prints_no_json_is_given_up(cli: Cli, command: str, code: int) -> None:
+    args = [command, "hi"] if command == "prompt" else [command]
+    proc = _raw(cli, *args, "--", "yes", timeout=30)  # (a bound against a hang: it used to run forever)
+    assert proc.returncode == code
+    lines = proc.stderr.decode().splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith("acplink: error: ") and "not JSON-RPC" in lines[0] and "gave up" in lines[0]
+    assert proc.stdout == b""

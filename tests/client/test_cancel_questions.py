@@ -36,7 +36,7 @@ async def test_cancel_answers_the_pending_question(tmp_path: Path, kind: str) ->
     kw: dict[str, Any] = ({"permission": PermissionPolicy(default="ask", ask=ui)} if kind == "permission"
                           else {"elicitation": ui})
     async with asyncio.timeout(20):
-        async with connect(HOSTILE + ["question", kind], stderr="capture", **kw) as client:
+        async with connect([*HOSTILE, "question", kind], stderr="capture", **kw) as client:
             client.question_observers.append(lambda sid, method, params: observed.append((sid, method)))
             session = await client.new_session(tmp_path)
             turn = session.prompt("hi")
@@ -61,7 +61,7 @@ async def test_an_answer_before_the_cancel_is_kept(tmp_path: Path) -> None:
         return "yes"
 
     async with asyncio.timeout(20):
-        async with connect(HOSTILE + ["question", "permission"], stderr="capture",
+        async with connect([*HOSTILE, "question", "permission"], stderr="capture",
                            permission=PermissionPolicy(default="ask", ask=ui)) as client:
             session = await client.new_session(tmp_path)
             turn = session.prompt("hi")

@@ -16,7 +16,7 @@ HOSTILE = [sys.executable, str(Path(__file__).resolve().parents[1] / "cli" / "ho
 
 
 async def test_deny_all_advertises_reads_only(tmp_path: Path) -> None:
-    async with connect(HOSTILE + ["overreach", str(tmp_path)], permission=PermissionPolicy.deny_all(),
+    async with connect([*HOSTILE, "overreach", str(tmp_path)], permission=PermissionPolicy.deny_all(),
                        stderr="capture") as client:
         caps = client.client_capabilities()
         assert caps.fs is not None and caps.fs.read_text_file and not caps.fs.write_text_file
@@ -30,7 +30,7 @@ async def test_deny_all_advertises_reads_only(tmp_path: Path) -> None:
 
 
 async def test_other_policies_keep_the_handlers(tmp_path: Path) -> None:
-    async with connect(HOSTILE + ["overreach", str(tmp_path)], permission=PermissionPolicy(default="deny"),
+    async with connect([*HOSTILE, "overreach", str(tmp_path)], permission=PermissionPolicy(default="deny"),
                        fs="read", stderr="capture") as client:
         caps = client.client_capabilities()
         assert caps.fs is not None and caps.fs.read_text_file and not caps.fs.write_text_file

@@ -17,7 +17,7 @@ from .._text import sanitize_for_terminal
 from ..client.client import Client, connect
 from ..client.permissions import PermissionPolicy
 from ..client.session import Session
-from ..errors import AcpError, AuthRequired, ConnectionClosed, TransportError
+from ..errors import AcpError, AuthRequired, ConnectionClosed, PeerOutputNotJson, TransportError
 from ..transports.subprocess import SubprocessTransport
 
 __all__ = [
@@ -238,6 +238,8 @@ async def describe_failure(client: Client | None, exc: BaseException) -> str:
     transport = client.transport if client is not None else None
     if not isinstance(exc, TransportError) or not isinstance(transport, SubprocessTransport):
         return one_line(exc)
+    if isinstance(exc, PeerOutputNotJson):  # (it is still running: acplink stopped reading it)
+        return f"the agent {transport.command_line!r}: {one_line(exc)}"
     try:  # the pipes close a moment before the exit status is known
         code = await asyncio.wait_for(transport.wait(), 2.0)
     except (TimeoutError, AcpError):

@@ -19,7 +19,14 @@ from ..connection.agent_side import PROTOCOL_VERSION
 from ..connection.base import Router, advertises
 from ..connection.client_side import ClientSideConnection
 from ..connection.peer import PeerLimits
-from ..errors import ConnectionClosed, MethodNotFound, ResourceNotFound, TransportError, UsageError
+from ..errors import (
+    ConnectionClosed,
+    MethodNotFound,
+    PeerOutputNotJson,
+    ResourceNotFound,
+    TransportError,
+    UsageError,
+)
 from ..schema import _generated as s
 from ..transports.base import Transport
 from ..transports.memory import memory_pair
@@ -162,6 +169,9 @@ class Client:
 
     async def aclose(self) -> None:
         """Close the connection (the agent process is shut down) and release everything."""
+        if isinstance(self.conn.peer.close_reason, PeerOutputNotJson) and isinstance(
+                self.transport, SubprocessTransport):
+            self.transport.close_timeout = 0.1  # (not an agent: no grace for closing its input)
         for sess in self.sessions.values():
             turn = sess._turn
             if turn is not None:
@@ -442,10 +452,10 @@ def _agent_failed(transport: Transport, exc: BaseException) -> TransportError:
         tail = "\n".join(transport.stderr_tail[-10:])
         code = transport.returncode
         msg = f"agent {transport.command_line!r} failed during initialize: {exc}"
-        if code is not None:
+        if code is not None and not isinstance(exc, PeerOutputNotJson):  # (that one was stopped)
             msg += f" (exit code {code})"
         if tail:
             msg += f"\nlast stderr lines:\n{tail}"
-        err: TransportError = ConnectionClosed(msg) if isinstance(exc, ConnectionClosed) else TransportError(msg)
-        return err
+        kind = next(k for k in (PeerOutputNotJson, ConnectionClosed, TransportError) if isinstance(exc, k))
+        return kind(msg)
     return exc if isinstance(exc, TransportError) else ConnectionClosed(str(exc))

@@ -6,6 +6,7 @@ import asyncio
 import fnmatch
 import logging
 import os
+import shlex
 import shutil
 import textwrap
 import time
@@ -15,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .._text import sanitize_for_terminal
-from ..errors import AcpError, ConnectionClosed, TransportError, UsageError
+from ..errors import AcpError, ConnectionClosed, PeerOutputNotJson, TransportError, UsageError
 from ..tools.analysis import analyze
 from .checks import CHECKS, MONITORED, Check
 from .probe import CheckAbort, Options, Outcome, Probe
@@ -267,6 +268,12 @@ async def preflight(opts: Options, startup_timeout: float) -> dict[str, Any] | N
             answer = await probe.request("initialize", params, timeout=startup_timeout)
         except AcpError:  # it is gone already
             answer = None
+        reason = probe.conn.peer.close_reason if probe.conn is not None else None
+        if isinstance(reason, PeerOutputNotJson):
+            if probe.transport is not None:
+                probe.transport.close_timeout = 0.1  # (not an agent: no grace for closing its input)
+            raise AgentDidNotStart(f"the agent {shlex.join(opts.command)!r}: {reason}",
+                                   probe.transport.stderr_tail[-10:] if probe.transport is not None else [])
         if answer is not None:
             info = answer.get("result", {}).get("agentInfo") if isinstance(answer.get("result"), dict) else None
             return {"name": info.get("name"), "version": info.get("version")} if isinstance(info, dict) else None

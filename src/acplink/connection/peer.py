@@ -26,6 +26,7 @@ from ..errors import (
     ConnectionClosed,
     InternalError,
     MessageTooLarge,
+    PeerOutputNotJson,
     ProtocolError,
     RequestCancelled,
     RequestError,
@@ -35,6 +36,7 @@ from ..errors import (
 from ..rpc.engine import Engine, IncomingNotification, IncomingRequest, IncomingResponse, Violation
 from ..rpc.framing import DEFAULT_MAX_MESSAGE_SIZE
 from ..transports.base import Transport
+from ._noise import BadInput, WarningLimiter
 
 __all__ = ["Dispatcher", "Peer", "PeerLimits"]
 
@@ -68,11 +70,17 @@ class PeerLimits:
         max_pending_requests: int = 10_000,
         max_concurrent_requests: int = 10_000,
         max_queued_notifications: int = 10_000,
+        max_bad_lines: int | None = 1000,
+        max_bad_lines_at_start: int | None = 100,
     ) -> None:
         self.max_message_size = max_message_size
         self.max_pending_requests = max_pending_requests
         self.max_concurrent_requests = max_concurrent_requests
         self.max_queued_notifications = max_queued_notifications
+        #: give up on a peer (PeerOutputNotJson) after this many bad lines (not JSON, not
+        #: JSON-RPC) in a row; before its first valid message, after ``max_bad_lines_at_start``
+        self.max_bad_lines = max_bad_lines
+        self.max_bad_lines_at_start = max_bad_lines_at_start
 
 
 class Peer:
@@ -114,6 +122,10 @@ class Peer:
         self._slot_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
         self._wsize = 0
         self._flush_scheduled = False
+        self._bad = BadInput(self.limits.max_bad_lines, self.limits.max_bad_lines_at_start)
+        self._warnings = WarningLimiter(log, name)
+        #: why the connection closed, when it gave up on the peer (a PeerOutputNotJson)
+        self.close_reason: BaseException | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -143,8 +155,9 @@ class Peer:
         if self._closed:
             return
         self._closed = True
-        self._fail_futures(ConnectionClosed(f"connection to {self.transport.description} closed"
-                                            + (f": {reason}" if reason else "")))
+        self._warnings.flush()
+        self._fail_futures(reason if isinstance(reason, PeerOutputNotJson) else ConnectionClosed(
+            f"connection to {self.transport.description} closed" + (f": {reason}" if reason else "")))
         self.engine.pending.clear()
         for waiter in self._slot_waiters:
             if not waiter.done():
@@ -182,6 +195,8 @@ class Peer:
     # -- transport sink ------------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
+        if self._closed:  # (e.g. it gave up on the peer: what is left in the pipe is not read)
+            return
         if self.transport.framed:
             self._handle_event(self.engine.receive_message(data))
             return
@@ -191,8 +206,12 @@ class Peer:
             if type(event) is bytes:
                 queue.append(event)  # a deferred notification (never $/cancel_request)
                 queued = True
+                if self._bad.run or not self._bad.seen_valid:
+                    self._good()
             else:
                 self._handle_event(event)
+                if self._closed:  # (it gave up on the peer)
+                    break
         if queued:
             self._queued()
 
@@ -229,6 +248,8 @@ class Peer:
 
     def _handle_event(self, ev: Any) -> None:
         t = type(ev)
+        if t is not Violation and (self._bad.run or not self._bad.seen_valid):
+            self._good()
         if t is bytes:  # a deferred notification (see Engine.receive)
             self._enqueue(ev)
         elif t is IncomingNotification:
@@ -262,11 +283,19 @@ class Peer:
         else:
             self._violation(ev)
 
+    def _good(self) -> None:
+        """A valid message after bad lines, or the first one."""
+        note = self._bad.valid()
+        if note is not None:
+            self._warnings.warn(note)
+
     def _violation(self, v: Violation) -> None:
-        if v.noise:
-            log.warning("%s: %s", self.name, v.message)
-        else:
-            log.warning("%s: protocol violation: %s", self.name, v.message)
+        if self._bad.seen_valid:  # (bad lines before the first message: one warning, or the give-up)
+            self._warnings.warn(v.message if v.noise else f"protocol violation: {v.message}")
+        give_up = self._bad.bad(v.message)
+        if give_up is not None:
+            self._give_up(PeerOutputNotJson(give_up))
+            return
         if v.reply is not None:
             self._write_quiet(v.reply)
         if v.pending_id is not None:
@@ -274,6 +303,22 @@ class Peer:
             fut = self._futures.pop(v.pending_id, None)
             if fut is not None and not fut.done():
                 fut.set_exception(v.error or InternalError(v.message))
+
+    def _closed_error(self) -> ConnectionClosed | PeerOutputNotJson:
+        """What a call on the closed connection raises: why it gave up on the peer, if it did."""
+        if isinstance(self.close_reason, PeerOutputNotJson):
+            return PeerOutputNotJson(str(self.close_reason))
+        return ConnectionClosed(f"connection to {self.transport.description} is closed")
+
+    def _give_up(self, err: PeerOutputNotJson) -> None:
+        """The peer does not speak JSON-RPC: stop reading it (its output can pile up in the
+        pipe, not in memory) and close; every pending and later call fails with ``err``."""
+        if self._closed:
+            return
+        self.close_reason = err
+        log.debug("%s: %s", self.name, err)
+        self.transport.pause_reading()
+        self._mark_closed(err)
 
     def _enqueue(self, item: IncomingNotification | bytes) -> None:
         self._queue.append(item)
@@ -322,8 +367,11 @@ class Peer:
                     except asyncio.CancelledError:
                         raise
                     except Exception as exc:
-                        log.warning("%s: notification handler for %s failed: %s", self.name, item.method, exc,
-                                    exc_info=self.debug or not isinstance(exc, AcpError))
+                        if self.debug or not isinstance(exc, AcpError):
+                            log.warning("%s: notification handler for %s failed: %s", self.name, item.method, exc,
+                                        exc_info=True)
+                        else:  # (bad input from the peer: rate-limited)
+                            self._warnings.warn(f"notification handler for {item.method} failed: {exc}")
                 elif isinstance(item, _Resolution):
                     _resolve(item.future, item.event)
                 else:  # EOF marker
@@ -383,7 +431,7 @@ class Peer:
 
     def _send(self, data: bytes) -> None:
         if self._closed:
-            raise ConnectionClosed(f"connection to {self.transport.description} is closed")
+            raise self._closed_error()
         if not self._flush_scheduled:
             # the first message of this turn goes out at once (a lone request or response
             # does not wait a turn); the ones after it in the same turn are batched
@@ -436,7 +484,7 @@ class Peer:
             self._mark_closed(None)
             raise
         if self._closed:
-            raise ConnectionClosed(f"connection to {self.transport.description} is closed")
+            raise self._closed_error()
 
     def notify(self, method: str, params_json: bytes | None) -> Awaitable[None]:
         """Send a notification whose params are already JSON; await the result (flow control)."""
@@ -461,7 +509,7 @@ class Peer:
                     self._free_slot()  # pass on the slot we were given
                 raise
         if self._closed:
-            raise ConnectionClosed(f"connection to {self.transport.description} is closed")
+            raise self._closed_error()
         rid, data = self.engine.request(method, params_json)
         # This frame lives until the response: hold no bytes that are no longer needed (a
         # small orjson result keeps a 4 KiB buffer; thousands of calls in flight add up).

@@ -32,6 +32,11 @@ class _ChildProtocol(FlowControl, asyncio.SubprocessProtocol):
         self.exited = asyncio.get_running_loop().create_future()
         self.stdout_eof = asyncio.get_running_loop().create_future()
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # (before any output is delivered: pause_reading works from the first byte on, e.g.
+        # when the connection gives up on a child whose output is not JSON-RPC)
+        self.owner._transport = transport  # type: ignore[assignment]
+
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
             sink = self.owner._sink
@@ -214,7 +219,9 @@ class SubprocessTransport(Transport):
                     break
                 except TimeoutError:
                     continue
-            # the child is gone: let the last bytes it wrote reach the sink before closing
+            # the child is gone: let the last bytes it wrote reach the sink before closing (read
+            # them even if reading was paused: what is left is at most one pipe's worth)
+            self.resume_reading()
             try:
                 await asyncio.wait_for(asyncio.shield(proto.stdout_eof), 1.0)
             except TimeoutError:
