@@ -106,3 +106,11 @@ async def test_the_limits_can_be_changed_or_turned_off() -> None:
         assert isinstance(conn.peer.close_reason, PeerOutputNotJson)
     finally:
         await conn.aclose()
+
+
+def test_the_documented_defaults() -> None:
+    from acplink.connection import _noise
+
+    limits = PeerLimits()
+    assert limits.max_bad_lines == 1000 and limits.max_bad_lines_at_start == 100
+    assert _noise.FIRST_WARNINGS == 5 and _noise.WARNING_INTERVAL == 10.0
