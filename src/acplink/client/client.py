@@ -330,7 +330,7 @@ class Client:
         async def on_update(p: s.SessionNotification) -> None:
             sess = self.sessions.get(p.session_id)
             if sess is None:
-                log.warning("session/update for unknown session %r ignored", p.session_id)
+                self.conn.peer.warn_bad_input(f"session/update for unknown session {p.session_id!r} ignored")
                 return
             sess._deliver(p.update)
             for obs in self.observers:

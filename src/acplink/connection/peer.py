@@ -283,6 +283,10 @@ class Peer:
         else:
             self._violation(ev)
 
+    def warn_bad_input(self, message: str) -> None:
+        """Log a warning about the peer's input, rate-limited with the connection's others."""
+        self._warnings.warn(message)
+
     def _good(self) -> None:
         """A valid message after bad lines, or the first one."""
         note = self._bad.valid()
