@@ -102,6 +102,7 @@ class SubprocessTransport(Transport):
         self._proto: _ChildProtocol | None = None
         self._stdin: asyncio.WriteTransport | None = None
         self._closed = False
+        self._reading_paused = False
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -182,12 +183,14 @@ class SubprocessTransport(Transport):
             await self._proto.wait_writable()
 
     def pause_reading(self) -> None:
+        self._reading_paused = True
         if self._transport is not None:
             out = self._transport.get_pipe_transport(1)
             if out is not None:
                 out.pause_reading()  # type: ignore[attr-defined]
 
     def resume_reading(self) -> None:
+        self._reading_paused = False
         if self._transport is not None:
             out = self._transport.get_pipe_transport(1)
             if out is not None:
@@ -219,13 +222,13 @@ class SubprocessTransport(Transport):
                     break
                 except TimeoutError:
                     continue
-            # the child is gone: let the last bytes it wrote reach the sink before closing (read
-            # them even if reading was paused: what is left is at most one pipe's worth)
-            self.resume_reading()
-            try:
-                await asyncio.wait_for(asyncio.shield(proto.stdout_eof), 1.0)
-            except TimeoutError:
-                pass
+            # the child is gone: let the last bytes it wrote reach the sink before closing (not
+            # while reading is paused: they could not arrive, e.g. from a peer given up on)
+            if not self._reading_paused:
+                try:
+                    await asyncio.wait_for(asyncio.shield(proto.stdout_eof), 1.0)
+                except TimeoutError:
+                    pass
         finally:
             transport.close()
             # let the pipes' connection_lost callbacks run, so no fd outlives us
