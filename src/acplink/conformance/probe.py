@@ -54,6 +54,9 @@ class CheckAbort(Exception):
 
 _ids = itertools.count(1)
 
+#: records kept of the agent's lines that are not JSON (memory stays bounded whatever it prints)
+MAX_RAW_RECORDS = 1000
+
 
 class Probe:
     """One agent process for one check."""
@@ -72,6 +75,8 @@ class Probe:
         self.conn: ClientSideConnection | None = None
         self.init: s.InitializeResponse | None = None
         self.client_capabilities: dict[str, Any] = {}
+        #: lines from the agent that were not JSON (only the first MAX_RAW_RECORDS are kept)
+        self.raw_lines = 0
 
     # -- outcomes ------------------------------------------------------------------------------
 
@@ -114,6 +119,10 @@ class Probe:
         await self.conn.start()
 
     def _on_record(self, rec: dict[str, Any]) -> None:
+        if "raw" in rec:  # a line that is not JSON: the first ones are evidence enough
+            self.raw_lines += 1
+            if self.raw_lines > MAX_RAW_RECORDS:
+                return
         self.records.append(rec)
         self._changed.set()
 

@@ -72,7 +72,7 @@ def update(data: dict[str, Any]) -> Step:
     return Step("update", lambda t: t.ctx.send_update(parse(s.SessionUpdate, data)))
 
 
-def tool_call(title: str, *, kind: str = "other", status: str = "pending", id: str | None = None,
+def tool_call(title: str, *, kind: s.ToolKind = "other", status: s.ToolCallStatus = "pending", id: str | None = None,
               **fields: Any) -> Step:
     """Announce a tool call (``id`` names it for :func:`tool_update` and :func:`permission`)."""
     async def act(t: _Turn) -> str:
