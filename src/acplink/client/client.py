@@ -23,7 +23,7 @@ from ..schema import _generated as s
 from ..transports.base import Transport
 from ..transports.memory import memory_pair
 from ..transports.subprocess import SubprocessTransport
-from .fs import FileSystemHandler
+from .fs import FileBudget, FileSystemHandler
 from .permissions import PermissionPolicy
 from .session import Session, session_cwd
 from .terminal import TerminalHandler
@@ -66,6 +66,9 @@ class Client:
         self.sessions: dict[str, Session] = {}
         self.observers: list[UpdateObserver] = []
         self._fs: dict[str, FileSystemHandler] = {}
+        # one budget for all sessions' file operations; a read waits for earlier answers to drain
+        self._fs_budget = FileBudget(drain=transport.drain)
+        self._max_read_bytes = (limits or PeerLimits()).max_message_size
         self._owned: list[AgentSideConnection] = []
         self.conn = ClientSideConnection(transport, self._router(), limits=limits,
                                          check_capabilities=check_capabilities, debug=debug)
@@ -204,7 +207,8 @@ class Client:
             raise ResourceNotFound(f"unknown session {session_id!r}")
         handler = self._fs.get(session_id)
         if handler is None:
-            handler = self._fs[session_id] = FileSystemHandler(sess.roots)
+            handler = self._fs[session_id] = FileSystemHandler(
+                sess.roots, max_read_bytes=self._max_read_bytes, budget=self._fs_budget)
         return handler
 
     def _router(self) -> Router:
