@@ -10,8 +10,11 @@ import asyncio
 import json
 import subprocess
 import sys
+import threading
 import tracemalloc
+from collections import deque
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fsutil import read, resolver, wr
@@ -208,3 +211,108 @@ async def test_a_file_growing_past_the_limit_while_read_is_refused(tmp_path: Pat
     with pytest.raises(FileAccessDenied) as info:
         await read(fs, path)
     assert info.value.data == {"reason": "too_large"}
+
+
+async def test_cancel_while_waiting_for_bytes_or_right_after_getting_them() -> None:
+    budget = FileBudget(max_operations=8, max_bytes=10)
+    gate = asyncio.Event()
+
+    async def user(n: int) -> None:
+        async with budget.op() as op:
+            await op.reserve(n)
+            await gate.wait()
+
+    first = asyncio.ensure_future(user(10))
+    await asyncio.sleep(0.01)
+    queued = [asyncio.ensure_future(user(6)) for _ in range(3)]
+    await asyncio.sleep(0.01)
+    assert budget.held == 10
+    queued[0].cancel()  # cancelled while waiting: leaves the queue, the others move up
+    await asyncio.sleep(0.01)
+    gate.set()
+    first.cancel()  # its bytes go to queued[1] at once...
+    queued[1].cancel()  # ...which is cancelled before it runs: it must hand them back
+    await asyncio.gather(first, *queued, return_exceptions=True)
+    assert queued[2].done() and not queued[2].cancelled()
+    assert (budget.running, budget.held) == (0, 0)
+    assert budget._byte_waiters == deque() and budget._slot_waiters == deque()
+
+
+async def test_slot_granted_then_cancelled_is_passed_on() -> None:
+    budget = FileBudget(max_operations=1)
+    gate = asyncio.Event()
+    ran: list[int] = []
+
+    async def user(i: int) -> None:
+        async with budget.op():
+            ran.append(i)
+            await gate.wait()
+
+    tasks = [asyncio.ensure_future(user(i)) for i in range(3)]
+    await asyncio.sleep(0.01)
+    gate.set()
+    tasks[0].cancel()
+    tasks[1].cancel()  # granted the slot by task 0's exit, cancelled before it could use it
+    await asyncio.gather(*tasks, return_exceptions=True)
+    assert ran == [0, 2] and budget.running == 0
+
+
+def test_budget_limits_must_be_positive() -> None:
+    for kw in ({"max_operations": 0}, {"max_bytes": 0}):
+        with pytest.raises(ValueError):
+            FileBudget(**kw)
+    assert (FileBudget(max_operations=1, max_bytes=1).max_operations, FileBudget(max_bytes=1).max_bytes) == (1, 1)
+
+
+async def test_a_cancelled_read_releases_everything_when_its_thread_ends(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "f.txt").write_text("x" * 100)
+    budget = FileBudget()
+    fs = FileSystemHandler([tmp_path], budget=budget)
+    started, release = threading.Event(), threading.Event()
+    real_read = fs._read
+
+    def slow_read(*args: Any) -> str:
+        started.set()
+        release.wait(10)
+        return real_read(*args)
+
+    monkeypatch.setattr(fs, "_read", slow_read)
+    task = asyncio.ensure_future(read(fs, tmp_path / "f.txt"))
+    while not started.is_set():
+        await asyncio.sleep(0.005)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert (budget.running, budget.held) == (1, 100)  # the thread still holds its slot and bytes
+    release.set()
+    for _ in range(500):
+        if budget.running == 0:
+            break
+        await asyncio.sleep(0.01)
+    assert (budget.running, budget.held) == (0, 0)
+
+
+async def test_writes_hold_their_content_size_in_the_budget(tmp_path: Path, resolver: str) -> None:
+    budget = FileBudget(max_bytes=100)
+    fs = FileSystemHandler([tmp_path], budget=budget)
+    await asyncio.gather(*(fs.write_text_file(wr(tmp_path / f"{i}.txt", "w" * 60)) for i in range(4)))
+    assert budget.peak_held == 60 and budget.held == 0  # one 60-character write at a time
+    assert all((tmp_path / f"{i}.txt").read_text() == "w" * 60 for i in range(4))
+
+
+async def test_a_line_crossing_the_byte_limit_is_not_read_past_it(tmp_path: Path, resolver: str) -> None:
+    path = tmp_path / "crossing.txt"
+    with path.open("wb") as f:
+        f.write(b"a" * (900 * 1024) + b"\n")
+        f.write(b"b" * (10 * MiB) + b"\n")
+    fs = FileSystemHandler([tmp_path], max_read_bytes=MiB)
+    tracemalloc.start()
+    try:
+        with pytest.raises(FileAccessDenied) as info:
+            await read(fs, path, line=1, limit=2)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert info.value.data == {"reason": "too_large"}
+    assert peak < 2.5 * MiB  # the second line is read only up to the limit (+1 byte)
