@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import secrets
@@ -213,3 +214,27 @@ async def test_a_file_planted_at_the_temporary_name_is_never_opened(tmp_path: Pa
         await fs.write_text_file(wr(tmp_path / "f.txt", "new"))
     assert "exists" in info.value.message
     assert (tmp_path / "watch").read_text() == "planted" and (tmp_path / "f.txt").read_text() == "old"
+
+
+async def test_dotdot_after_an_absolute_link_stops_at_the_root(tmp_path: Path, resolver: str) -> None:
+    root = tmp_path / "root"
+    (root / "a" / "b" / "outside").mkdir(parents=True)
+    (root / "a" / "b" / "outside" / "secret.txt").write_text("decoy")
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "secret.txt").write_text("SECRET")
+    (root / "a" / "b" / "jump").symlink_to(root)  # absolute: back to the root
+    (root / "esc").symlink_to("../outside/secret.txt")  # one level above the root
+    fs = FileSystemHandler([root])
+    with pytest.raises(FileAccessDenied) as info:
+        await read(fs, root / "a" / "b" / "jump" / "esc")
+    assert info.value.data == {"reason": "outside_roots"}
+
+
+async def test_a_fifo_used_as_a_folder_never_blocks(tmp_path: Path, resolver: str) -> None:
+    os.mkfifo(tmp_path / "fifo")
+    fs = FileSystemHandler([tmp_path])
+    with pytest.raises(FileAccessDenied) as info:
+        await asyncio.wait_for(read(fs, tmp_path / "fifo" / "x"), 10)  # would hang if the fifo were opened
+    assert info.value.data == {"reason": "not_regular_file"}
+    with pytest.raises(FileAccessDenied):
+        await asyncio.wait_for(fs.write_text_file(wr(tmp_path / "fifo" / "x", "x")), 10)

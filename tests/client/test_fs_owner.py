@@ -41,8 +41,10 @@ async def refused_untouched(fs: FileSystemHandler, path: Path) -> FileAccessDeni
     return info.value
 
 
-async def test_read_only_file_is_refused_and_untouched(tmp_path: Path, resolver: str) -> None:
-    target = tmp_path / "ro.txt"
+@pytest.mark.parametrize("where", [".", "sub/deeper"])
+async def test_read_only_file_is_refused_and_untouched(tmp_path: Path, resolver: str, where: str) -> None:
+    (tmp_path / where).mkdir(parents=True, exist_ok=True)
+    target = tmp_path / where / "ro.txt"
     target.write_text("keep me")
     target.chmod(0o444)
     fs = FileSystemHandler([tmp_path])
@@ -85,8 +87,10 @@ async def test_access_is_asked_with_the_effective_ids(tmp_path: Path, resolver: 
     assert asked == [("f.txt", os.W_OK, os.access in os.supports_effective_ids)]
 
 
-async def test_replace_keeps_mode_and_group(tmp_path: Path, resolver: str) -> None:
-    target = tmp_path / "kept.txt"
+@pytest.mark.parametrize("where", [".", "sub/deeper"])
+async def test_replace_keeps_mode_and_group(tmp_path: Path, resolver: str, where: str) -> None:
+    (tmp_path / where).mkdir(parents=True, exist_ok=True)
+    target = tmp_path / where / "kept.txt"
     target.write_text("old")
     target.chmod(0o751)
     group = NOBODY if os.geteuid() == 0 else os.getegid()

@@ -33,6 +33,7 @@ def request_of_size(size: int, rid: int = 7) -> bytes:
 
 def test_default_limit_is_64_mib() -> None:
     assert DEFAULT_MAX_MESSAGE_SIZE == 64 * 1024 * 1024 == LineDecoder().max_size == Engine().max_message_size
+    assert Engine().max_pending == 10_000
 
 
 @pytest.mark.parametrize("chunk", [1, 3, 10, 100])
@@ -158,3 +159,13 @@ def test_receive_message_keeps_head_and_tail_to_find_the_id() -> None:
     e = Engine(max_message_size=100)
     body = b'{"jsonrpc":"2.0","method":"m","params":{"t":"' + b"x" * 9000 + b'"},"id":"tail-id"}'
     assert orjson.loads(e.receive_message(body).reply or b"{}")["id"] == "tail-id"  # type: ignore[union-attr]
+
+
+def test_only_skipped_noise_is_flagged_noise() -> None:
+    e = Engine(max_message_size=100)
+    bad_json, oversized, unknown = e.receive(b'{"x":\n' + request_of_size(101) + b'\n{"jsonrpc":"2.0","id":99,"result":1}\n')
+    assert isinstance(bad_json, Violation) and bad_json.reply is not None and bad_json.noise is False
+    assert isinstance(oversized, Violation) and oversized.noise is False
+    assert isinstance(unknown, Violation) and unknown.noise is False and unknown.reply is None
+    [noise] = Engine(skip_noise=True).receive(b"hello\n")
+    assert isinstance(noise, Violation) and noise.noise is True and noise.reply is None
