@@ -312,6 +312,7 @@ def main() -> int:
     ap.add_argument("targets", nargs="+", choices=sorted(TARGETS))
     ap.add_argument("-j", "--jobs", type=int, default=1)
     ap.add_argument("--lines", help="only mutants on lines A-B")
+    ap.add_argument("--files", nargs="+", help="only mutants of files whose path ends with one of these")
     ap.add_argument("--tests", nargs="+", help="the tests to run (default: the target's subset)")
     ap.add_argument("--list", action="store_true", help="list the mutants and stop")
     ap.add_argument("--again", metavar="JSON", help="only the survivors of an earlier run (same source)")
@@ -321,6 +322,8 @@ def main() -> int:
         files, tests, preload = TARGETS[name]
         tests = args.tests or tests
         mutants = [m for rel in files for m in mutants_of(rel)]
+        if args.files:
+            mutants = [m for m in mutants if m.file.endswith(tuple(args.files))]
         if args.lines:
             lo, hi = (int(x) for x in args.lines.split("-"))
             mutants = [m for m in mutants if lo <= m.line <= hi]

@@ -85,15 +85,19 @@ async def test_a_file_bigger_than_the_budget_runs_alone(tmp_path: Path, resolver
 
 async def test_operations_wait_for_a_slot(tmp_path: Path) -> None:
     budget = FileBudget(max_operations=2)
-    running: list[int] = []
+    active = peak = 0
 
     async def one() -> None:
+        nonlocal active, peak
         async with budget.op() as op:
-            running.append(budget.running)
+            active += 1
+            peak = max(peak, active)
             await op.run(lambda: None)
+            await asyncio.sleep(0.01)
+            active -= 1
 
     await asyncio.gather(*(one() for _ in range(6)))
-    assert max(running) == 2 and budget.running == 0
+    assert peak == 2 and budget.running == 0
 
 
 async def test_reads_wait_for_the_outgoing_buffer_to_drain(tmp_path: Path, resolver: str) -> None:

@@ -169,3 +169,34 @@ def test_only_skipped_noise_is_flagged_noise() -> None:
     assert isinstance(unknown, Violation) and unknown.noise is False and unknown.reply is None
     [noise] = Engine(skip_noise=True).receive(b"hello\n")
     assert isinstance(noise, Violation) and noise.noise is True and noise.reply is None
+
+
+@pytest.mark.parametrize(("pad", "answered"), [(478, True), (479, False)])
+def test_oversized_request_method_is_looked_for_in_its_first_512_bytes(pad: int, answered: bool) -> None:
+    e = Engine(max_message_size=1000)
+    head = b'{"jsonrpc":"2.0","id":5,' + b" " * pad + b'"method":"'
+    assert len(head) == 512 + (not answered)  # the key ends at byte 512, or one byte later
+    [ev] = e.receive(head + b'm","params":"' + b"x" * 5000 + b'"}\n')
+    assert isinstance(ev, Violation)
+    assert (ev.reply is not None) is answered
+
+
+def test_request_ids_count_up_from_one() -> None:
+    e = Engine()
+    assert [e.request("m", None)[0] for _ in range(3)] == [1, 2, 3]
+    assert e.request("m", None)[1].startswith(b'{"jsonrpc":"2.0","id":4,')
+
+
+def test_parse_error_preview_is_the_first_120_bytes() -> None:
+    line = b"".join(b"%03d" % i for i in range(100))  # 300 bytes of non-JSON
+    [ev] = Engine().receive(line + b"\n")
+    assert isinstance(ev, Violation) and repr(line[:120].decode()) in ev.message
+    assert repr(line[:121].decode()) not in ev.message
+
+
+@pytest.mark.parametrize("rid", [b"1.5", b"null", b"[1]", b"true"])
+def test_invalid_request_with_an_unusable_id_is_answered_with_null(rid: bytes) -> None:
+    [ev] = Engine().receive(b'{"jsonrpc":"2.0","id":' + rid + b',"method":5}\n')
+    assert isinstance(ev, Violation) and ev.reply is not None
+    reply = orjson.loads(ev.reply)
+    assert reply["id"] is None and reply["error"]["code"] == -32600

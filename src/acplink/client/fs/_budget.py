@@ -69,7 +69,7 @@ class FileBudget:
         except asyncio.CancelledError:
             if fut.done() and not fut.cancelled():  # granted, then cancelled: hand it on
                 self._give_slot()
-            else:
+            elif fut in self._slot_waiters:
                 self._slot_waiters.remove(fut)
             raise
 
@@ -96,9 +96,9 @@ class FileBudget:
         try:
             await fut
         except asyncio.CancelledError:
-            if fut.done() and not fut.cancelled():
+            if fut.done() and not fut.cancelled():  # granted, then cancelled: give the bytes back
                 self._release(n)
-            else:
+            elif entry in self._byte_waiters:
                 self._byte_waiters.remove(entry)
                 self._wake()
             raise
@@ -112,8 +112,14 @@ class FileBudget:
         self._wake()
 
     def _wake(self) -> None:
-        while self._byte_waiters and self._fits(self._byte_waiters[0][0]):
-            n, fut = self._byte_waiters.popleft()
+        while self._byte_waiters:
+            n, fut = self._byte_waiters[0]
+            if fut.done():  # cancelled, its task not run yet: skip it (it holds nothing)
+                self._byte_waiters.popleft()
+                continue
+            if not self._fits(n):
+                return
+            self._byte_waiters.popleft()
             self._hold(n)
             fut.set_result(None)
 
