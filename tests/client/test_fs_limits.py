@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from fsutil import read, resolver, wr
 
-from acplink.client.fs import FileAccessDenied, FileBudget, FileSystemHandler
+from acplink.client.fs import DEFAULT_MAX_READ_BYTES, FileAccessDenied, FileBudget, FileSystemHandler
 
 __all__ = ["resolver"]  # the fixture
 
@@ -320,3 +320,11 @@ async def test_a_line_crossing_the_byte_limit_is_not_read_past_it(tmp_path: Path
         tracemalloc.stop()
     assert info.value.data == {"reason": "too_large"}
     assert peak < 2.5 * MiB  # the second line is read only up to the limit (+1 byte)
+
+
+def test_default_limits(tmp_path: Path) -> None:
+    budget = FileBudget()
+    assert (budget.max_operations, budget.max_bytes, budget.drain) == (4, 32 * MiB, None)
+    fs = FileSystemHandler([tmp_path])
+    assert fs.max_read_bytes == DEFAULT_MAX_READ_BYTES == 64 * MiB
+    assert (fs.budget.max_operations, fs.budget.max_bytes) == (4, 32 * MiB)
