@@ -238,3 +238,10 @@ async def test_a_fifo_used_as_a_folder_never_blocks(tmp_path: Path, resolver: st
     assert info.value.data == {"reason": "not_regular_file"}
     with pytest.raises(FileAccessDenied):
         await asyncio.wait_for(fs.write_text_file(wr(tmp_path / "fifo" / "x", "x")), 10)
+
+
+async def test_reading_a_missing_path_creates_nothing(tmp_path: Path, resolver: str) -> None:
+    fs = FileSystemHandler([tmp_path])
+    with pytest.raises(ResourceNotFound):
+        await read(fs, tmp_path / "no-dir" / "deeper" / "nope.txt")
+    assert list(tmp_path.iterdir()) == []
