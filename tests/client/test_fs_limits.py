@@ -328,3 +328,28 @@ def test_default_limits(tmp_path: Path) -> None:
     fs = FileSystemHandler([tmp_path])
     assert fs.max_read_bytes == DEFAULT_MAX_READ_BYTES == 64 * MiB
     assert (fs.budget.max_operations, fs.budget.max_bytes) == (4, 32 * MiB)
+
+
+async def test_a_cancelled_head_of_the_queue_lets_the_next_waiter_in_at_once() -> None:
+    budget = FileBudget(max_bytes=10)
+    gate = asyncio.Event()
+    got: list[str] = []
+
+    async def user(name: str, n: int) -> None:
+        async with budget.op() as op:
+            await op.reserve(n)
+            got.append(name)
+            await gate.wait()
+
+    holder = asyncio.ensure_future(user("holder", 5))
+    await asyncio.sleep(0.01)
+    big = asyncio.ensure_future(user("big", 8))  # does not fit: waits
+    small = asyncio.ensure_future(user("small", 2))  # would fit, but waits behind `big`
+    await asyncio.sleep(0.01)
+    assert got == ["holder"]
+    big.cancel()
+    await asyncio.sleep(0.01)
+    assert got == ["holder", "small"] and budget.held == 7  # in while the holder still holds
+    gate.set()
+    await asyncio.gather(holder, big, small, return_exceptions=True)
+    assert (budget.running, budget.held) == (0, 0)
