@@ -234,7 +234,9 @@ async def test_cancel_while_waiting_for_bytes_or_right_after_getting_them() -> N
     queued[0].cancel()  # cancelled while waiting: leaves the queue, the others move up
     await asyncio.sleep(0.01)
     gate.set()
-    first.cancel()  # its bytes go to queued[1] at once...
+    first.cancel()
+    await asyncio.sleep(0)  # `first` ends: its bytes go to queued[1] at once...
+    assert budget.held == 6 and not queued[1].done()
     queued[1].cancel()  # ...which is cancelled before it runs: it must hand them back
     await asyncio.gather(first, *queued, return_exceptions=True)
     assert queued[2].done() and not queued[2].cancelled()
