@@ -31,7 +31,7 @@ from ..schema import _generated as s
 from ..transports.base import Transport
 from ..transports.memory import memory_pair
 from ..transports.subprocess import SubprocessTransport
-from .fs import FileSystemHandler
+from .fs import FileBudget, FileSystemHandler
 from .permissions import PermissionPolicy, cancelled_answer
 from .session import Session, session_cwd
 from .terminal import TerminalHandler
@@ -120,6 +120,9 @@ class Client:
         #: called when a pending question is answered "cancelled" by a session/cancel
         self.question_observers: list[QuestionObserver] = []
         self._fs: dict[str, FileSystemHandler] = {}
+        # one budget for all sessions' file operations; a read waits for earlier answers to drain
+        self._fs_budget = FileBudget(drain=transport.drain)
+        self._max_read_bytes = (limits or PeerLimits()).max_message_size
         self._owned: list[AgentSideConnection] = []
         #: session id -> a future per question the agent waits on (set: answer "cancelled")
         self._questions: dict[str, set[asyncio.Future[None]]] = {}
@@ -353,7 +356,8 @@ class Client:
             raise ResourceNotFound(f"unknown session {session_id!r}")
         handler = self._fs.get(session_id)
         if handler is None:
-            handler = self._fs[session_id] = FileSystemHandler(sess.roots)
+            handler = self._fs[session_id] = FileSystemHandler(
+                sess.roots, max_read_bytes=self._max_read_bytes, budget=self._fs_budget)
         return handler
 
     def _router(self) -> Router:
