@@ -100,7 +100,9 @@ async def test_read_never_escapes_during_a_symlink_swap(dirs: tuple[Path, Path],
     fs = FileSystemHandler([root])
     seen = await under_swaps(root, outside, lambda i: read(fs, root / "d" / "f.txt"))
     assert "SECRET" not in seen, seen
-    assert set(seen) <= {"inside", "outside_roots", "symlink"}, seen
+    # refusals are fine (the folder changes under the walk: a component may be caught as the
+    # symlink, or mid-swap as something that is not a regular file); reading outside is not
+    assert set(seen) <= {"inside", "outside_roots", "symlink", "not_regular_file"}, seen
 
 
 async def test_write_never_escapes_during_a_symlink_swap(dirs: tuple[Path, Path], resolver: str) -> None:
