@@ -352,20 +352,7 @@ def _hint(command: s.AvailableCommand) -> str | None:
 def status_summary(state: SessionState, cancelled: Collection[str] = ()) -> str:
     """The session's one-line summary, with failed and cancelled tool calls counted apart
     (``cancelled``: the ids of tool calls a cancelled turn left unfinished)."""
-    text = state.summary()
-    calls = list(state.tool_calls.values())
-    if calls:
-        def status(c: Any) -> str:
-            return "cancelled" if c.tool_call_id in cancelled and not c.done else str(c.status)
-
-        counts = {k: sum(1 for c in calls if status(c) == k) for k in ("completed", "failed", "cancelled")}
-        counted = ", ".join(f"{n} {'done' if k == 'completed' else k}" for k, n in counts.items() if n)
-        running = len(calls) - sum(counts.values())
-        if running:
-            counted += (", " if counted else "") + f"{running} unfinished"
-        done = sum(1 for c in calls if c.done)
-        text = text.replace(f"{len(calls)} tool calls ({done} done)", f"{len(calls)} tool calls ({counted})")
-    return text
+    return state.summary(cancelled)
 
 
 def _current(option: Any) -> str:

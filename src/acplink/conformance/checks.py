@@ -77,7 +77,7 @@ async def check_initialize(p: Probe) -> None:
     resp = await p.request("initialize", {"protocolVersion": 1, "clientCapabilities": {},
                                           "clientInfo": {"name": "acplink-check", "version": "1"}})
     if resp is None:
-        p.fail("INIT-001", f"no response to initialize within {p.opts.timeout} s"
+        p.fail("INIT-001", f"no response to initialize within {p.opts.init_timeout} s"
                + ("" if p.alive else f" ({p.died()})"))
         return
     if "error" in resp:
