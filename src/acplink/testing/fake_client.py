@@ -72,7 +72,7 @@ def _policy(permissions: PermissionPolicy | Iterable[PermissionRule] | str) -> P
     if isinstance(permissions, str):
         if permissions not in ("allow", "deny"):
             raise UsageError(f"permissions must be 'allow', 'deny', rules or a PermissionPolicy, not {permissions!r}")
-        return PermissionPolicy.allow_all() if permissions == "allow" else PermissionPolicy.deny_all()
+        return PermissionPolicy.allow_all() if permissions == "allow" else PermissionPolicy()
     return PermissionPolicy(rules=permissions, remember=False)
 
 
