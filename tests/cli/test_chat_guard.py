@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import re
 import signal
+import subprocess
 import sys
 from collections.abc import Iterator
 
 import pytest
-from cliutil import HERE, Cli
+from cliutil import ACPLINK, HERE, Cli
 from termscreen import Term
 
 HOSTILE = [sys.executable, str(HERE / "hostile_agent.py")]
@@ -92,3 +93,18 @@ def test_signal_closes_an_elicitation(chat: Term) -> None:
     assert "Traceback" not in chat.text()
     chat.child.sendeof()
     assert chat.finish() == 0
+
+
+def test_plain_output_has_no_agent_escape(cli: Cli) -> None:
+    """Not a terminal (stdin and stdout piped): the same, in the raw bytes of stdout and stderr."""
+    proc = subprocess.run([*ACPLINK, "chat", "--", *HOSTILE, "chat"], input=b"go\n2\n", capture_output=True,
+                          cwd=cli.workdir, env=cli.env, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    for data in (proc.stdout, proc.stderr):
+        text = data.decode("utf-8")
+        bad = [c for c in text if (ord(c) < 0x20 and c not in "\n\t") or 0x7f <= ord(c) <= 0x9f]
+        assert not bad, f"control characters: {bad!r} in {text!r}"
+    out = proc.stdout.decode()
+    for shown in ("hello world", "Read file", "tool output", "term out", "Delete all", '"optionId": "r"'):
+        assert shown in out, (shown, out)
+    assert re.search(r"1\. Reject\s+\[allow always\]", out), out
