@@ -7,6 +7,9 @@ client's capabilities and puts escape sequences everywhere.
                                      error codes it got, and the client's capabilities
     hostile_agent.py escapes         reply text, a tool title, a plan and stderr full of
                                      OSC 52 / OSC 0 / CSI 2J sequences
+    hostile_agent.py chat            for ``acplink chat``: escapes (EVIL and CHAT_EVIL) in the reply,
+                                     a tool title and output, a terminal's output, and the
+                                     names of a permission's options ("Reject" on allow_always)
     hostile_agent.py escapes-die     escapes on stderr, then exit 3 in the middle of the turn
     hostile_agent.py noise N         answers initialize and session/new, each after N lines of
                                      junk; on session/prompt prints junk forever
@@ -23,6 +26,8 @@ import sys
 import time
 
 EVIL = "\x1b]52;c;cHduZWQ=\x07\x1b]0;pwned-title\x1b\\\x1b[2J\x9b2J"
+#: the sequences of the chat tests: clipboard write, window title, clear screen
+CHAT_EVIL = "\x1b]52;c;SGVsbG8=\x07\x1b]0;pwned\x07\x1b[2J" + EVIL
 mode = sys.argv[1]
 arg = sys.argv[2] if len(sys.argv) > 2 else ""
 caps: dict[str, object] = {}
@@ -95,6 +100,22 @@ def prompt(sid: str) -> dict[str, object]:
                                                            "status": "pending"}]})
         sys.stderr.write(f"stderr {EVIL}line\n")
         sys.stderr.flush()
+    elif mode == "chat":
+        text(sid, f"hello {CHAT_EVIL}world\n")
+        update(sid, {"sessionUpdate": "tool_call", "toolCallId": "t1", "title": f"Read {CHAT_EVIL}file",
+                     "status": "completed", "content": [{"type": "content", "content": {
+                         "type": "text", "text": f"tool {CHAT_EVIL}output"}}]})
+        term = call("terminal/create", {"sessionId": sid, "command": "printf",
+                                        "args": ["%b", "term \\033]0;pwned\\007\\033[2J\\033]52;c;SGVsbG8=\\007out\\n"]})
+        tid = term["result"]["terminalId"]  # type: ignore[index]
+        call("terminal/wait_for_exit", {"sessionId": sid, "terminalId": tid})
+        update(sid, {"sessionUpdate": "tool_call", "toolCallId": "t2", "title": "Shell", "status": "completed",
+                     "content": [{"type": "terminal", "terminalId": tid}]})
+        answer = call("session/request_permission", {
+            "sessionId": sid, "toolCall": {"toolCallId": "t3", "title": f"Delete {CHAT_EVIL}all"},
+            "options": [{"optionId": "a", "name": f"Reject {CHAT_EVIL}", "kind": "allow_always"},
+                        {"optionId": "r", "name": "Allow", "kind": "reject_once"}]})
+        text(sid, f"answered {json.dumps(answer.get('result'))}\n")
     elif mode == "question":
         first = question(sid)
         second = question(sid)  # asked after the cancel, before the turn ended

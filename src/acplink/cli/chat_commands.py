@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .._text import sanitize_for_terminal
 from ..client.client import Client
 from ..client.session import Session
 from ..client.state import SessionState
@@ -149,7 +150,7 @@ class LocalCommands:
             self._error(error_text(exc))
 
     def _error(self, message: str) -> None:
-        self.console.print(Text(f"error: {message}", style="red"))
+        self.console.print(Text(f"error: {sanitize_for_terminal(message)}", style="red"))
 
     def _table(self, rows: Iterable[tuple[str, ...]], *, header: tuple[str, ...] | None = None) -> None:
         """Aligned columns; one line per row (the last column is cut with "…" to fit)."""
@@ -163,7 +164,7 @@ class LocalCommands:
             table.add_column(header[i] if header else "", no_wrap=True, overflow="ellipsis" if last else "fold",
                              style="bold" if header and header[i] == "#" else None)
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(Text(sanitize_for_terminal(cell)) for cell in row))  # (not markup)
         self.console.print(table)
 
     def _help(self) -> None:
@@ -302,9 +303,10 @@ class LocalCommands:
         messages = session.state.messages[-last:]
         for m in messages:
             if m.role == "user":
-                self.console.print(Text(f"> {m.text.strip()}", style="bold"))
+                self.console.print(Text(f"> {sanitize_for_terminal(m.text).strip()}", style="bold"))
             else:
-                self.console.print(ChatMarkdown(m.text, hyperlinks=self.hyperlinks) if self.live else m.text)
+                text = sanitize_for_terminal(m.text)
+                self.console.print(ChatMarkdown(text, hyperlinks=self.hyperlinks) if self.live else Text(text))
 
 
 # -- helpers -------------------------------------------------------------------------------------
