@@ -168,6 +168,9 @@ class Peer:
         self._watch: asyncio.Task[None] | None = None
         self._stall_message: str | None = None
         self._bad = BadInput(self.limits.max_bad_lines, self.limits.max_bad_lines_at_start)
+        #: True until the first valid message, and after each bad line: only then does a valid
+        #: message have bookkeeping to do (one attribute test per message on the hot path)
+        self._expect_good = True
         self._warnings = WarningLimiter(log, name)
         #: why the connection closed, when it gave up on the peer (a PeerOutputNotJson)
         self.close_reason: BaseException | None = None
@@ -258,7 +261,7 @@ class Peer:
             if type(event) is bytes:
                 queue.append(event)  # a deferred notification (never $/cancel_request)
                 queued = True
-                if self._bad.run or not self._bad.seen_valid:
+                if self._expect_good:
                     self._good()
             else:
                 self._handle_event(event)
@@ -312,7 +315,7 @@ class Peer:
 
     def _handle_event(self, ev: Any) -> None:
         t = type(ev)
-        if t is not Violation and (self._bad.run or not self._bad.seen_valid):
+        if self._expect_good and t is not Violation:
             self._good()
         if t is bytes:  # a deferred notification (see Engine.receive)
             self._enqueue(ev)
@@ -450,6 +453,7 @@ class Peer:
 
     def _good(self) -> None:
         """A valid message after bad lines, or the first one."""
+        self._expect_good = False
         note = self._bad.valid()
         if note is not None:
             self._warnings.warn(note)
@@ -457,6 +461,7 @@ class Peer:
     def _violation(self, v: Violation) -> None:
         if self._bad.seen_valid:  # (bad lines before the first message: one warning, or the give-up)
             self._warnings.warn(v.message if v.noise else f"protocol violation: {v.message}")
+        self._expect_good = True
         give_up = self._bad.bad(v.message)
         if give_up is not None:
             self._give_up(PeerOutputNotJson(give_up))
