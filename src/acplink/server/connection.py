@@ -143,8 +143,6 @@ class RemoteConnection:
         self._loop = asyncio.get_running_loop()
         self._stall: asyncio.TimerHandle | None = None
         self._idle: asyncio.TimerHandle | None = None
-        if kind == "http":
-            self._idle = self._loop.call_later(self.limits.idle_timeout, self._check_idle)
 
     # -- the agent ---------------------------------------------------------------------------
 
@@ -291,6 +289,12 @@ class RemoteConnection:
         self._stall = self._loop.call_later(
             stall, lambda: self.close(f"the client read none of its output for {stall:g} s",
                                       code=1008, drop=True))
+
+    def arm_idle(self) -> None:
+        """Start the idle clock (HTTP, once ``initialize`` is answered)."""
+        self.touch()
+        if not self.closed:
+            self._idle = self._loop.call_later(self.limits.idle_timeout, self._check_idle)
 
     def touch(self) -> None:
         self.last_active = time.monotonic()

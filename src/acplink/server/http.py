@@ -155,6 +155,7 @@ async def _initialize(registry: Registry, scope: Scope, rid: Any, line: bytes, s
     except BaseException:
         conn.close("the initialize request was abandoned")
         raise
+    conn.arm_idle()
     await answer(send, 200, reply, content_type=_JSON, headers=[(CONNECTION_HEADER, conn.id)])
 
 

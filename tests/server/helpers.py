@@ -1,0 +1,155 @@
+"""Running the server on a real socket (uvicorn on 127.0.0.1, port 0) and talking to it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import orjson
+import uvicorn
+
+from acplink.server import AcpServer
+
+HERE = Path(__file__).resolve().parent
+AGENT = [sys.executable, "-I", str(HERE / "line_agent.py")]
+SILENT_AGENT = [*AGENT, "--silent"]
+#: a hang guard for waits, never an assertion about speed
+BOUND = 10.0
+
+INIT: dict[str, Any] = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
+                        "params": {"protocolVersion": 1, "clientCapabilities": {}}}
+
+
+class _Server(uvicorn.Server):
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:  # the test runner keeps its signals
+        yield
+
+
+@contextlib.asynccontextmanager
+async def serving(app: AcpServer, **config: Any) -> AsyncIterator[str]:
+    """Serve ``app`` under uvicorn on a free loopback port; yields its http:// URL."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    port = sock.getsockname()[1]
+    conf = uvicorn.Config(app, log_config=None, access_log=False, lifespan="off", log_level="warning",
+                          timeout_graceful_shutdown=1, **config)
+    server = _Server(conf)
+    task = asyncio.get_running_loop().create_task(server.serve(sockets=[sock]))
+    try:
+        async with asyncio.timeout(BOUND):
+            while not server.started:
+                if task.done():
+                    task.result()
+                await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{port}{app.path}"
+    finally:
+        await app.aclose()
+        server.should_exit = True
+        await task
+        sock.close()
+
+
+def pid_alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            return f.read().rsplit(b")", 1)[1].split()[0] != b"Z"
+    except OSError:
+        return False
+
+
+async def wait_gone(pid: int, bound: float = BOUND) -> bool:
+    """Whether process ``pid`` is gone before ``bound`` seconds (a hang guard)."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + bound
+    while pid_alive(pid):
+        if loop.time() > end:
+            return False
+        await asyncio.sleep(0.02)
+    return True
+
+
+def msg(rid: Any, method: str, **params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": rid, "method": method, "params": params}
+
+
+def prompt(rid: Any, sid: str, text: str) -> dict[str, Any]:
+    return msg(rid, "session/prompt", sessionId=sid, prompt=[{"type": "text", "text": text}])
+
+
+class Remote:
+    """A hand-made streamable HTTP client (to send exactly what a test needs)."""
+
+    def __init__(self, client: httpx.AsyncClient, url: str) -> None:
+        self.client = client
+        self.url = url
+        self.cid = ""
+        self.pid = 0
+
+    async def initialize(self, **headers: str) -> httpx.Response:
+        r = await self.client.post(self.url, json=INIT, headers=headers)
+        if r.status_code == 200:
+            self.cid = r.headers["acp-connection-id"]
+            self.pid = r.json()["result"]["_meta"]["pid"]
+        return r
+
+    def headers(self, session: str | None = None) -> dict[str, str]:
+        h = {"acp-connection-id": self.cid}
+        if session is not None:
+            h["acp-session-id"] = session
+        return h
+
+    async def post(self, message: Any, session: str | None = None, **headers: str) -> httpx.Response:
+        return await self.client.post(self.url, content=orjson.dumps(message),
+                                      headers={"content-type": "application/json", **self.headers(session),
+                                               **headers})
+
+    @contextlib.asynccontextmanager
+    async def stream(self, session: str | None = None) -> AsyncIterator[Events]:
+        headers = {**self.headers(session), "accept": "text/event-stream"}
+        async with self.client.stream("GET", self.url, headers=headers) as r:
+            yield Events(r)
+
+
+class Events:
+    """The events of one SSE response, parsed."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        self.response = response
+        self.lines = response.aiter_lines()
+        self.comments = 0
+
+    async def next(self) -> Any:
+        """The next message; None when the stream ended."""
+        async with asyncio.timeout(BOUND):
+            async for line in self.lines:
+                if line.startswith("data: "):
+                    return orjson.loads(line[6:])
+                if line.startswith(":"):
+                    self.comments += 1
+        return None
+
+    async def until(self, rid: Any) -> list[Any]:
+        """Messages up to and including the response to ``rid``."""
+        out = []
+        while True:
+            m = await self.next()
+            assert m is not None, f"the stream ended before the answer to {rid!r}: {out}"
+            out.append(m)
+            if m.get("id") == rid and "method" not in m:
+                return out
+
+
+def texts(messages: list[Any]) -> list[str]:
+    return [m["params"]["update"]["content"]["text"] for m in messages if m.get("method") == "session/update"]
+
+
+def env_without_token() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k != "ACPLINK_TOKEN"}

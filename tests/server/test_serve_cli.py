@@ -1,0 +1,117 @@
+"""``acplink serve`` as a process: URLs, token, Host check, the non-loopback refusal, stopping
+on SIGINT/SIGTERM with clients connected, and lazy imports."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import AsyncIterator, Sequence
+
+import httpx
+import pytest
+from websockets.asyncio.client import connect
+from websockets.exceptions import ConnectionClosed
+
+from .helpers import AGENT, BOUND, INIT, Remote, env_without_token, pid_alive, wait_gone
+
+ACPLINK = [sys.executable, "-m", "acplink"]
+
+
+class Served:
+    def __init__(self, proc: asyncio.subprocess.Process, urls: dict[str, str]) -> None:
+        self.proc = proc
+        self.urls = urls
+        self.stderr = b""
+
+
+@contextlib.asynccontextmanager
+async def serve(*args: str, agent: Sequence[str] = AGENT, env: dict[str, str] | None = None) -> AsyncIterator[Served]:
+    proc = await asyncio.create_subprocess_exec(
+        *ACPLINK, "serve", "--port", "0", *args, "--", *agent, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=env if env is not None else env_without_token())
+    assert proc.stdout is not None and proc.stderr is not None
+    urls: dict[str, str] = {}
+    try:
+        async with asyncio.timeout(30):  # a hang guard: the first start imports a lot
+            while len(urls) < (1 if ("--ws" in args or "--http" in args) else 2):
+                line = (await proc.stdout.readline()).decode().strip()
+                assert line, (await proc.stderr.read()).decode()
+                urls[line.split(":", 1)[0]] = line
+        served = Served(proc, urls)
+        yield served
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        served_err = await proc.stderr.read()
+        await proc.wait()
+    served.stderr = served_err
+
+
+def test_a_non_loopback_bind_needs_a_token() -> None:
+    r = subprocess.run([*ACPLINK, "serve", "--host", "0.0.0.0", "--port", "0"], capture_output=True,
+                       text=True, timeout=60, env=env_without_token())
+    assert r.returncode == 2
+    assert r.stderr.count("\n") == 1 and "--token" in r.stderr and "--insecure-no-auth" in r.stderr
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
+async def test_serve_both_transports_then_stop_with_clients_connected(sig: signal.Signals) -> None:
+    env = {**env_without_token(), "ACPLINK_TOKEN": "tok"}
+    auth = {"authorization": "Bearer tok"}
+    async with serve(env=env) as served, httpx.AsyncClient(timeout=BOUND) as client:
+        assert served.urls["http"].endswith("/acp") and served.urls["ws"].startswith("ws://127.0.0.1:")
+        remote = Remote(client, served.urls["http"])
+        assert (await remote.initialize()).status_code == 401
+        assert (await remote.initialize(**auth)).status_code == 200
+        assert (await remote.initialize(**auth, host="attacker.example")).status_code == 403
+        async with remote.stream() as _, connect(served.urls["ws"], additional_headers=auth) as ws:
+            # (the stream's GET carries no token: refused, so open one with it)
+            assert _.response.status_code == 401
+            async with client.stream("GET", remote.url, headers={
+                    **remote.headers(), **auth, "accept": "text/event-stream"}) as sse:
+                assert sse.status_code == 200
+                await ws.send(json.dumps(INIT))
+                ws_pid = json.loads(await ws.recv())["result"]["_meta"]["pid"]
+                assert pid_alive(remote.pid) and pid_alive(ws_pid)
+                served.proc.send_signal(sig)
+                async with asyncio.timeout(8):  # a hang guard; `serve` promises 5 s
+                    assert [line async for line in sse.aiter_lines() if line.startswith("data:")] == []
+                    with pytest.raises(ConnectionClosed):
+                        while True:
+                            await ws.recv()
+                    assert ws.close_code == 1001
+                    assert await served.proc.wait() == 0
+        assert await wait_gone(remote.pid, 1) and await wait_gone(ws_pid, 1)
+    log = served.stderr.decode()
+    assert log.count(" opened (") == 2 and log.count(" closed (") == 2, log
+    assert "server shutting down" in log
+
+
+async def test_ws_only_and_http_only() -> None:
+    async with serve("--ws") as served, httpx.AsyncClient(timeout=BOUND) as client:
+        assert list(served.urls) == ["ws"]
+        r = await client.post(served.urls["ws"].replace("ws://", "http://"), json=INIT)
+        assert r.status_code == 426
+        served.proc.terminate()
+    async with serve("--http") as served, httpx.AsyncClient(timeout=BOUND) as client:
+        assert list(served.urls) == ["http"]
+        assert (await Remote(client, served.urls["http"]).initialize()).status_code == 200
+        served.proc.terminate()
+
+
+def test_stdio_commands_do_not_import_the_server_libraries() -> None:
+    code = ("import sys; from acplink.cli.main import build_parser; build_parser(); import acplink.server; "
+            "assert 'acplink.cli.serve' in sys.modules and 'acplink.server.app' in sys.modules; "
+            "print([m for m in ('uvicorn', 'websockets', 'starlette', 'httpx', 'h11', 'hypercorn') "
+            "if m in sys.modules])")
+    r = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True,
+                       timeout=60, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+    assert r.stdout.strip() == "[]", r.stdout + r.stderr[-2000:]
+    imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if "|" in line}
+    assert "acplink.server.connection" in imported
+    assert not {name for name in imported if name.split(".")[0] in ("uvicorn", "websockets", "starlette")}
