@@ -6,8 +6,9 @@ import asyncio
 import contextlib
 import os
 import socket
+import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -153,3 +154,63 @@ def texts(messages: list[Any]) -> list[str]:
 
 def env_without_token() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "ACPLINK_TOKEN"}
+
+
+ACPLINK = [sys.executable, "-m", "acplink"]
+
+
+class Served:
+    def __init__(self, proc: asyncio.subprocess.Process, urls: dict[str, str]) -> None:
+        self.proc = proc
+        self.urls = urls
+        self.stderr = b""
+
+
+@contextlib.asynccontextmanager
+async def serve(*args: str, agent: Sequence[str] = AGENT, env: dict[str, str] | None = None) -> AsyncIterator[Served]:
+    """Run ``acplink serve --port 0 ARGS -- AGENT`` until the block ends (then kill it if it
+    is still running); its URLs are read from its stdout, its stderr kept in ``.stderr``."""
+    proc = await asyncio.create_subprocess_exec(
+        *ACPLINK, "serve", "--port", "0", *args, "--", *agent, stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE, env=env if env is not None else env_without_token())
+    assert proc.stdout is not None and proc.stderr is not None
+    urls: dict[str, str] = {}
+    served = Served(proc, urls)
+    try:
+        async with asyncio.timeout(30):  # a hang guard: the first start imports a lot
+            while len(urls) < (1 if ("--ws" in args or "--http" in args) else 2):
+                line = (await proc.stdout.readline()).decode().strip()
+                assert line, (await proc.stderr.read()).decode()
+                urls[line.split(":", 1)[0]] = line
+        yield served
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+        served.stderr = await proc.stderr.read()
+        await proc.wait()
+
+
+def children_of(pid: int) -> set[int]:
+    """The live (not zombie) processes whose parent is ``pid``."""
+    out = set()
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == pid and fields[0] != b"Z":
+                out.add(int(name))
+    return out
+
+
+async def wait_no_children(pid: int, bound: float) -> bool:
+    """Whether ``pid`` has no child process left before ``bound`` seconds."""
+    loop = asyncio.get_running_loop()
+    end = loop.time() + bound
+    while children_of(pid):
+        if loop.time() > end:
+            return False
+        await asyncio.sleep(0.05)
+    return True

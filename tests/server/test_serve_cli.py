@@ -4,52 +4,18 @@ on SIGINT/SIGTERM with clients connected, and lazy imports."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import signal
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Sequence
 
 import httpx
 import pytest
 from websockets.asyncio.client import connect
 from websockets.exceptions import ConnectionClosed
 
-from .helpers import AGENT, BOUND, INIT, Remote, env_without_token, pid_alive, wait_gone
-
-ACPLINK = [sys.executable, "-m", "acplink"]
-
-
-class Served:
-    def __init__(self, proc: asyncio.subprocess.Process, urls: dict[str, str]) -> None:
-        self.proc = proc
-        self.urls = urls
-        self.stderr = b""
-
-
-@contextlib.asynccontextmanager
-async def serve(*args: str, agent: Sequence[str] = AGENT, env: dict[str, str] | None = None) -> AsyncIterator[Served]:
-    proc = await asyncio.create_subprocess_exec(
-        *ACPLINK, "serve", "--port", "0", *args, "--", *agent, stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE, env=env if env is not None else env_without_token())
-    assert proc.stdout is not None and proc.stderr is not None
-    urls: dict[str, str] = {}
-    try:
-        async with asyncio.timeout(30):  # a hang guard: the first start imports a lot
-            while len(urls) < (1 if ("--ws" in args or "--http" in args) else 2):
-                line = (await proc.stdout.readline()).decode().strip()
-                assert line, (await proc.stderr.read()).decode()
-                urls[line.split(":", 1)[0]] = line
-        served = Served(proc, urls)
-        yield served
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-        served_err = await proc.stderr.read()
-        await proc.wait()
-    served.stderr = served_err
+from .helpers import ACPLINK, BOUND, INIT, Remote, env_without_token, pid_alive, serve, wait_gone
 
 
 def test_a_non_loopback_bind_needs_a_token() -> None:
