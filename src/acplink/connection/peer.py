@@ -226,7 +226,7 @@ class Peer:
     def message_received(self, message: bytes, meta: MessageMeta | None) -> None:
         """A framed transport's whole message (``meta`` routes replies inside the transport;
         nothing here needs it)."""
-        self._handle_event(self.engine.receive_message(message))
+        self._handle_event(self.engine.receive_frame(message))  # (hot notifications deferred)
         if self._held:
             self._count_held(len(message))
 
