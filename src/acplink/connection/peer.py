@@ -607,7 +607,15 @@ class Peer:
     def _write(self, data: bytes, meta: MessageMeta | None = None) -> Awaitable[None]:
         """Send ``data``; the result is awaited for flow control: already done while the
         message only joined a batch (no coroutine is created for that common case)."""
-        return DONE if self._send(data, meta) else self._drain()
+        if self._closed:  # (what _send does, inline: this is the path of every notification)
+            raise ConnectionClosed(f"connection to {self.transport.description} is closed")
+        self._sent_bytes += len(data)
+        try:
+            if self.transport.send(data, meta):
+                return DONE
+        except Exception as exc:
+            self._mark_closed(exc)
+        return self._drain()
 
     async def _drain(self) -> None:
         try:
