@@ -7,13 +7,23 @@ PY=${PYTHON:-python3}
 
 step() { printf '\n== %s\n' "$*"; }
 
+step "system packages for the remote and browser tests (Debian's haproxy and chromium)"
+if command -v haproxy >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1; then
+  echo "haproxy and chromium present"
+elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy chromium >/dev/null
+else
+  echo "not root or no apt-get: the load-balancer and browser tests will be skipped"
+fi
+
 step "python environment (.venv)"
 [ -x .venv/bin/python ] || "$PY" -m venv .venv
 .venv/bin/python -m pip install -q --disable-pip-version-check -e '.[dev]'
 
 step "official Python SDK for interop tests (.peers-venv)"
 [ -x .peers-venv/bin/python ] || "$PY" -m venv .peers-venv
-.peers-venv/bin/python -m pip install -q --disable-pip-version-check 'agent-client-protocol==0.12.1'
+.peers-venv/bin/python -m pip install -q --disable-pip-version-check 'agent-client-protocol[http]==0.12.1' uvicorn
 
 step "official TypeScript SDK for interop tests (npm ci)"
 if command -v npm >/dev/null 2>&1; then

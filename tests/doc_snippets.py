@@ -35,7 +35,11 @@ The setups (each adds a few lines around the snippet; those lines are checked to
     answers ``help``, ``read FILE``, ``slow N``, ...; permission: allow all) and ``session``
     (a session in the temporary folder).
 
-In every setup but ``agent``, each ``async def test_*()`` the snippet defines at module
+``pytest``
+    A pytest test file, type-checked as it is and run with ``python -m pytest`` (the
+    installed plugin supplies acplink's fixtures); its tests must pass.
+
+In every setup but ``agent`` and ``pytest``, each ``async def test_*()`` the snippet defines at module
 level is awaited after it ran (so a snippet can show a test and have it run).
 
 Fragments skip pyright's unused-import and unused-variable reports (the names a setup
@@ -52,7 +56,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
-SETUPS = ("program", "agent", "app", "prompt", "main", "client")
+SETUPS = ("program", "agent", "app", "prompt", "main", "client", "pytest")
 
 FENCE = re.compile(r"^```(?:python|py)[ \t]*\n(.*?)^```[ \t]*$", re.S | re.M)
 DIRECTIVE = re.compile(r"<!--\s*snippet:\s*(.*?)\s*-->\s*\Z", re.S)
@@ -138,6 +142,8 @@ class Snippet:
         prompt = self.options.get("prompt", "hello")
         cancel = self.options.get("cancel", "no") == "yes"
         tests = _RUN_TESTS if re.search(r"^async def test_", code, re.M) else ""
+        if self.setup == "pytest":
+            return code
         if self.setup in ("program", "agent"):
             return code + tests
         if self.setup == "app":

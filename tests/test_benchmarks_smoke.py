@@ -36,7 +36,7 @@ def quick_run(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     impls = ["acplink", *(name for name, ok in PEERS.items() if ok)]
     proc = subprocess.run(
         [sys.executable, str(RUNNER), "--quick", "--impls", ",".join(impls), "--json", str(out)],
-        cwd=ROOT, capture_output=True, text=True, timeout=170,
+        cwd=ROOT, capture_output=True, text=True, timeout=600,
     )
     assert out.exists(), f"run.py wrote no results (exit {proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     runs: list[dict[str, Any]] = json.loads(out.read_text())

@@ -57,7 +57,10 @@ async def test_snippet_runs(snippet: Snippet, tmp_path: Path) -> None:
                 pass
             assert turn.stop_reason == "end_turn", f"{snippet.where}: {turn.stop_reason}"
         return
-    proc = subprocess.run([sys.executable, str(path)], cwd=work, env=_env(tmp_path), stdin=subprocess.DEVNULL,
+    command = [sys.executable, str(path)]
+    if snippet.setup == "pytest":  # (the installed plugin supplies the fixtures)
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", str(path)]
+    proc = subprocess.run(command, cwd=work, env=_env(tmp_path), stdin=subprocess.DEVNULL,
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, f"{snippet.where} ({snippet.setup}) failed:\n{proc.stdout}\n{proc.stderr}"
 
@@ -66,7 +69,7 @@ def test_every_page_is_covered() -> None:
     # the pages with Python in them, and a snippet of each setup, so a parsing slip shows
     pages = {s.doc.name for s in SNIPPETS}
     assert {"README.md", "agent.md", "client.md", "cookbook.md", "schema.md"} <= pages
-    assert {s.setup for s in SNIPPETS} == {"program", "agent", "app", "prompt", "main", "client"}
+    assert {s.setup for s in SNIPPETS} == {"program", "agent", "app", "prompt", "main", "client", "pytest"}
     fences = sum(p.read_text().count("```python") for p in [ROOT / "README.md", *(ROOT / "docs").glob("*.md")])
     assert len(SNIPPETS) == fences
 

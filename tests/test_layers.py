@@ -14,6 +14,7 @@ RANK = {
     "errors": 0,
     "_version": 0,
     "runtime": 0,
+    "_text": 0,
     "schema": 1,
     "rpc": 2,
     "transports": 3,
@@ -23,6 +24,7 @@ RANK = {
     "builders": 5,
     "conformance": 6,
     "demo": 6,
+    "testing": 6,
     "tools": 6,
     "cli": 8,
 }

@@ -43,3 +43,13 @@ def test_py_typed_marker_ships() -> None:
     from pathlib import Path
 
     assert (Path(acplink.__file__).parent / "py.typed").exists()
+
+
+def test_the_testing_kit_is_public_and_sorted() -> None:
+    import acplink.testing
+
+    names = list(acplink.testing.__all__)
+    assert names == sorted(names, key=lambda n: (0 if n.isupper() else 1 if n[0].isupper() else 2, n))
+    assert {"FakeAgent", "FakeClient", "assert_turn", "assert_updates_in_order", "assert_tool_call"} <= set(names)
+    for name in names:
+        assert hasattr(acplink.testing, name), name

@@ -21,6 +21,7 @@ __all__ = [
     "MessageTooLarge",
     "MethodNotFound",
     "ParseError",
+    "PeerOutputNotJson",
     "ProtocolError",
     "RequestCancelled",
     "RequestError",
@@ -54,6 +55,11 @@ class TransportError(AcpError):
 
 class ConnectionClosed(TransportError):
     """The connection is closed; pending and new calls fail with this."""
+
+
+class PeerOutputNotJson(TransportError, ProtocolError):
+    """The peer's output is not JSON-RPC (e.g. 1,000 lines that are not JSON, and no valid
+    message among them): the connection gave up on it and is closed."""
 
 
 class MessageTooLarge(TransportError):

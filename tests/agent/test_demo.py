@@ -193,7 +193,10 @@ async def test_run_in_a_terminal(demo: Demo, work: Path, decision: str) -> None:
     async with demo(permission=policy) as client:
         session = await client.new_session(cwd=work)
         await session.prompt("run sh -c 'echo hi; touch ran.txt'")
-        assert client.terminals is not None and client.terminals.terminal_ids == []  # released
+        if decision == "deny":  # deny_all confines: no terminals at all
+            assert client.terminals is None
+        else:
+            assert client.terminals is not None and client.terminals.terminal_ids == []  # released
     (call,) = session.state.tool_calls.values()
     assert call.kind == "execute"
     assert call.raw_input == {"command": ["sh", "-c", "echo hi; touch ran.txt"]}
@@ -249,7 +252,8 @@ async def test_ask_elicitation(demo: Demo, work: Path, action: str | None) -> No
 
 
 async def test_modes(demo: Demo, work: Path) -> None:
-    async with demo(permission=PermissionPolicy.deny_all()) as client:
+    # (a denying policy that does not confine: deny_all() would serve no write at all)
+    async with demo(permission=PermissionPolicy(default="deny", remember=False)) as client:
         session = await client.new_session(cwd=work)
         state = session.state
         assert [m.id for m in state.available_modes] == ["ask", "auto"]

@@ -40,6 +40,7 @@ class Term:
         self.screen = pyte.HistoryScreen(cols, rows, history=20000)
         self.stream = pyte.Stream(self.screen)
         self.eof = False
+        self.raw: list[str] = []  # everything the chat wrote, as written (escape sequences too)
 
     # -- reading -----------------------------------------------------------------------------
 
@@ -47,7 +48,9 @@ class Term:
         if self.eof:
             return
         try:
-            self.stream.feed(self.child.read_nonblocking(1 << 16, timeout=wait))
+            data = self.child.read_nonblocking(1 << 16, timeout=wait)
+            self.raw.append(data)
+            self.stream.feed(data)
         except pexpect.TIMEOUT:
             pass
         except pexpect.EOF:

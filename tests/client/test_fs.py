@@ -8,10 +8,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fsutil import read, resolver, wr
 
 from acplink.client.fs import FileAccessDenied, FileSystemHandler
 from acplink.errors import InternalError, InvalidParams, RequestError, ResourceNotFound
-from acplink.schema import ReadTextFileRequest, WriteTextFileRequest
+
+__all__ = ["resolver"]  # the fixture
+
+
+@pytest.fixture(autouse=True)
+def _both_resolvers(resolver: str) -> None:
+    """Every test here runs with openat2 (where the kernel has it) and with the portable walk."""
 
 
 @pytest.fixture
@@ -24,18 +31,6 @@ def tree(tmp_path: Path) -> dict[str, Path]:
     (root / "sub" / "b.txt").write_text("bee")
     (outside / "secret.txt").write_text("TOP SECRET")
     return {"root": root, "outside": outside}
-
-
-def rd(path: Path | str, line: int | None = None, limit: int | None = None) -> ReadTextFileRequest:
-    return ReadTextFileRequest(session_id="s", path=str(path), line=line, limit=limit)
-
-
-def wr(path: Path | str, content: str) -> WriteTextFileRequest:
-    return WriteTextFileRequest(session_id="s", path=str(path), content=content)
-
-
-async def read(fs: FileSystemHandler, path: Path | str, **kw: Any) -> str:
-    return (await fs.read_text_file(rd(path, **kw))).content
 
 
 def assert_no_leak(err: RequestError, *secrets: Path) -> None:
@@ -250,10 +245,10 @@ async def test_write_is_atomic_replace(tree: dict[str, Path]) -> None:
 
 async def test_failed_write_leaves_the_old_file_and_no_temp(tree: dict[str, Path],
                                                             monkeypatch: pytest.MonkeyPatch) -> None:
-    def boom(src: str, dst: str) -> None:
+    def boom(src: str, dst: str, **kw: Any) -> None:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(os, "replace", boom)
+    monkeypatch.setattr(os, "rename", boom)
     fs = FileSystemHandler([tree["root"]])
     with pytest.raises(InternalError) as info:
         await fs.write_text_file(wr(tree["root"] / "a.txt", "partial"))

@@ -398,4 +398,5 @@ def test_summary_counts_failed_tool_calls_apart() -> None:
     for u in (b.tool_call("a", title="t", status="completed"), b.tool_call("b", title="t", status="failed"),
               b.tool_call("c", title="t", status="in_progress")):
         st.apply(u)
-    assert "3 tool calls (1 done, 1 failed)" in st.summary()
+    assert "3 tool calls (1 done, 1 failed, 1 unfinished)" in st.summary()
+    assert "3 tool calls (1 done, 1 failed, 1 cancelled)" in st.summary(cancelled={"c"})

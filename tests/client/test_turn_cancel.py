@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 
 from acplink import AgentApp, Client, PromptContext, PromptTurn, RequestTimeout, connect, schema
-from acplink.transports import RecordingTransport, SubprocessTransport
+from acplink.tools.record import recording_transport
+from acplink.transports import SubprocessTransport
 
 GUARD = 30.0  # only against hangs: nothing here waits this long when it works
 
@@ -210,7 +211,7 @@ async def test_asyncio_timeout_cancels_a_demo_turn_over_a_pipe(tmp_path: Path) -
     wire: list[dict[str, Any]] = []
     demo = SubprocessTransport([sys.executable, "-m", "acplink.demo"], stderr="capture",
                                env={"ACPLINK_DEMO_STORE": str(tmp_path / "store")})
-    async with connect(RecordingTransport(demo, tmp_path / "trace.jsonl", listeners=[wire.append])) as client:
+    async with connect(recording_transport(demo, tmp_path / "trace.jsonl", listeners=[wire.append])) as client:
         session = await client.new_session(cwd=tmp_path)
         turn = session.prompt("slow 50")  # 50 chunks, 50 ms apart at least
         chunks = 0

@@ -76,3 +76,21 @@ def test_a_real_report_fits_the_width_and_counts_the_whole_time(tmp_path: Path) 
         assert max(map(len, text.splitlines())) <= width, text
         assert "initialize is answered with" in " ".join(text.split())
     assert report.to_text().splitlines()[-2].endswith(" s") and "in 10" in report.to_text()
+
+
+def test_a_slow_starting_agent_gets_the_startup_bound_not_the_request_one(tmp_path: Path) -> None:
+    """``initialize`` waits for the start-up bound (a fresh agent process may be slow to start,
+    more so on a busy machine); every other request keeps the short request bound."""
+    slow = tmp_path / "slow_agent.py"
+    slow.write_text("import sys, time\n"
+                    "time.sleep(2.5)\n"
+                    "import runpy\n"
+                    "sys.argv = ['acplink.demo']\n"
+                    "runpy.run_module('acplink.demo', run_name='__main__')\n")
+    opts = Options(command=[sys.executable, str(slow)], timeout=1.0, cwd=str(tmp_path))
+    assert opts.init_timeout == 60.0
+    report = asyncio.run(run_checks(opts, ["initialize"]))
+    assert report.result("INIT-001").status == "pass", report.to_text()  # type: ignore[union-attr]
+    short = Options(command=[sys.executable, str(slow)], timeout=1.0, startup_timeout=1.0, cwd=str(tmp_path))
+    report = asyncio.run(run_checks(short, ["initialize"]))
+    assert report.result("INIT-001").status == "fail", report.to_text()  # type: ignore[union-attr]

@@ -61,6 +61,8 @@ async def test_a_bad_jsonrpc_member_is_answered_invalid_request(side: RawEnd, ve
 async def test_response_shaped_messages_without_an_id_are_logged_not_answered(
         side: RawEnd, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, "acplink")
+    # a valid message first: bad lines before any are summarised in one warning instead
+    side.send({"jsonrpc": "2.0", "method": "_t/hello"})
     side.send({"jsonrpc": "2.0", "error": {"code": -32600, "message": "Invalid request"}},
               {"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}},
               {"jsonrpc": "2.0", "result": {}},

@@ -34,7 +34,9 @@ def test_every_limit_has_its_documented_safe_default(tmp_path: Path) -> None:
     term = TerminalHandler()
     assert term.max_terminals == 32 and term.default_output_byte_limit == 1_000_000
     assert term.allow_shell is False
-    assert FileSystemHandler([tmp_path]).max_read_bytes == DEFAULT_MAX_READ_BYTES == 16 * 1024 * 1024
+    fs = FileSystemHandler([tmp_path])
+    assert fs.max_read_bytes == DEFAULT_MAX_READ_BYTES == DEFAULT_MAX_MESSAGE_SIZE
+    assert (fs.budget.max_operations, fs.budget.max_bytes) == (4, 32 * 1024 * 1024)
     a, _ = memory_pair()
     assert Peer(a, Router()).eof_grace == 1.0  # type: ignore[arg-type]
 

@@ -14,8 +14,8 @@ import pytest
 from hashing import HashingTransport
 
 from acplink import connect
+from acplink.tools.trace import read_trace
 from acplink.transports import SubprocessTransport
-from acplink.transports.recording import read_trace
 
 HERE = Path(__file__).parent
 ACPLINK = [sys.executable, "-m", "acplink.cli.main"]

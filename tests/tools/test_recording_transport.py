@@ -6,8 +6,11 @@ import sys
 from pathlib import Path
 
 from acplink.connection import ClientSideConnection, Router
-from acplink.transports import RecordingTransport, SubprocessTransport
-from acplink.transports.recording import read_trace, redact_message, validate_message
+from acplink.tools.record import recording_transport
+from acplink.tools.redact import redact_message
+from acplink.tools.trace import read_trace
+from acplink.tools.validate import validate_message
+from acplink.transports import SubprocessTransport
 
 
 async def test_recording_transport_traces_a_real_session(tmp_path: Path) -> None:
@@ -15,7 +18,7 @@ async def test_recording_transport_traces_a_real_session(tmp_path: Path) -> None
     seen: list[dict] = []
     inner = SubprocessTransport([sys.executable, "-m", "acplink.demo"], stderr="capture",
                                 env={"ACPLINK_DEMO_STORE": str(tmp_path / "store")})
-    transport = RecordingTransport(inner, trace, listeners=[seen.append])
+    transport = recording_transport(inner, trace, listeners=[seen.append])
     conn = ClientSideConnection(transport, Router())
     async with conn:
         await conn.initialize(protocol_version=1, client_capabilities={})

@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from acplink import PermissionPolicy, connect
-from acplink.transports.recording import read_trace, redact_message
+from acplink.tools.redact import redact_message
+from acplink.tools.trace import read_trace
 
 ACPLINK = [sys.executable, "-m", "acplink.cli.main"]
 SECRET = "tangerine-7391-zebra"  # in the file only: never in a prompt, a command line or a title
@@ -93,7 +94,7 @@ def test_redaction_rules() -> None:
 def test_the_docs_list_exactly_what_is_kept() -> None:
     import re
 
-    from acplink.transports.recording import REDACT_ALL, REDACT_KEEP
+    from acplink.tools.redact import REDACT_ALL, REDACT_KEEP
 
     doc = (Path(__file__).resolve().parents[2] / "docs" / "tools.md").read_text()
     kept = doc[doc.index("* the strings of these keys"):].split("\n", 1)[0]

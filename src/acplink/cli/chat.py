@@ -18,15 +18,15 @@ from typing import Any, TypeVar
 from prompt_toolkit import PromptSession
 from rich.text import Text
 
+from .._text import sanitize_for_terminal
 from ..client.client import Client
 from ..client.permissions import PermissionPolicy
 from ..client.session import PromptTurn, Session
 from ..errors import AcpError, ConnectionClosed, RequestError, TransportError
 from ..schema import _generated as s
-from ..tools.console import PipeConsole
 from .chat_commands import LOCAL_NAMES, LocalCommands, Quit, SlashCompleter
 from .chat_render import Fold, TurnRenderer, Waiting, error_text, usage_line
-from .chat_stream import supports_hyperlinks
+from .chat_stream import SafeConsole, supports_hyperlinks
 from .common import add_client_options, describe_failure, fail, open_client, start_session
 
 __all__ = ["ChatApp", "add_parser", "run"]
@@ -80,7 +80,7 @@ class ChatApp(LocalCommands):
 
     def __init__(self, args: argparse.Namespace) -> None:
         self.args = args
-        self.console = PipeConsole(highlight=False)
+        self.console = SafeConsole(highlight=False)
         self.interactive = sys.stdin.isatty()
         self.live = self.console.is_terminal and not self.console.is_dumb_terminal
         self.hyperlinks = self.live and supports_hyperlinks()
@@ -260,7 +260,7 @@ class ChatApp(LocalCommands):
 
     def _prompt_text(self) -> str:
         mode = self.session.state.current_mode_id if self.session is not None else None
-        return f"{mode}> " if mode else "> "
+        return f"{sanitize_for_terminal(mode)}> " if mode else "> "  # (prompt_toolkit shows it)
 
     async def _read_line(self) -> str:
         if not self.interactive:
@@ -354,35 +354,21 @@ class ChatApp(LocalCommands):
         _, session = self._require()
         call = params.tool_call
         known = session.state.tool_calls.get(call.tool_call_id)
-        title = call.title or (known.title if known is not None else "") or call.tool_call_id
+        title = sanitize_for_terminal(call.title or (known.title if known is not None else "") or call.tool_call_id)
         self.console.print(Text.assemble(("? ", "bold yellow"), "The agent asks to: ", (title, "bold")))
         content = call.content if call.content is not None else (known.content if known is not None else [])
         if renderer is not None:
             renderer.show_content(call.tool_call_id, content, title=title)
-        for i, option in enumerate(params.options, 1):
+        for i, option in enumerate(params.options, 1):  # the kind, so a name cannot mislead
             style = "green" if option.kind.startswith("allow") else "red"
-            self.console.print(Text.assemble(f"  {i}. ", (option.name, style), (f"  ({option.kind})", "dim")))
+            kind = str(option.kind).replace("_", " ")
+            self.console.print(Text.assemble(f"  {i}. ", (sanitize_for_terminal(option.name), style), ("  [", "dim"), (kind, style),
+                                             ("]", "dim")))
 
     async def _choose(self, options: list[s.PermissionOption]) -> str | None:
         question = f"choose 1-{len(options)}: "
         while True:
-            try:
-                if self.interactive:
-                    if self._choice is None:
-                        self._choice = PromptSession()
-                    answer: str | None = await self._prompt(self._choice, question)
-                else:
-                    self.console.print(question, end="")
-                    answer = await self._until_quit(self._line_unless_cancelled())
-                    self.console.print(answer or "")
-            except CtrlC:
-                self._cancel_turn()
-                return None
-            except EOFError:
-                self._end_of_input()
-                return None
-            except Quit:
-                return None
+            answer = await self._ask_line(question)
             if answer is None:
                 return None
             picked = _pick_option(options, answer.strip())
@@ -405,7 +391,8 @@ class ChatApp(LocalCommands):
             if renderer is not None:
                 renderer.suspend()
             try:
-                self.console.print(Text.assemble(("? ", "bold yellow"), str(wire.get("message", ""))))
+                message = sanitize_for_terminal(str(wire.get("message", "")))
+                self.console.print(Text.assemble(("? ", "bold yellow"), message))
                 content: dict[str, Any] = {}
                 required = set(schema.get("required") or [])
                 for name, prop in schema["properties"].items():
@@ -422,6 +409,7 @@ class ChatApp(LocalCommands):
     async def _ask_field(self, name: str, prop: dict[str, Any], required: bool) -> Any:
         kind = prop.get("type", "string")
         label = prop.get("title") or name
+        label = sanitize_for_terminal(str(label))  # (prompt_toolkit shows it)
         question = f"  {label}{'' if required else ' (optional)'}{' [y/n]' if kind == 'boolean' else ''}: "
         while True:
             answer = await self._ask_line(question)
@@ -450,7 +438,7 @@ class ChatApp(LocalCommands):
                 if self._choice is None:
                     self._choice = PromptSession()
                 return await self._prompt(self._choice, question)
-            self.console.print(question, end="")
+            self.console.print(Text(question), end="")
             answer = await self._until_quit(self._line_unless_cancelled())
             self.console.print(answer or "")
             return answer
@@ -462,6 +450,16 @@ class ChatApp(LocalCommands):
             return None
         except Quit:
             return None
+        except asyncio.CancelledError:
+            self._withdrawn()
+            raise
+
+    def _withdrawn(self) -> None:
+        """The library cancelled the question shown (the turn was cancelled and the agent got
+        the answer "cancelled"); the prompt it showed is gone: say so on a line of its own."""
+        if not self.interactive:
+            self.console.print()  # (after the unanswered "choose 1-2: ")
+        self.console.print(Text("(question withdrawn: the turn was cancelled)", style="yellow"))
 
     # -- local commands ----------------------------------------------------------------------
 
@@ -470,8 +468,8 @@ class ChatApp(LocalCommands):
         info = client.agent_info
         name = (info.title or info.name) if info is not None else "agent"
         version = f" {info.version}" if info is not None and info.version else ""
-        self.console.print(Text.assemble(("acplink chat", "bold"), f" · {name}{version} · session ",
-                                         (session.session_id, "dim")))
+        self.console.print(Text.assemble(("acplink chat", "bold"), sanitize_for_terminal(f" · {name}{version}"),
+                                         " · session ", (sanitize_for_terminal(session.session_id), "dim")))
         parts = []
         if session.state.current_mode_id:
             parts.append(f"mode {session.state.current_mode_id}")

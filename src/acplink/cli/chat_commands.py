@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from .._text import sanitize_for_terminal
 from ..client.client import Client
 from ..client.session import Session
 from ..client.state import SessionState
@@ -149,7 +150,7 @@ class LocalCommands:
             self._error(error_text(exc))
 
     def _error(self, message: str) -> None:
-        self.console.print(Text(f"error: {message}", style="red"))
+        self.console.print(Text(f"error: {sanitize_for_terminal(message)}", style="red"))
 
     def _table(self, rows: Iterable[tuple[str, ...]], *, header: tuple[str, ...] | None = None) -> None:
         """Aligned columns; one line per row (the last column is cut with "…" to fit)."""
@@ -163,7 +164,7 @@ class LocalCommands:
             table.add_column(header[i] if header else "", no_wrap=True, overflow="ellipsis" if last else "fold",
                              style="bold" if header and header[i] == "#" else None)
         for row in rows:
-            table.add_row(*row)
+            table.add_row(*(Text(sanitize_for_terminal(cell)) for cell in row))  # (not markup)
         self.console.print(table)
 
     def _help(self) -> None:
@@ -302,9 +303,10 @@ class LocalCommands:
         messages = session.state.messages[-last:]
         for m in messages:
             if m.role == "user":
-                self.console.print(Text(f"> {m.text.strip()}", style="bold"))
+                self.console.print(Text(f"> {sanitize_for_terminal(m.text).strip()}", style="bold"))
             else:
-                self.console.print(ChatMarkdown(m.text, hyperlinks=self.hyperlinks) if self.live else m.text)
+                text = sanitize_for_terminal(m.text)
+                self.console.print(ChatMarkdown(text, hyperlinks=self.hyperlinks) if self.live else Text(text))
 
 
 # -- helpers -------------------------------------------------------------------------------------
@@ -352,20 +354,7 @@ def _hint(command: s.AvailableCommand) -> str | None:
 def status_summary(state: SessionState, cancelled: Collection[str] = ()) -> str:
     """The session's one-line summary, with failed and cancelled tool calls counted apart
     (``cancelled``: the ids of tool calls a cancelled turn left unfinished)."""
-    text = state.summary()
-    calls = list(state.tool_calls.values())
-    if calls:
-        def status(c: Any) -> str:
-            return "cancelled" if c.tool_call_id in cancelled and not c.done else str(c.status)
-
-        counts = {k: sum(1 for c in calls if status(c) == k) for k in ("completed", "failed", "cancelled")}
-        counted = ", ".join(f"{n} {'done' if k == 'completed' else k}" for k, n in counts.items() if n)
-        running = len(calls) - sum(counts.values())
-        if running:
-            counted += (", " if counted else "") + f"{running} unfinished"
-        done = sum(1 for c in calls if c.done)
-        text = text.replace(f"{len(calls)} tool calls ({done} done)", f"{len(calls)} tool calls ({counted})")
-    return text
+    return state.summary(cancelled)
 
 
 def _current(option: Any) -> str:

@@ -1,6 +1,7 @@
 """How ``acplink chat`` shows the pieces of a turn: tool call lines, diffs (numbered from the
 file), tool output (Markdown fences rendered, agent-internal tags hidden), terminal output
-and plans."""
+and plans. The agent's text is made safe for the terminal here, where it enters a renderable
+(:func:`~acplink._text.sanitize_for_terminal`); the chat's console is the backstop."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 from rich.console import Group, RenderableType
 from rich.text import Text
 
+from .._text import sanitize_for_terminal
 from ..client.state import PlanState, ToolCallState
 from ..schema import _generated as s
 from .chat_stream import ChatMarkdown
@@ -28,7 +30,11 @@ _HUNK = re.compile(r"^@@ -(\d+)(,\d+)? \+(\d+)(,\d+)? @@(.*)$")
 
 
 def content_text(block: Any) -> str:
-    """The text of a content block, or a short tag for non-text blocks."""
+    """The text of a content block, or a short tag for non-text blocks (safe for a terminal)."""
+    return sanitize_for_terminal(_content_text(block))
+
+
+def _content_text(block: Any) -> str:
     if isinstance(block, s.TextContent):
         return block.text
     if isinstance(block, s.ResourceLink):
@@ -44,7 +50,7 @@ def tool_line(tool: ToolCallState, status: str | None = None) -> Text:
     """``⏺ Title … status`` (``status`` overrides the tool call's own)."""
     status = status or tool.status or "pending"
     line = Text("⏺ ", style=STATUS_STYLE.get(status, "white"))
-    line.append(tool.title or tool.tool_call_id, style="bold")
+    line.append(sanitize_for_terminal(tool.title or tool.tool_call_id), style="bold")
     line.append(" … ", style="dim")
     line.append(status, style=STATUS_STYLE.get(status, ""))
     return line
@@ -85,14 +91,15 @@ def _shift(line: str, offset: int) -> str:
 def diff_text(diff: s.Diff, file_text: str | None = None) -> Text:
     """A coloured unified diff of ``oldText`` → ``newText`` (a new file when ``oldText`` is
     null); hunks are numbered from the file when ``file_text`` contains the snippet."""
-    old = (diff.old_text or "").splitlines()
-    new = diff.new_text.splitlines()
+    old = sanitize_for_terminal(diff.old_text or "").splitlines()
+    new = sanitize_for_terminal(diff.new_text).splitlines()
+    path = sanitize_for_terminal(diff.path)
     out = Text()
     if diff.old_text is None:
-        out.append(f"new file {diff.path}\n", style="bold")
+        out.append(f"new file {path}\n", style="bold")
         body = [f"+{line}" for line in new]
     else:
-        out.append(f"{diff.path}\n", style="bold")
+        out.append(f"{path}\n", style="bold")
         offset = hunk_offset(diff, file_text)
         body = [_shift(line, offset) for line in difflib.unified_diff(old, new, lineterm="", n=2)
                 if not line.startswith(("---", "+++"))]
@@ -125,13 +132,13 @@ def output_renderable(text: str, *, hyperlinks: bool = False) -> RenderableType:
 def plan_text(plan: PlanState) -> RenderableType:
     """A plan as a checklist (or its markdown / file reference)."""
     if plan.kind == "markdown" and plan.markdown is not None:
-        return Group(Text("Plan", style="bold"), ChatMarkdown(plan.markdown))
+        return Group(Text("Plan", style="bold"), ChatMarkdown(sanitize_for_terminal(plan.markdown)))
     if plan.kind != "items":
-        return Text(f"Plan: {plan.uri or plan.kind}", style="bold")
+        return Text(sanitize_for_terminal(f"Plan: {plan.uri or plan.kind}"), style="bold")
     out = Text(f"Plan ({plan.completed}/{len(plan.entries)} done)", style="bold")
     for entry in plan.entries:
         status = str(entry.status)
         mark, style = {"completed": ("✔", "green"), "in_progress": ("▶", "bold cyan")}.get(status, ("○", "dim"))
         out.append(f"\n  {mark} ", style=style)
-        out.append(entry.content, style="strike dim" if status == "completed" else style)
+        out.append(sanitize_for_terminal(entry.content), style="strike dim" if status == "completed" else style)
     return out

@@ -19,6 +19,7 @@ from rich.console import Console, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
+from .._text import sanitize_for_terminal
 from ..client.state import ToolCallState
 from ..errors import RequestError
 from ..schema import _generated as s
@@ -60,7 +61,12 @@ def _indent(lines: list[Line], prefix: str = "    ") -> list[Line]:
 
 
 def error_text(exc: BaseException) -> str:
-    """An error's message with the details of its ``data`` (``data.details``, ``data.message``…)."""
+    """An error's message with the details of its ``data`` (``data.details``, ``data.message``…),
+    safe for a terminal (the agent wrote both)."""
+    return sanitize_for_terminal(_error_text(exc))
+
+
+def _error_text(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     data = exc.data if isinstance(exc, RequestError) else None
     if data is None or data == {}:
@@ -249,7 +255,9 @@ class TurnRenderer:
             self._touch()
 
     def note(self, message: str, style: str = "yellow") -> None:
-        """A line of our own (e.g. "cancelling…"), printed for good above the live area."""
+        """A line of our own (e.g. "cancelling…", or "mode: ID" quoting the agent), printed for
+        good above the live area."""
+        message = sanitize_for_terminal(message)
         self._newline()
         if self.area is not None and self.block is not None and self.running and not self.suspended:
             self._notes.append(Text(message, style=style))  # below the message, once it is complete
@@ -403,7 +411,7 @@ class TurnRenderer:
         text = Text()
         if snap.truncated:
             text.append("… (earlier output not kept)\n", style="dim")
-        text.append(snap.output.rstrip("\n"), style="dim")
+        text.append(sanitize_for_terminal(snap.output).rstrip("\n"), style="dim")
         footer = None
         status = snap.exit_status
         if status is not None:

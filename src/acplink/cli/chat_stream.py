@@ -11,7 +11,7 @@ hides or repeats text in simpler designs.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderableType, RenderResult
@@ -19,7 +19,11 @@ from rich.markdown import Markdown
 from rich.segment import Segment
 from rich.text import Text
 
-__all__ = ["ChatMarkdown", "LiveArea", "Lines", "StreamBlock", "plain", "render_lines", "supports_hyperlinks"]
+from .._text import sanitize_for_terminal
+from ..tools.console import PipeConsole
+
+__all__ = ["ChatMarkdown", "LiveArea", "Lines", "SafeConsole", "StreamBlock", "plain", "render_lines",
+           "supports_hyperlinks"]
 
 Line = list[Segment]
 
@@ -42,6 +46,34 @@ def supports_hyperlinks(env: dict[str, str] | None = None) -> bool:
     if vte.isdigit() and int(vte) >= 5000:
         return True
     return env.get("TERM", "") in _HYPERLINK_TERMS
+
+
+def _safe(segment: Segment) -> Segment:
+    """``segment`` with its text and link free of control characters (rich's own control
+    segments, cursor moves and the like, are kept)."""
+    text, style, control = segment
+    if control:
+        return segment
+    clean = sanitize_for_terminal(text)
+    link = style.link if style is not None else None
+    if link and sanitize_for_terminal(link) != link:
+        assert style is not None
+        style = style.update_link(sanitize_for_terminal(link))
+    elif clean is text:
+        return segment
+    return Segment(clean, style)
+
+
+class SafeConsole(PipeConsole):
+    """The chat's console: every segment it renders (what the agent sent included: reply text,
+    titles, option names, tool and terminal output, paths, errors, link targets) is passed
+    through :func:`~acplink._text.sanitize_for_terminal`, so no escape sequence of the agent's
+    reaches the terminal, whatever the renderable. One choke point, cheap when there is
+    nothing to remove (one regex scan per segment)."""
+
+    def render(self, renderable: RenderableType, options: ConsoleOptions | None = None) -> Iterator[Segment]:
+        for segment in super().render(renderable, options):
+            yield _safe(segment)
 
 
 class ChatMarkdown(Markdown):

@@ -68,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"--cwd {args.cwd!r} is not a directory", 2)
     opts = Options(command=cmd, timeout=args.timeout, cancel_bound=args.cancel_bound,
                    shutdown_bound=args.shutdown_bound, auth_method=args.auth_method, strict=args.strict, debug=args.debug,
-                   cwd=os.path.abspath(args.cwd))
+                   cwd=os.path.abspath(args.cwd), startup_timeout=args.startup_timeout)
     if args.cancel_prompt:
         opts.cancel_prompt = args.cancel_prompt
     try:

@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import codecs
+import contextlib
+import logging
 import os
 import shlex
 import sys
-from collections.abc import Generator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any, NoReturn
 
+from .._text import sanitize_for_terminal
 from ..client.client import Client, connect
 from ..client.permissions import PermissionPolicy
 from ..client.session import Session
-from ..errors import AcpError, AuthRequired, ConnectionClosed, TransportError
+from ..errors import AcpError, AuthRequired, ConnectionClosed, PeerOutputNotJson, TransportError
 from ..transports.subprocess import SubprocessTransport
 
 __all__ = [
@@ -26,6 +30,7 @@ __all__ = [
     "describe_failure",
     "fail",
     "given_command",
+    "library_warnings",
     "open_client",
     "positive_seconds",
     "start_session",
@@ -173,7 +178,7 @@ def open_client(args: argparse.Namespace, permission: PermissionPolicy, **kw: An
             raise AcpError(f"--add-dir {d!r} is not a directory")
     kw.setdefault("terminal", not args.no_terminal)
     # the agent's stderr is kept for error reports; with --debug it is shown as it comes
-    kw.setdefault("stderr", "inherit" if args.debug else "capture")
+    kw.setdefault("stderr", _SafeStderr() if args.debug else "capture")
     cmd = agent_command(args)
     opening = connect(cmd, cwd=cwd, fs=not args.no_fs, permission=permission, debug=args.debug, **kw)
     limit = getattr(args, "startup_timeout", None) or DEFAULT_STARTUP_TIMEOUT
@@ -233,6 +238,8 @@ async def describe_failure(client: Client | None, exc: BaseException) -> str:
     transport = client.transport if client is not None else None
     if not isinstance(exc, TransportError) or not isinstance(transport, SubprocessTransport):
         return one_line(exc)
+    if isinstance(exc, PeerOutputNotJson):  # (it is still running: acplink stopped reading it)
+        return f"the agent {transport.command_line!r}: {one_line(exc)}"
     try:  # the pipes close a moment before the exit status is known
         code = await asyncio.wait_for(transport.wait(), 2.0)
     except (TimeoutError, AcpError):
@@ -249,8 +256,9 @@ async def describe_failure(client: Client | None, exc: BaseException) -> str:
 
 
 def fail(message: str, code: int = 1) -> int:
-    """Print one readable error line (no traceback) and return the exit code."""
-    print(f"acplink: error: {message}", file=sys.stderr)
+    """Print one readable error line (no traceback) and return the exit code. The message
+    may quote the agent (its errors, its stderr): control characters are removed."""
+    print(f"acplink: error: {sanitize_for_terminal(message)}", file=sys.stderr)
     return code
 
 
@@ -261,3 +269,46 @@ def one_line(exc: BaseException) -> str:
 
 def stderr_tail(lines: Sequence[str], n: int = 10) -> str:
     return "\n".join(f"  | {line}" for line in lines[-n:])
+
+
+class _SafeStderr:
+    """The agent's stderr copied to ours (``--debug``) without its control characters."""
+
+    def __init__(self) -> None:
+        self._decoder = codecs.getincrementaldecoder("utf-8")("replace")
+
+    def __call__(self, data: bytes) -> None:
+        text = sanitize_for_terminal(self._decoder.decode(data))
+        if text:
+            with contextlib.suppress(OSError, ValueError):
+                sys.stderr.write(text)
+                sys.stderr.flush()
+
+
+class _StderrHandler(logging.Handler):
+    """Log records to the current ``sys.stderr``, without control characters (a warning may
+    quote what the agent sent)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        try:
+            sys.stderr.write(sanitize_for_terminal(self.format(record)) + "\n")
+        except (OSError, ValueError):
+            pass
+
+
+@contextlib.contextmanager
+def library_warnings(debug: bool = False) -> Iterator[None]:
+    """While inside: the library's warnings (``--debug``: its debug logs too) go to stderr,
+    one line each, sanitized. (The connection rate-limits its warnings about bad input.)"""
+    lib = logging.getLogger("acplink")
+    handler = _StderrHandler(logging.DEBUG if debug else logging.WARNING)
+    handler.setFormatter(logging.Formatter("%(name)s: %(message)s" if debug else "%(message)s"))
+    level = lib.level
+    lib.addHandler(handler)
+    if debug:
+        lib.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        lib.removeHandler(handler)
+        lib.setLevel(level)

@@ -9,6 +9,7 @@ from typing import Any
 
 import orjson
 
+from .._text import sanitize_for_terminal
 from ..client.client import Client
 from ..client.permissions import PermissionPolicy
 from ..client.session import PromptTurn, Session
@@ -20,6 +21,7 @@ from .common import (
     add_client_options,
     describe_failure,
     fail,
+    library_warnings,
     open_client,
     positive_seconds,
     start_session,
@@ -128,13 +130,15 @@ async def _stream(args: argparse.Namespace, client: Client, progress: _Progress)
                 out.flush()
                 continue
             if isinstance(update, s.AgentMessageChunk) and isinstance(update.content, s.TextContent):
-                out.write(update.content.text)
-                out.flush()
-                progress.ended_with_newline = update.content.text.endswith("\n")
+                text = sanitize_for_terminal(update.content.text)  # the agent's text: no escapes
+                if text:
+                    out.write(text)
+                    out.flush()
+                    progress.ended_with_newline = text.endswith("\n")
                 continue
             line = _summary(update, session)
             if line:
-                print(line, file=sys.stderr)
+                print(sanitize_for_terminal(line), file=sys.stderr)
         response = await turn
     except RequestError as exc:
         if not progress.ended_with_newline:
@@ -154,7 +158,8 @@ async def _stream(args: argparse.Namespace, client: Client, progress: _Progress)
 
 def run(args: argparse.Namespace) -> int:
     try:
-        return asyncio.run(_run(args))
+        with library_warnings(args.debug):
+            return asyncio.run(_run(args))
     except StartupTimeout as exc:
         return fail(str(exc), EXIT_TIMEOUT)
     except AcpError as exc:

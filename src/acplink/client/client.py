@@ -8,23 +8,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._version import __version__
 from ..connection.agent_side import PROTOCOL_VERSION
 from ..connection.base import Router, advertises
 from ..connection.client_side import ClientSideConnection
 from ..connection.peer import PeerLimits
-from ..errors import ConnectionClosed, MethodNotFound, ResourceNotFound, TransportError, UsageError
+from ..errors import (
+    ConnectionClosed,
+    MethodNotFound,
+    PeerOutputNotJson,
+    ResourceNotFound,
+    TransportError,
+    UsageError,
+)
 from ..schema import _generated as s
 from ..transports.base import Transport
 from ..transports.memory import memory_pair
 from ..transports.subprocess import SubprocessTransport
-from .fs import FileSystemHandler
-from .permissions import PermissionPolicy
+from .fs import FileBudget, FileSystemHandler
+from .permissions import PermissionPolicy, cancelled_answer
 from .session import Session, session_cwd
 from .terminal import TerminalHandler
 
@@ -32,12 +40,48 @@ if TYPE_CHECKING:
     from ..agent.app import AgentBase
     from ..connection.agent_side import AgentSideConnection
 
-__all__ = ["Client", "connect"]
+__all__ = ["Client", "QuestionObserver", "connect"]
 
 log = logging.getLogger("acplink.client")
 
 UpdateObserver = Callable[[Session, Any], None]
 Elicitor = Callable[[Any], Awaitable[Any]]
+#: called with (session id, method, request params) when a question the agent asked
+#: (``session/request_permission``, ``elicitation/create``) was answered "cancelled" because
+#: the client cancelled the session's turn: a UI closes the question it shows
+QuestionObserver = Callable[[str, str, Any], None]
+
+_ELICITATION_CANCELLED: dict[str, Any] = {"action": "cancel"}
+
+
+def _session_of(params: Any, fields: dict[str, Any]) -> str | None:
+    """The ``sessionId`` of a call's params (a model, a wire dict, or keyword fields)."""
+    sid = fields.get("session_id", fields.get("sessionId"))
+    if sid is None and params is not None:
+        sid = params.get("sessionId") if isinstance(params, dict) else getattr(params, "session_id", None)
+    return sid if isinstance(sid, str) else None
+
+
+class _Connection(ClientSideConnection):
+    """The client's connection: tells its :class:`Client` when a turn is cancelled or a new
+    one starts, whichever way the call is made (``Session.cancel``, ``conn.session_cancel``,
+    ``conn.notify("session/cancel", ...)``)."""
+
+    def __init__(self, owner: Client, *args: Any, **kw: Any) -> None:
+        super().__init__(*args, **kw)
+        self._owner = owner
+
+    async def _notify(self, method: str, params: Any, fields: dict[str, Any]) -> None:
+        if method == "session/cancel":
+            sid = _session_of(params, fields)
+            if sid is not None:
+                self._owner._cancel_questions(sid)
+        await super()._notify(method, params, fields)
+
+    async def _call(self, method: str, params: Any, fields: dict[str, Any], *, timeout: float | None = None) -> Any:
+        if method == "session/prompt":
+            self._owner._cancelled_turns.discard(_session_of(params, fields) or "")
+        return await super()._call(method, params, fields, timeout=timeout)
 
 
 class Client:
@@ -47,7 +91,7 @@ class Client:
         self,
         transport: Transport,
         *,
-        fs: bool = True,
+        fs: bool | Literal["read"] = True,
         terminal: bool | TerminalHandler = True,
         permission: PermissionPolicy | None = None,
         elicitation: Elicitor | None = None,
@@ -57,20 +101,37 @@ class Client:
         debug: bool = False,
     ) -> None:
         self.transport = transport
-        self.fs_enabled = fs
-        self.terminals: TerminalHandler | None = (
-            terminal if isinstance(terminal, TerminalHandler) else TerminalHandler() if terminal else None)
+        self.permission = permission or PermissionPolicy()
+        # what is advertised is what is served: a confining policy (PermissionPolicy.deny_all)
+        # leaves reads only, whatever ``fs``/``terminal`` ask for
+        confined = self.permission.confine
+        self.fs_enabled = bool(fs)
+        self.fs_write = fs is True and not confined
+        self.terminals: TerminalHandler | None = None
+        if not confined:
+            self.terminals = (
+                terminal if isinstance(terminal, TerminalHandler) else TerminalHandler() if terminal else None)
         if self.terminals is not None:
             self.terminals.attach(self._session_roots)  # terminals run in the sessions' roots
-        self.permission = permission or PermissionPolicy()
         self.elicitation = elicitation
         self.client_info = client_info or s.Implementation(name="acplink", version=__version__)
         self.sessions: dict[str, Session] = {}
         self.observers: list[UpdateObserver] = []
+        #: called when a pending question is answered "cancelled" by a session/cancel
+        self.question_observers: list[QuestionObserver] = []
         self._fs: dict[str, FileSystemHandler] = {}
+        # one budget for all sessions' file operations; a read waits for earlier answers to drain
+        self._fs_budget = FileBudget(drain=transport.drain)
+        self._max_read_bytes = (limits or PeerLimits()).max_message_size
         self._owned: list[AgentSideConnection] = []
-        self.conn = ClientSideConnection(transport, self._router(), limits=limits,
-                                         check_capabilities=check_capabilities, debug=debug)
+        #: session id -> a future per question the agent waits on (set: answer "cancelled")
+        self._questions: dict[str, set[asyncio.Future[None]]] = {}
+        #: sessions whose turn was cancelled and no new prompt sent since
+        self._cancelled_turns: set[str] = set()
+        #: answering callbacks cancelled with their question, not finished yet
+        self._dropped: set[asyncio.Task[Any]] = set()
+        self.conn = _Connection(self, transport, self._router(), limits=limits,
+                                check_capabilities=check_capabilities, debug=debug)
         self.conn.on_session_opened = self._session_opened
 
     # -- lifecycle -------------------------------------------------------------------------------
@@ -94,7 +155,7 @@ class Client:
 
     def client_capabilities(self) -> s.ClientCapabilities:
         caps: dict[str, Any] = {
-            "fs": {"readTextFile": self.fs_enabled, "writeTextFile": self.fs_enabled},
+            "fs": {"readTextFile": self.fs_enabled, "writeTextFile": self.fs_write},
             "terminal": self.terminals is not None,
         }
         if self.elicitation is not None:
@@ -114,11 +175,18 @@ class Client:
 
     async def aclose(self) -> None:
         """Close the connection (the agent process is shut down) and release everything."""
+        if isinstance(self.conn.peer.close_reason, PeerOutputNotJson) and isinstance(
+                self.transport, SubprocessTransport):
+            self.transport.close_timeout = 0.1  # (not an agent: no grace for closing its input)
         for sess in self.sessions.values():
             turn = sess._turn
             if turn is not None:
                 await turn.aclose()
         await self.conn.aclose()
+        for task in list(self._dropped):
+            task.cancel()
+        if self._dropped:
+            await asyncio.gather(*self._dropped, return_exceptions=True)
         if self.terminals is not None:
             await self.terminals.aclose()
         for agent_conn in self._owned:
@@ -222,6 +290,58 @@ class Client:
             if not cursor:
                 return out
 
+    # -- questions the agent asks (permission, elicitation) ----------------------------------------
+
+    def _cancel_questions(self, session_id: str) -> None:
+        """``session/cancel`` is being sent: every question of the session still waiting is
+        answered "cancelled" now (the spec's MUST), and so is any it asks before its next turn."""
+        self._cancelled_turns.add(session_id)
+        for gone in self._questions.get(session_id, ()):
+            if not gone.done():
+                gone.set_result(None)
+
+    async def _question(self, session_id: str | None, method: str, params: Any,
+                        answer: Callable[[], Awaitable[Any]], cancelled: Any) -> Any:
+        """Run ``answer`` for one question; when the session's turn is cancelled first, answer
+        ``cancelled`` at once, cancel ``answer`` (a UI sees CancelledError in its callback) and
+        tell :attr:`question_observers`."""
+        if session_id is None:  # (not tied to a session: nothing can cancel it)
+            return await answer()
+        if session_id in self._cancelled_turns:
+            return cancelled
+        task = asyncio.ensure_future(answer())
+        gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        waiting = self._questions.setdefault(session_id, set())
+        waiting.add(gone)
+        try:
+            await asyncio.wait((task, gone), return_when=asyncio.FIRST_COMPLETED)
+        except asyncio.CancelledError:  # the agent withdrew the request ($/cancel_request)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            raise
+        finally:
+            waiting.discard(gone)
+            if not waiting:
+                self._questions.pop(session_id, None)
+        if task.done():
+            return task.result()
+        # the answer goes out now; the callback is cancelled and awaited in the background
+        # (owned here: aclose awaits it)
+        task.cancel()
+        self._dropped.add(task)
+        task.add_done_callback(self._drop_done)
+        for observer in self.question_observers:
+            try:
+                observer(session_id, method, params)
+            except Exception:  # a UI's bug must not keep the answer from the agent
+                log.exception("question observer failed")
+        return cancelled
+
+    def _drop_done(self, task: asyncio.Task[Any]) -> None:
+        self._dropped.discard(task)
+        if not task.cancelled() and task.exception() is not None:
+            log.warning("a cancelled question's callback failed: %s", task.exception())
+
     # -- handlers for the agent's calls ----------------------------------------------------------
 
     def _session_roots(self, session_id: str) -> list[str] | None:
@@ -236,7 +356,8 @@ class Client:
             raise ResourceNotFound(f"unknown session {session_id!r}")
         handler = self._fs.get(session_id)
         if handler is None:
-            handler = self._fs[session_id] = FileSystemHandler(sess.roots)
+            handler = self._fs[session_id] = FileSystemHandler(
+                sess.roots, max_read_bytes=self._max_read_bytes, budget=self._fs_budget)
         return handler
 
     def _router(self) -> Router:
@@ -245,14 +366,17 @@ class Client:
         async def on_update(p: s.SessionNotification) -> None:
             sess = self.sessions.get(p.session_id)
             if sess is None:
-                log.warning("session/update for unknown session %r ignored", p.session_id)
+                self.conn.peer.warn_bad_input(f"session/update for unknown session {p.session_id!r} ignored")
                 return
             sess._deliver(p.update)
             for obs in self.observers:
                 obs(sess, p.update)
 
         async def on_permission(p: s.RequestPermissionRequest) -> s.RequestPermissionResponse:
-            return await self.permission.decide(p)
+            answer: s.RequestPermissionResponse = await self._question(
+                p.session_id, "session/request_permission", p, lambda: self.permission.decide(p),
+                cancelled_answer())
+            return answer
 
         async def read(p: s.ReadTextFileRequest) -> s.ReadTextFileResponse:
             return await self._session_fs(p.session_id).read_text_file(p)
@@ -264,6 +388,7 @@ class Client:
         r.add_request("session/request_permission", on_permission)
         if self.fs_enabled:
             r.add_request("fs/read_text_file", read)
+        if self.fs_write:
             r.add_request("fs/write_text_file", write)
         term = self.terminals
         if term is not None:
@@ -272,8 +397,13 @@ class Client:
             r.add_request("terminal/wait_for_exit", term.wait_for_exit)
             r.add_request("terminal/kill", term.kill)
             r.add_request("terminal/release", term.release)
-        if self.elicitation is not None:
-            r.add_request("elicitation/create", self.elicitation)
+        elicitor = self.elicitation
+        if elicitor is not None:
+            async def on_elicitation(p: Any) -> Any:
+                return await self._question(getattr(p, "session_id", None), "elicitation/create", p,
+                                            lambda: elicitor(p), dict(_ELICITATION_CANCELLED))
+
+            r.add_request("elicitation/create", on_elicitation)
         return r
 
 
@@ -283,9 +413,10 @@ class connect:
     ``client = await connect(...)`` (then ``await client.aclose()``).
 
     ``fs``/``terminal`` turn the default handlers on (file access confined to each
-    session's cwd and additional directories; real terminal processes without a shell).
-    Permission requests go to ``permission`` (default: deny). The other keyword arguments
-    are those of :class:`Client`.
+    session's cwd and additional directories, ``fs="read"``: reads only; real terminal
+    processes without a shell). Permission requests go to ``permission`` (default: deny);
+    a confining policy (``PermissionPolicy.deny_all()``) also turns writes and terminals off.
+    The other keyword arguments are those of :class:`Client`.
     """
 
     def __init__(
@@ -298,7 +429,7 @@ class connect:
         stderr: Any = "inherit",
         initialize: bool = True,
         protocol_version: int = PROTOCOL_VERSION,
-        fs: bool = True,
+        fs: bool | Literal["read"] = True,
         terminal: bool | TerminalHandler = True,
         permission: PermissionPolicy | None = None,
         elicitation: Elicitor | None = None,
@@ -369,10 +500,10 @@ def _agent_failed(transport: Transport, exc: BaseException) -> TransportError:
         tail = "\n".join(transport.stderr_tail[-10:])
         code = transport.returncode
         msg = f"agent {transport.command_line!r} failed during initialize: {exc}"
-        if code is not None:
+        if code is not None and not isinstance(exc, PeerOutputNotJson):  # (that one was stopped)
             msg += f" (exit code {code})"
         if tail:
             msg += f"\nlast stderr lines:\n{tail}"
-        err: TransportError = ConnectionClosed(msg) if isinstance(exc, ConnectionClosed) else TransportError(msg)
-        return err
+        kind = next(k for k in (PeerOutputNotJson, ConnectionClosed, TransportError) if isinstance(exc, k))
+        return kind(msg)
     return exc if isinstance(exc, TransportError) else ConnectionClosed(str(exc))

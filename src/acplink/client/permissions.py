@@ -13,6 +13,11 @@
 ``reject_once``, else ``reject_always``. When no option of the wanted kind is offered the
 answer is ``cancelled`` (the agent must treat that as "not allowed").
 
+A *confining* policy (``confine=True``; :meth:`PermissionPolicy.deny_all`) denies what an
+agent could do without asking too: a :class:`Client` with it advertises and serves no
+``fs/write_text_file`` and no ``terminal/*`` (the agent may read inside the session's roots,
+nothing else); an agent that calls them anyway gets "method not found".
+
 The ``ask`` callback returns an ``optionId`` or ``None`` (= cancelled). An ``optionId`` that
 was not offered is answered as ``cancelled`` and logged (a UI bug must not approve anything
 by accident, nor crash the agent's turn). With ``timeout`` set, an ``ask`` that does not
@@ -41,7 +46,7 @@ from ..schema import (
     ToolKind,
 )
 
-__all__ = ["AskCallback", "Decision", "PermissionPolicy", "PermissionRule"]
+__all__ = ["AskCallback", "Decision", "PermissionPolicy", "PermissionRule", "cancelled_answer"]
 
 log = logging.getLogger("acplink.client.permissions")
 
@@ -76,8 +81,12 @@ class PermissionRule:
         return True
 
 
-def _cancelled() -> RequestPermissionResponse:
+def cancelled_answer() -> RequestPermissionResponse:
+    """The ``cancelled`` outcome (also the answer to every pending request of a session
+    whose turn the client cancels: see :class:`acplink.Client`)."""
     return RequestPermissionResponse(outcome=RequestPermissionOutcomeCancelled())
+
+
 
 
 def _selected(option: PermissionOption) -> RequestPermissionResponse:
@@ -93,6 +102,8 @@ class PermissionPolicy:
     """Decides permission requests (see the module doc for the order and the rules).
 
     ``remembered`` maps a tool kind to the decision recorded from an ``*_always`` choice.
+    ``confine``: the policy grants nothing at all (see the module doc): only with the default
+    "deny" and no "allow" rule.
     """
 
     def __init__(
@@ -103,6 +114,7 @@ class PermissionPolicy:
         remember: bool = True,
         timeout: float | None = None,
         ask: AskCallback | None = None,
+        confine: bool = False,
     ) -> None:
         if default not in ("deny", "allow", "ask"):
             raise UsageError(f"default must be 'deny', 'allow' or 'ask', not {default!r}")
@@ -112,6 +124,9 @@ class PermissionPolicy:
             raise UsageError("timeout must be positive (or None)")
         self.default = default
         self.rules = tuple(rules)
+        if confine and (default != "deny" or any(r.decision == "allow" for r in self.rules)):
+            raise UsageError("confine=True needs default='deny' and no 'allow' rule")
+        self.confine = confine
         self.remember = remember
         self.timeout = timeout
         self.ask = ask
@@ -124,8 +139,9 @@ class PermissionPolicy:
 
     @classmethod
     def deny_all(cls) -> PermissionPolicy:
-        """A policy that rejects everything (``reject_once`` when offered)."""
-        return cls(default="deny", remember=False)
+        """A policy that rejects everything (``reject_once`` when offered) and confines the
+        agent: no writes, no terminals (see the module doc)."""
+        return cls(default="deny", remember=False, confine=True)
 
     def forget(self) -> None:
         """Drop every remembered ``*_always`` choice."""
@@ -157,7 +173,7 @@ class PermissionPolicy:
 
     def _answer(self, params: RequestPermissionRequest, option: PermissionOption | None) -> RequestPermissionResponse:
         if option is None:
-            return _cancelled()
+            return cancelled_answer()
         if self.remember and option.kind in ("allow_always", "reject_always"):
             self.remembered[params.tool_call.kind or "other"] = (
                 "allow" if option.kind == "allow_always" else "deny")
@@ -174,12 +190,12 @@ class PermissionPolicy:
                 raise
             if _accepts_timeout(params.meta):
                 return RequestPermissionResponse(outcome=RequestPermissionOutcomeTimeout())
-            return _cancelled()
+            return cancelled_answer()
         if option_id is None:
-            return _cancelled()
+            return cancelled_answer()
         for option in params.options:
             if option.option_id == option_id:
                 return self._answer(params, option)
         log.warning("permission callback chose option %r, which the agent did not offer; answering cancelled",
                     option_id)
-        return _cancelled()
+        return cancelled_answer()

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..connection.rules import prompt_refusal
 from ..errors import AcpError, RequestCancelled, RequestTimeout, UsageError
 from ..schema import _generated as s
 from ..schema.parse import parse
@@ -77,8 +78,9 @@ class Session:
         on it raises :class:`RequestTimeout`. ``cancel_wait``: see :class:`PromptTurn`.
         """
         self._check_open()
-        if self._turn is not None and not self._turn.done:
-            raise UsageError(f"session {self.session_id} already has a prompt turn running")
+        refused = prompt_refusal(self.session_id, self._turn is not None and not self._turn.done)
+        if refused is not None:
+            raise UsageError(refused)
         wait = self.cancel_wait if cancel_wait is None else cancel_wait
         if (timeout is not None and not timeout > 0) or not wait >= 0:
             raise UsageError(f"timeout must be positive and cancel_wait not negative (got {timeout!r}, {wait!r})")

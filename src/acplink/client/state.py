@@ -11,6 +11,7 @@ the two apart by the fields actually present in the update (``model_fields_set``
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -492,8 +493,20 @@ class SessionState:
         """The current mode's description, when the agent listed it."""
         return next((m for m in self.available_modes if m.id == self.current_mode_id), None)
 
-    def summary(self) -> str:
-        """A one-line human summary (for the CLI)."""
+    def _tool_call_counts(self, cancelled: Collection[str]) -> str:
+        """``2 done, 1 failed, 1 cancelled, 1 unfinished`` (the empty kinds left out)."""
+        def kind(t: ToolCallState) -> str:
+            if t.status in ("completed", "failed"):
+                return "done" if t.status == "completed" else "failed"
+            return "cancelled" if t.tool_call_id in cancelled else "unfinished"
+
+        kinds = [kind(t) for t in self.tool_calls.values()]
+        counted = [f"{kinds.count(k)} {k}" for k in ("done", "failed", "cancelled", "unfinished") if k in kinds]
+        return ", ".join(counted)
+
+    def summary(self, cancelled: Collection[str] = ()) -> str:
+        """A one-line human summary (for the CLI). ``cancelled``: the ids of tool calls that a
+        cancelled turn left unfinished (counted as cancelled, not as unfinished)."""
         parts: list[str] = []
         if self.title:
             parts.append(repr(self.title))
@@ -503,10 +516,7 @@ class SessionState:
         if self.thoughts:
             parts.append(f"{len(self.thoughts)} thoughts")
         if self.tool_calls:
-            completed = sum(1 for t in self.tool_calls.values() if t.status == "completed")
-            failed = sum(1 for t in self.tool_calls.values() if t.status == "failed")
-            parts.append(f"{len(self.tool_calls)} tool calls ({completed} done"
-                         + (f", {failed} failed)" if failed else ")"))
+            parts.append(f"{len(self.tool_calls)} tool calls ({self._tool_call_counts(cancelled)})")
         if self.plan is not None:
             if self.plan.kind == "items":
                 parts.append(f"plan {self.plan.completed}/{len(self.plan.entries)} done")

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..connection.rules import advertises, missing_capability, required_capability
 from ..errors import AcpError
 from ..schema import _generated as s
 from ..schema.parse import parse
@@ -76,7 +77,7 @@ async def check_initialize(p: Probe) -> None:
     resp = await p.request("initialize", {"protocolVersion": 1, "clientCapabilities": {},
                                           "clientInfo": {"name": "acplink-check", "version": "1"}})
     if resp is None:
-        p.fail("INIT-001", f"no response to initialize within {p.opts.timeout} s"
+        p.fail("INIT-001", f"no response to initialize within {p.opts.init_timeout} s"
                + ("" if p.alive else f" ({p.died()})"))
         return
     if "error" in resp:
@@ -187,7 +188,7 @@ async def check_content(p: Probe) -> None:
         else:
             p.ok("CONTENT-001", "accepted")
     assert p.init is not None
-    caps = p.init.agent_capabilities.prompt_capabilities if p.init.agent_capabilities else None
+    caps = p.init.agent_capabilities
     png = base64.b64encode(bytes.fromhex(
         "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
         "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")).decode()
@@ -196,12 +197,12 @@ async def check_content(p: Probe) -> None:
     extra = (
         ("CONTENT-002", "image", {"type": "image", "mimeType": "image/png", "data": png}),
         ("CONTENT-003", "audio", {"type": "audio", "mimeType": "audio/wav", "data": wav}),
-        ("CONTENT-004", "embedded_context", {"type": "resource", "resource": {
+        ("CONTENT-004", "embeddedContext", {"type": "resource", "resource": {
             "uri": "file:///tmp/acplink-check.txt", "mimeType": "text/plain", "text": "hello from acplink check\n"}}),
     )
     for req, cap, block in extra:
-        if not getattr(caps, cap, False):
-            p.skip(req, f"promptCapabilities.{cap.replace('_c', 'C')} not advertised")
+        if not advertises(caps, f"promptCapabilities.{cap}"):
+            p.skip(req, f"promptCapabilities.{cap} not advertised")
             continue
         resp = await _prompt(p, sid, [text_block("Describe the attachment in one sentence."), block], req)
         if resp is None:
@@ -453,16 +454,16 @@ async def check_meta(p: Probe) -> None:
 
 # -- optional session methods --------------------------------------------------------------------
 
-def _lifecycle(method: str, req: str, cap: str, build: Callable[[str, str], dict[str, Any]],
+def _lifecycle(method: str, req: str, build: Callable[[str, str], dict[str, Any]],
                *, needs_session: bool = True) -> Callable[[Probe], Awaitable[None]]:
+    need = required_capability(method)
+    assert need is not None, method
+    cap = need[1]
+
     async def check(p: Probe) -> None:
         sid = await p.setup()
         assert p.init is not None
-        caps = p.init.agent_capabilities
-        node: Any = caps
-        for part in cap.split("."):
-            node = getattr(node, part, None) if node is not None else None
-        if not node:
+        if missing_capability(method, None, p.init.agent_capabilities) is not None:
             p.skip(req, f"{cap} not advertised")
             return
         if needs_session:
@@ -526,16 +527,15 @@ CHECKS: tuple[Check, ...] = (
     Check("ids", check_ids, ("RPC-010",)),
     Check("meta", check_meta, ("RPC-011",)),
     Check("shutdown", check_shutdown, ("SHUT-001",)),
-    Check("session-list", _lifecycle("session/list", "SESS-010", "session_capabilities.list",
-                                     lambda sid, cwd: {"cwd": cwd}, needs_session=False), ("SESS-010", "CAP-004")),
-    Check("session-load", _lifecycle("session/load", "SESS-011", "load_session", _build_load), ("SESS-011", "CAP-004")),
-    Check("session-resume", _lifecycle("session/resume", "SESS-012", "session_capabilities.resume", _build_load),
-          ("SESS-012", "CAP-004")),
-    Check("session-close", _lifecycle("session/close", "SESS-013", "session_capabilities.close",
-                                      lambda sid, cwd: {"sessionId": sid}), ("SESS-013", "CAP-004")),
-    Check("session-delete", _lifecycle("session/delete", "SESS-014", "session_capabilities.delete",
-                                       lambda sid, cwd: {"sessionId": sid}), ("SESS-014", "CAP-004")),
-    Check("session-fork", _lifecycle("session/fork", "SESS-015", "session_capabilities.fork",
+    Check("session-list", _lifecycle("session/list", "SESS-010", lambda sid, cwd: {"cwd": cwd}, needs_session=False),
+          ("SESS-010", "CAP-004")),
+    Check("session-load", _lifecycle("session/load", "SESS-011", _build_load), ("SESS-011", "CAP-004")),
+    Check("session-resume", _lifecycle("session/resume", "SESS-012", _build_load), ("SESS-012", "CAP-004")),
+    Check("session-close", _lifecycle("session/close", "SESS-013", lambda sid, cwd: {"sessionId": sid}),
+          ("SESS-013", "CAP-004")),
+    Check("session-delete", _lifecycle("session/delete", "SESS-014", lambda sid, cwd: {"sessionId": sid}),
+          ("SESS-014", "CAP-004")),
+    Check("session-fork", _lifecycle("session/fork", "SESS-015",
                                      lambda sid, cwd: {"sessionId": sid, "cwd": cwd, "mcpServers": []}),
           ("SESS-015", "CAP-004")),
 )

@@ -17,6 +17,7 @@ from ..connection.base import Router
 from ..connection.client_side import ClientSideConnection
 from ..errors import AcpError
 from ..schema import _generated as s
+from ..tools.record import recording_transport
 from ..transports.recording import RecordingTransport
 from ..transports.subprocess import SubprocessTransport
 
@@ -29,6 +30,7 @@ class Options:
 
     command: list[str]
     timeout: float = 15.0  # bound of each request, and of session setup
+    startup_timeout: float = 60.0  # bound of initialize (a fresh agent process may start slowly)
     cancel_bound: float = 5.0  # a cancelled turn must end within this
     shutdown_bound: float = 3.0  # the agent must exit within this after stdin closes
     settle: float = 0.3  # how long to watch for late updates after a response
@@ -38,6 +40,11 @@ class Options:
     debug: bool = False
     cwd: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def init_timeout(self) -> float:
+        """How long an ``initialize`` may take: the start-up bound, never below the request one."""
+        return max(self.timeout, self.startup_timeout)
 
 
 @dataclass
@@ -53,6 +60,9 @@ class CheckAbort(Exception):
 
 
 _ids = itertools.count(1)
+
+#: records kept of the agent's lines that are not JSON (memory stays bounded whatever it prints)
+MAX_RAW_RECORDS = 1000
 
 
 class Probe:
@@ -72,6 +82,8 @@ class Probe:
         self.conn: ClientSideConnection | None = None
         self.init: s.InitializeResponse | None = None
         self.client_capabilities: dict[str, Any] = {}
+        #: lines from the agent that were not JSON (only the first MAX_RAW_RECORDS are kept)
+        self.raw_lines = 0
 
     # -- outcomes ------------------------------------------------------------------------------
 
@@ -108,12 +120,16 @@ class Probe:
         self.transport = SubprocessTransport(self.opts.command, stderr="capture", cwd=self.opts.cwd,
                                              env=self.opts.env, close_timeout=self.opts.shutdown_bound,
                                              term_timeout=1.0)
-        self.tap = RecordingTransport(self.transport, None, listeners=[self._on_record],
+        self.tap = recording_transport(self.transport, None, listeners=[self._on_record],
                                       header={"check": self.check, "command": self.opts.command})
         self.conn = ClientSideConnection(self.tap, router)
         await self.conn.start()
 
     def _on_record(self, rec: dict[str, Any]) -> None:
+        if "raw" in rec:  # a line that is not JSON: the first ones are evidence enough
+            self.raw_lines += 1
+            if self.raw_lines > MAX_RAW_RECORDS:
+                return
         self.records.append(rec)
         self._changed.set()
 
@@ -150,7 +166,7 @@ class Probe:
         if meta is not None:
             params["_meta"] = meta
         self.init = await self.conn.call("initialize", s.InitializeRequest.model_validate(params),
-                                         timeout=self.opts.timeout)
+                                         timeout=self.opts.init_timeout)
         return self.init
 
     async def setup(self, *, caps: dict[str, Any] | None = None) -> str:
@@ -201,7 +217,9 @@ class Probe:
         self.send_raw(msg)
         rec = await self.wait_for(lambda r: r.get("dir") == "a2c" and r.get("kind") == "response"
                                   and r.get("id") == rid and type(r.get("id")) is type(rid),
-                                  timeout if timeout is not None else self.opts.timeout, start=mark)
+                                  timeout if timeout is not None else
+                                  self.opts.init_timeout if method == "initialize" else self.opts.timeout,
+                                  start=mark)
         return rec["msg"] if rec is not None else None
 
     async def raw_call(self, method: str, params: Any) -> Any:

@@ -6,6 +6,7 @@ import asyncio
 import fnmatch
 import logging
 import os
+import shlex
 import shutil
 import textwrap
 import time
@@ -14,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import AcpError, ConnectionClosed, TransportError, UsageError
+from .._text import sanitize_for_terminal
+from ..errors import AcpError, ConnectionClosed, PeerOutputNotJson, TransportError, UsageError
 from ..tools.analysis import analyze
 from .checks import CHECKS, MONITORED, Check
 from .probe import CheckAbort, Options, Outcome, Probe
@@ -107,12 +109,14 @@ class Report:
 
     def to_text(self, *, verbose: bool = False, width: int | None = None) -> str:
         """The report for a terminal; lines longer than ``width`` are wrapped (transcript lines:
-        cut, ``to_json`` has them whole)."""
+        cut, ``to_json`` has them whole). Control characters are removed (what the agent sent
+        is quoted); ``to_json`` keeps them."""
         runs = {r.name: r for r in self.runs}
         name = (self.agent or {}).get("name") or "?"
         lines: list[str] = []
 
         def add(text: str, indent: int = 0, hang: int = 2) -> None:
+            text = sanitize_for_terminal(text)  # names, details and transcripts quote the agent
             if width is None or len(text) + indent <= width:
                 lines.append(" " * indent + text)
                 return
@@ -120,6 +124,7 @@ class Report:
                                        subsequent_indent=" " * (indent + hang), break_on_hyphens=False))
 
         def cut(text: str, indent: int) -> None:
+            text = sanitize_for_terminal(text)
             room = max(20, (width or 0) - indent)
             lines.append(" " * indent + (text if width is None or len(text) <= room else text[:room - 1] + "…"))
 
@@ -263,6 +268,12 @@ async def preflight(opts: Options, startup_timeout: float) -> dict[str, Any] | N
             answer = await probe.request("initialize", params, timeout=startup_timeout)
         except AcpError:  # it is gone already
             answer = None
+        reason = probe.conn.peer.close_reason if probe.conn is not None else None
+        if isinstance(reason, PeerOutputNotJson):
+            if probe.transport is not None:
+                probe.transport.close_timeout = 0.1  # (not an agent: no grace for closing its input)
+            raise AgentDidNotStart(f"the agent {shlex.join(opts.command)!r}: {reason}",
+                                   probe.transport.stderr_tail[-10:] if probe.transport is not None else [])
         if answer is not None:
             info = answer.get("result", {}).get("agentInfo") if isinstance(answer.get("result"), dict) else None
             return {"name": info.get("name"), "version": info.get("version")} if isinstance(info, dict) else None

@@ -10,7 +10,8 @@ from typing import Any
 from ..errors import InvalidRequest
 from ..schema import _generated as s
 from ._stubs import ClientMethods
-from .base import Connection, RawJSON, Router, advertises
+from .base import Connection, RawJSON, Router
+from .rules import PromptTurns, advertises, before_initialize
 
 __all__ = ["PROTOCOL_VERSION", "AgentSideConnection", "Turn"]
 
@@ -18,8 +19,6 @@ log = logging.getLogger("acplink.agent")
 
 #: The ACP protocol version acplink speaks.
 PROTOCOL_VERSION = 1
-
-_BEFORE_INIT_OK = frozenset({"initialize"})
 
 #: client methods a prompt turn typically calls, with the capability that allows each
 _CLIENT_CALLS = (
@@ -60,7 +59,7 @@ class AgentSideConnection(Connection, ClientMethods):
         self.initialized = False
         self.client_info: s.Implementation | None = None
         self.protocol_version: int | None = None
-        self.turns: dict[str, Turn] = {}
+        self.turns: PromptTurns[Turn] = PromptTurns()
         user_prompt = router.requests.get("session/prompt")
         if user_prompt is not None:
             router.add_request("session/prompt", self._wrap_prompt(user_prompt), replace=True)
@@ -79,7 +78,7 @@ class AgentSideConnection(Connection, ClientMethods):
             router.requests.setdefault("session/stop", self._stop)
 
     async def gate(self, method: str) -> None:
-        if not self.initialized and method not in _BEFORE_INIT_OK and not method.startswith("_"):
+        if not self.initialized and not before_initialize(method):
             raise InvalidRequest(f"{method} before initialize: the client must call initialize first")
 
     def _wrap_initialize(self, handler: Any) -> Any:
@@ -118,10 +117,10 @@ class AgentSideConnection(Connection, ClientMethods):
             sid = params.session_id
             task = asyncio.current_task()
             assert task is not None
-            if sid in self.turns:
-                raise InvalidRequest(f"session {sid!r} already has a prompt turn running")
             turn = Turn(sid, task)
-            self.turns[sid] = turn
+            refused = self.turns.start(sid, turn)
+            if refused is not None:
+                raise InvalidRequest(refused)
             try:
                 result = await handler(params)
             except asyncio.CancelledError:
@@ -130,8 +129,7 @@ class AgentSideConnection(Connection, ClientMethods):
                     return s.PromptResponse(stop_reason="cancelled")
                 raise
             finally:
-                if self.turns.get(sid) is turn:
-                    del self.turns[sid]
+                self.turns.end(sid, turn)
             if turn.cancelled:
                 # the spec: a cancelled turn is answered `cancelled`, whatever the handler said
                 if isinstance(result, s.PromptResponse):

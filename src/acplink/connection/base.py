@@ -28,6 +28,7 @@ from ..schema.parse import dump_json, parse, prepare
 from ..schema.registry import MethodInfo, method_info
 from ..transports.base import Transport
 from .peer import DONE, Peer, PeerLimits
+from .rules import advertises
 
 __all__ = ["Connection", "Handler", "RawJSON", "Router", "advertises"]
 
@@ -76,23 +77,6 @@ class Router:
         if method in self.notifications and not replace:
             raise UsageError(f"a handler for notification {method!r} is already registered")
         self.notifications[method] = handler
-
-
-def advertises(capabilities: Any, path: str) -> bool:
-    """Whether ``capabilities`` (a capabilities model or its wire dict) advertise the dotted
-    wire ``path`` (e.g. "sessionCapabilities.list"). An empty object (``{}``) counts: that is
-    how ACP advertises most capabilities; absent, ``null`` and ``false`` do not."""
-    node = capabilities
-    for part in path.split("."):
-        if node is None:
-            return False
-        if isinstance(node, dict):
-            node = node.get(part)
-        else:
-            fields = type(node).model_fields if isinstance(node, BaseModel) else {}
-            name = next((n for n, f in fields.items() if (f.alias or n) == part), None)
-            node = getattr(node, name) if name else (getattr(node, "__pydantic_extra__", None) or {}).get(part)
-    return node is not None and node is not False
 
 
 class Connection:

@@ -29,6 +29,7 @@ from ..errors import (
     ConnectionClosed,
     InternalError,
     MessageTooLarge,
+    PeerOutputNotJson,
     ProtocolError,
     RequestCancelled,
     RequestError,
@@ -39,6 +40,7 @@ from ..errors import (
 from ..rpc.engine import Engine, IncomingNotification, IncomingRequest, IncomingResponse, Violation
 from ..rpc.framing import DEFAULT_MAX_MESSAGE_SIZE
 from ..transports.base import MessageMeta, Transport
+from ._noise import BadInput, WarningLimiter
 
 __all__ = ["Dispatcher", "Peer", "PeerLimits"]
 
@@ -88,6 +90,8 @@ class PeerLimits:
         write_buffer_low: int | None = None,
         max_running_requests: int = 16,
         stalled_peer_timeout: float | None = 60.0,
+        max_bad_lines: int | None = 1000,
+        max_bad_lines_at_start: int | None = 100,
     ) -> None:
         self.max_message_size = max_message_size
         self.max_pending_requests = max_pending_requests
@@ -97,6 +101,10 @@ class PeerLimits:
         self.write_buffer_low = write_buffer_high // 4 if write_buffer_low is None else write_buffer_low
         self.max_running_requests = max_running_requests
         self.stalled_peer_timeout = stalled_peer_timeout
+        #: give up on a peer (PeerOutputNotJson) after this many bad lines (not JSON, not
+        #: JSON-RPC) in a row; before its first valid message, after ``max_bad_lines_at_start``
+        self.max_bad_lines = max_bad_lines
+        self.max_bad_lines_at_start = max_bad_lines_at_start
 
 
 class Peer:
@@ -151,6 +159,13 @@ class Peer:
         self._sent_bytes = 0
         self._watch: asyncio.Task[None] | None = None
         self._stall_message: str | None = None
+        self._bad = BadInput(self.limits.max_bad_lines, self.limits.max_bad_lines_at_start)
+        #: True until the first valid message, and after each bad line: only then does a valid
+        #: message have bookkeeping to do (one attribute test per message on the hot path)
+        self._expect_good = True
+        self._warnings = WarningLimiter(log, name)
+        #: why the connection closed, when it gave up on the peer (a PeerOutputNotJson)
+        self.close_reason: BaseException | None = None
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -181,8 +196,9 @@ class Peer:
         if self._closed:
             return
         self._closed = True
-        self._fail_futures(ConnectionClosed(f"connection to {self.transport.description} closed"
-                                            + (f": {reason}" if reason else "")))
+        self._warnings.flush()
+        self._fail_futures(reason if isinstance(reason, PeerOutputNotJson) else ConnectionClosed(
+            f"connection to {self.transport.description} closed" + (f": {reason}" if reason else "")))
         self._hooks.clear()
         self.engine.pending.clear()
         for waiter in self._slot_waiters:
@@ -226,11 +242,15 @@ class Peer:
     def message_received(self, message: bytes, meta: MessageMeta | None) -> None:
         """A framed transport's whole message (``meta`` routes replies inside the transport;
         nothing here needs it)."""
+        if self._closed:  # (e.g. it gave up on the peer)
+            return
         self._handle_event(self.engine.receive_frame(message))  # (hot notifications deferred)
         if self._held:
             self._count_held(len(message))
 
     def data_received(self, data: bytes) -> None:
+        if self._closed:  # (e.g. it gave up on the peer: what is left in the pipe is not read)
+            return
         if self.transport.framed:  # (a framed transport that hands over chunks: one message each)
             self.message_received(data, None)
             return
@@ -240,8 +260,12 @@ class Peer:
             if type(event) is bytes:
                 queue.append(event)  # a deferred notification (never $/cancel_request)
                 queued = True
+                if self._expect_good:
+                    self._good()
             else:
                 self._handle_event(event)
+                if self._closed:  # (it gave up on the peer)
+                    break
         if queued:
             self._queued()
         if self._held:
@@ -290,6 +314,8 @@ class Peer:
 
     def _handle_event(self, ev: Any) -> None:
         t = type(ev)
+        if self._expect_good and t is not Violation:
+            self._good()
         if t is bytes:  # a deferred notification (see Engine.receive)
             self._enqueue(ev)
         elif t is IncomingNotification:
@@ -421,11 +447,25 @@ class Peer:
         self.transport.pause_reading()  # (nothing it sends could be answered)
         self.transport.abort_writing()  # (drops the buffer; writers waiting fail)
 
+    def warn_bad_input(self, message: str) -> None:
+        """Log a warning about the peer's input, rate-limited with the connection's others."""
+        self._warnings.warn(message)
+
+    def _good(self) -> None:
+        """A valid message after bad lines, or the first one."""
+        self._expect_good = False
+        note = self._bad.valid()
+        if note is not None:
+            self._warnings.warn(note)
+
     def _violation(self, v: Violation) -> None:
-        if v.noise:
-            log.warning("%s: %s", self.name, v.message)
-        else:
-            log.warning("%s: protocol violation: %s", self.name, v.message)
+        if self._bad.seen_valid:  # (bad lines before the first message: one warning, or the give-up)
+            self._warnings.warn(v.message if v.noise else f"protocol violation: {v.message}")
+        self._expect_good = True
+        give_up = self._bad.bad(v.message)
+        if give_up is not None:
+            self._give_up(PeerOutputNotJson(give_up))
+            return
         if v.reply is not None:
             self._write_quiet(v.reply)
         if v.pending_id is not None:
@@ -433,6 +473,24 @@ class Peer:
             fut = self._futures.pop(v.pending_id, None)
             if fut is not None and not fut.done():
                 fut.set_exception(v.error or InternalError(v.message))
+
+    def _closed_error(self) -> ConnectionClosed | PeerOutputNotJson:
+        """What a call on the closed connection raises: why it gave up on the peer, if it did."""
+        if isinstance(self.close_reason, PeerOutputNotJson):
+            return PeerOutputNotJson(str(self.close_reason))
+        if self._stall_message is not None:
+            return self._stalled_error()
+        return ConnectionClosed(f"connection to {self.transport.description} is closed")
+
+    def _give_up(self, err: PeerOutputNotJson) -> None:
+        """The peer does not speak JSON-RPC: stop reading it (its output can pile up in the
+        pipe, not in memory) and close; every pending and later call fails with ``err``."""
+        if self._closed:
+            return
+        self.close_reason = err
+        log.debug("%s: %s", self.name, err)
+        self.transport.pause_reading()
+        self._mark_closed(err)
 
     def _enqueue(self, item: IncomingNotification | bytes) -> None:
         self._queue.append(item)
@@ -485,8 +543,11 @@ class Peer:
                     except asyncio.CancelledError:
                         raise
                     except Exception as exc:
-                        log.warning("%s: notification handler for %s failed: %s", self.name, item.method, exc,
-                                    exc_info=self.debug or not isinstance(exc, AcpError))
+                        if self.debug or not isinstance(exc, AcpError):
+                            log.warning("%s: notification handler for %s failed: %s", self.name, item.method, exc,
+                                        exc_info=True)
+                        else:  # (bad input from the peer: rate-limited)
+                            self._warnings.warn(f"notification handler for {item.method} failed: {exc}")
                 elif isinstance(item, _Resolution):
                     _resolve(item.future, item.event, item.hook)
                 elif type(item) is IncomingRequest:
@@ -588,7 +649,7 @@ class Peer:
     def _send(self, data: bytes, meta: MessageMeta | None = None) -> bool:
         """Hand one message to the transport; True when it only joined a batch."""
         if self._closed:
-            raise ConnectionClosed(f"connection to {self.transport.description} is closed")
+            raise self._closed_error()
         self._sent_bytes += len(data)
         try:
             return self.transport.send(data, meta)
@@ -608,7 +669,7 @@ class Peer:
         """Send ``data``; the result is awaited for flow control: already done while the
         message only joined a batch (no coroutine is created for that common case)."""
         if self._closed:  # (what _send does, inline: this is the path of every notification)
-            raise ConnectionClosed(f"connection to {self.transport.description} is closed")
+            raise self._closed_error()
         self._sent_bytes += len(data)
         try:
             if self.transport.send(data, meta):
@@ -629,9 +690,7 @@ class Peer:
                 raise self._stalled_error() from None
             raise
         if self._closed:
-            if self._stall_message is not None:
-                raise self._stalled_error()
-            raise ConnectionClosed(f"connection to {self.transport.description} is closed")
+            raise self._closed_error()
 
     def _stalled_error(self) -> ConnectionClosed:
         return ConnectionClosed(f"connection to {self.transport.description} closed: {self._stall_message}")
@@ -667,7 +726,7 @@ class Peer:
                     self._free_slot()  # pass on the slot we were given
                 raise
         if self._closed:
-            raise ConnectionClosed(f"connection to {self.transport.description} is closed")
+            raise self._closed_error()
         rid, data = self.engine.request(method, params_json)
         # This frame lives until the response: hold no bytes that are no longer needed (a
         # small orjson result keeps a 4 KiB buffer; thousands of calls in flight add up).

@@ -23,6 +23,7 @@ from ..errors import (
     UsageError,
 )
 from .framing import _KEEP, DEFAULT_MAX_MESSAGE_SIZE, LineDecoder, Oversized, Record
+from .messages import message_kind, usable_id
 
 __all__ = [
     "Engine",
@@ -269,25 +270,24 @@ class Engine:
         whatever is wrong with it: answering one can loop between two peers. Anything else
         that is not a valid request or notification is answered -32600 (with its id when it
         has a usable one, else ``null``)."""
-        method = msg.get("method")
+        kind = message_kind(msg)
+        if kind == "response":
+            return self._response(msg, msg.get("id", _MISSING))
         rid = msg.get("id", _MISSING)
-        if method is None and ("result" in msg or "error" in msg):
-            return self._response(msg, rid)
         if msg.get("jsonrpc") != "2.0":
             return self._invalid(rid, f'the "jsonrpc" member must be "2.0", not {_shown(msg, "jsonrpc")}')
-        if method is not None:
-            if type(method) is not str:
-                return self._invalid(rid, "method must be a string")
-            params = msg.get("params")
-            if rid is _MISSING:
-                return IncomingNotification(method, params)
-            if rid is None or type(rid) not in (int, str):
+        if kind == "notification":
+            return IncomingNotification(msg["method"], msg.get("params"))
+        if kind == "request":
+            if not usable_id(rid):
                 return self._invalid(None, "request id must be a string or an integer")
-            return IncomingRequest(rid, method, params)
+            return IncomingRequest(rid, msg["method"], msg.get("params"))
+        if msg.get("method") is not None:
+            return self._invalid(rid, "method must be a string")
         return self._invalid(rid, "not a request, notification or response")
 
     def _response(self, msg: dict[str, Any], rid: Any) -> Event:
-        if type(rid) not in (int, str):  # (missing, null or unusable: logged, not answered)
+        if not usable_id(rid):  # (missing, null or unusable: logged, not answered)
             if "error" in msg:
                 err = RequestError.from_wire(msg["error"])
                 return Violation(f"the peer reported an error without a request id: {err}")
@@ -305,7 +305,7 @@ class Engine:
         return IncomingResponse(rid, pending, result=msg["result"])
 
     def _invalid(self, rid: Any, why: str) -> Violation:
-        if rid is _MISSING or type(rid) not in (int, str):
+        if not usable_id(rid):
             rid = None
         err = InvalidRequest(f"Invalid request: {why}")
         return Violation(f"invalid message from the peer: {why}", reply=self.error(rid, err))
@@ -340,7 +340,7 @@ def _id_value(raw: bytes) -> int | str | None:
         rid = orjson.loads(raw)
     except orjson.JSONDecodeError:  # a bad escape or invalid UTF-8 in a discarded message
         return None
-    return rid if type(rid) in (int, str) else None
+    return rid if usable_id(rid) else None
 
 
 def _find_id(item: Oversized) -> int | str | None:

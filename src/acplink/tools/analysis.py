@@ -10,15 +10,11 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..schema.registry import method_info
-from ..transports.recording import validate_message
+from ..connection.rules import TURN_UPDATE_KINDS, PromptTurns, before_initialize, missing_capability
+from ..rpc.messages import CallMatcher, message_kind
+from .validate import validate_message
 
-__all__ = ["TURN_UPDATE_KINDS", "Finding", "Timeline", "analyze"]
-
-#: update kinds that belong to a prompt turn (others, e.g. available_commands_update, may come any time)
-TURN_UPDATE_KINDS = frozenset({
-    "agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call", "tool_call_update", "plan",
-})
+__all__ = ["TURN_UPDATE_KINDS", "Finding", "Timeline", "TraceSession", "TraceTurn", "analyze"]
 
 #: finding codes → what they mean
 FINDING_CODES = {
@@ -32,6 +28,7 @@ FINDING_CODES = {
     "duplicate-response": "a second response to the same request",
     "capability": "a request the peer's capabilities did not allow",
     "before-initialize": "a request before the initialize response",
+    "prompt-while-running": "a session/prompt while the session's previous prompt is still running",
     "unanswered": "a request that never got a response",
 }
 
@@ -71,7 +68,7 @@ class Permission:
 
 
 @dataclass
-class Turn:
+class TraceTurn:
     session_id: str
     request_id: Any
     start: float
@@ -101,12 +98,12 @@ class Turn:
 
 
 @dataclass
-class SessionInfo:
+class TraceSession:
     id: str
     created: float
     how: str
     cwd: str | None = None
-    turns: list[Turn] = field(default_factory=list)
+    turns: list[TraceTurn] = field(default_factory=list)
     updates: dict[str, int] = field(default_factory=dict)
 
 
@@ -122,7 +119,7 @@ class Timeline:
     client_info: Any = None
     client_capabilities: Any = None
     agent_capabilities: Any = None
-    sessions: dict[str, SessionInfo] = field(default_factory=dict)
+    sessions: dict[str, TraceSession] = field(default_factory=dict)
     tool_calls: dict[str, ToolCall] = field(default_factory=dict)
     permissions: list[Permission] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
@@ -141,22 +138,15 @@ class Timeline:
         return out
 
 
-def _get(obj: Any, path: str) -> Any:
-    for part in path.split("."):
-        if not isinstance(obj, dict):
-            return None
-        obj = obj.get(part)
-    return obj
-
-
 class _Analyzer:
     def __init__(self) -> None:
         self.t = Timeline()
-        #: (dir of the request, id) → (method, params, seq)
-        self.pending: dict[tuple[str, Any], tuple[str, Any, int]] = {}
-        self.answered: set[tuple[str, Any]] = set()
-        self.running: dict[str, Turn] = {}  # session id → running turn
-        self.turn_ended: set[str] = set()
+        #: requests in flight: (method, params, seq)
+        self.calls: CallMatcher[tuple[str, Any, int]] = CallMatcher()
+        #: the session rules' turn state: the running turn of each session
+        self.turns: PromptTurns[TraceTurn] = PromptTurns()
+        #: (session id, request id) → the turn of each prompt still unanswered
+        self.prompts: dict[tuple[str, Any], TraceTurn] = {}
         self.loading: dict[str, int] = {}  # session id → pending session/load|resume count
         self.initialized = False
 
@@ -180,7 +170,7 @@ class _Analyzer:
                 t.end = max(t.end, float(rec["mono"]))
         if not t.start and records:
             t.start = min((float(r["mono"]) for r in records if isinstance(r.get("mono"), (int, float))), default=0.0)
-        for (d, rid), (method, _params, seq) in self.pending.items():
+        for d, rid, (method, _params, seq) in self.calls.unanswered():
             t.findings.append(Finding("unanswered", f"{method} request {rid!r} ({d}) never answered", seq, d))
         return t
 
@@ -193,10 +183,11 @@ class _Analyzer:
         if "msg" not in rec:
             self.find("invalid-json", f"not JSON: {str(rec.get('raw', ''))[:80]!r}", rec)
             return
+        kind = message_kind(msg)
         answered_method = None
-        if isinstance(msg, dict) and "method" not in msg and "id" in msg:
-            key = ("a2c" if d == "c2a" else "c2a", msg.get("id"))
-            answered_method = self.pending[key][0] if _hashable(key) and key in self.pending else None
+        if kind == "response" and isinstance(msg, dict):
+            call = self.calls.peek(d, msg.get("id"))
+            answered_method = call[0] if call is not None else None
         violations = rec.get("violations")
         if violations is None:
             violations = validate_message(msg, answered_method)
@@ -206,17 +197,14 @@ class _Analyzer:
             self.find(code, f"{v.get('path')}: {v.get('message')}", rec)
         if not isinstance(msg, dict):
             return
-        method = msg.get("method")
-        if isinstance(method, str):
-            if "id" in msg:
-                self.request(rec, d, msg, method)
-            else:
-                self.notification(rec, d, msg, method)
-        elif "method" in msg and "id" in msg:  # an invalid request (method not a string): still answerable
-            if _hashable(msg.get("id")):
-                self.pending[(d, msg.get("id"))] = ("(invalid request)", None, int(rec.get("seq") or 0))
-        elif "id" in msg:
+        if kind == "request":
+            self.request(rec, d, msg, msg["method"])
+        elif kind == "notification":
+            self.notification(rec, d, msg, msg["method"])
+        elif kind == "response":
             self.response(rec, d, msg)
+        elif "method" in msg and "id" in msg:  # an invalid request (method not a string): still answerable
+            self.calls.sent(d, msg.get("id"), ("(invalid request)", None, int(rec.get("seq") or 0)))
 
     # -- requests ------------------------------------------------------------------------------
 
@@ -224,25 +212,26 @@ class _Analyzer:
         rid = msg.get("id")
         params = msg.get("params")
         mono = float(rec.get("mono") or 0.0)
-        if _hashable(rid):
-            self.pending[(d, rid)] = (method, params, int(rec.get("seq") or 0))
-        if method != "initialize" and not self.initialized and not method.startswith("_") and d == "c2a":
+        self.calls.sent(d, rid, (method, params, int(rec.get("seq") or 0)))
+        if not self.initialized and not before_initialize(method) and d == "c2a":
             self.find("before-initialize", f"{method} sent before the initialize response", rec)
         if method == "initialize" and isinstance(params, dict):
             self.t.client_capabilities = params.get("clientCapabilities")
             self.t.client_info = params.get("clientInfo")
-        info = method_info(method, "request")
-        if info is not None and info.capability is not None and self.initialized:
-            who, path = info.capability.split(":", 1)
-            caps = self.t.client_capabilities if who == "client" else self.t.agent_capabilities
-            if not _get(caps, path):
-                self.find("capability", f"{method} called but the {who} did not advertise {path!r}", rec)
+        missing = missing_capability(method, self.t.client_capabilities, self.t.agent_capabilities)
+        if missing is not None and self.initialized:
+            who, path = missing
+            self.find("capability", f"{method} called but the {who} did not advertise {path!r}", rec)
         if method == "session/prompt" and isinstance(params, dict):
             sid = str(params.get("sessionId"))
-            turn = Turn(sid, rid, mono)
+            turn = TraceTurn(sid, rid, mono)
             turn.prompt = _blocks_text(params.get("prompt"))
             turn.add("prompt", turn.prompt)
-            self.running[sid] = turn
+            refused = self.turns.start(sid, turn)
+            if refused is not None:
+                self.find("prompt-while-running", refused, rec)
+            if _hashable(rid):
+                self.prompts[(sid, rid)] = turn
             sess = self.t.sessions.get(sid)
             if sess is not None:
                 sess.turns.append(turn)
@@ -256,10 +245,10 @@ class _Analyzer:
 
     def response(self, rec: dict[str, Any], d: str, msg: dict[str, Any]) -> None:
         rid = msg.get("id")
-        key = ("a2c" if d == "c2a" else "c2a", rid)
         mono = float(rec.get("mono") or 0.0)
-        if not _hashable(rid) or key not in self.pending:
-            if _hashable(rid) and key in self.answered:
+        call = self.calls.answer(d, rid)
+        if call is None:
+            if self.calls.answered(d, rid):
                 self.find("duplicate-response", f"second response to request {rid!r}", rec)
             elif "error" in msg and rid is None:
                 err = _obj(msg.get("error"))
@@ -268,8 +257,7 @@ class _Analyzer:
             else:
                 self.find("response-unknown-id", f"response to unknown request id {rid!r}", rec)
             return
-        method, params, _seq = self.pending.pop(key)
-        self.answered.add(key)
+        method, params, _seq = call
         result = msg.get("result")
         error = msg.get("error") if "error" in msg else None
         if error is not None:
@@ -285,24 +273,22 @@ class _Analyzer:
         elif method in ("session/new", "session/fork") and isinstance(result, dict) and result.get("sessionId"):
             new = str(result["sessionId"])
             cwd = params.get("cwd") if isinstance(params, dict) else None
-            self.t.sessions.setdefault(new, SessionInfo(new, mono, method.split("/")[1], cwd))
+            self.t.sessions.setdefault(new, TraceSession(new, mono, method.split("/")[1], cwd))
         elif method in ("session/load", "session/resume") and sid is not None:
             sid = str(sid)
             self.loading[sid] = max(0, self.loading.get(sid, 0) - 1)
             if error is None:
                 cwd = params.get("cwd") if isinstance(params, dict) else None
-                self.t.sessions.setdefault(sid, SessionInfo(sid, mono, method.split("/")[1], cwd))
+                self.t.sessions.setdefault(sid, TraceSession(sid, mono, method.split("/")[1], cwd))
         elif method == "session/prompt" and sid is not None:
-            turn = self.running.pop(str(sid), None)
-            if turn is not None and turn.request_id == rid:
+            turn = self.prompts.pop((str(sid), rid), None)
+            if turn is not None:
                 turn.end = mono
                 if isinstance(result, dict):
                     turn.stop_reason = result.get("stopReason")
                 elif error is not None:
                     turn.error = str(error.get("message") if isinstance(error, dict) else error)
-                self.turn_ended.add(str(sid))
-            elif turn is not None:
-                self.running[str(sid)] = turn
+                self.turns.end(str(sid), turn)
         elif method == "session/request_permission":
             for p in reversed(self.t.permissions):
                 if p.answer is None and isinstance(params, dict) and p.session_id == params.get("sessionId"):
@@ -330,12 +316,12 @@ class _Analyzer:
             self.find("update-unknown-session", f"{kind} for unknown session {sid!r}", rec)
         if sess is not None:
             sess.updates[kind] = sess.updates.get(kind, 0) + 1
-        turn = self.running.get(sid)
+        turn = self.turns.get(sid)
         if turn is not None:
             turn.updates[kind] = turn.updates.get(kind, 0) + 1
             if kind in _TEXT_KINDS:
                 turn.add(_TEXT_KINDS[kind], _blocks_text([upd.get("content")]))
-        elif kind in TURN_UPDATE_KINDS and sid in self.turn_ended and not self.loading.get(sid):
+        elif self.turns.update_after_response(sid, kind) and not self.loading.get(sid):
             self.find("update-after-response", f"{kind} for session {sid!r} after its prompt response", rec)
         if kind in ("tool_call", "tool_call_update"):
             tid = str(upd.get("toolCallId"))

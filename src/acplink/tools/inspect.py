@@ -12,9 +12,10 @@ from rich.padding import Padding
 from rich.table import Table
 from rich.text import Text
 
-from ..transports.recording import read_trace
+from .._text import sanitize_for_terminal
 from .analysis import FINDING_CODES, Timeline, analyze
 from .console import PipeConsole
+from .trace import read_trace
 
 __all__ = ["inspect_trace", "load_timeline", "render_text"]
 
@@ -54,14 +55,25 @@ def _shown(text: str) -> str:
     return text.rstrip("\n") or "(empty)"
 
 
+def _text(text: str, style: str = "") -> Text:
+    """A Text without control characters (a trace holds what the peers sent): removed before
+    rich sees them (it drops a few itself, which would leave the rest of a sequence behind)."""
+    return Text(sanitize_for_terminal(text), style=style)
+
+
+def _safe(part: Any) -> Any:
+    return sanitize_for_terminal(part) if isinstance(part, str) else part
+
+
 def render_text(t: Timeline, console: Console, *, show_text: bool = False) -> None:
     """Print the timeline (sessions, turns, tool calls, permissions, errors, findings); with
-    ``show_text`` each turn's prompt, reply and thoughts too, in order with its tool calls."""
+    ``show_text`` each turn's prompt, reply and thoughts too, in order with its tool calls.
+    Everything from the trace is shown without control characters."""
     def say(*parts: Any, **kw: Any) -> None:
-        console.print(*parts, markup=False, highlight=False, **kw)
+        console.print(*map(_safe, parts), markup=False, highlight=False, **kw)
 
     head = t.header
-    say(Text("ACP trace", style="bold"), Text(f"({t.messages} messages: "
+    say(_text("ACP trace", style="bold"), _text(f"({t.messages} messages: "
                   f"{t.by_dir.get('c2a', 0)} client→agent, {t.by_dir.get('a2c', 0)} agent→client; "
                   f"{_dur(t.end - t.start)})", style="dim"))
     if head.get("command"):
@@ -78,8 +90,8 @@ def render_text(t: Timeline, console: Console, *, show_text: bool = False) -> No
 
     for sess in t.sessions.values():
         say()
-        say(Text(f"session {sess.id}", style="bold cyan"),
-                      Text(f"({sess.how} {_at(t, sess.created).strip()}, cwd {sess.cwd})", style="dim"))
+        say(_text(f"session {sess.id}", style="bold cyan"),
+                      _text(f"({sess.how} {_at(t, sess.created).strip()}, cwd {sess.cwd})", style="dim"))
         other = {k: v for k, v in sess.updates.items()}
         for n, turn in enumerate(sess.turns, 1):
             end = turn.stop_reason or (f"error: {turn.error}" if turn.error else "unfinished")
@@ -91,7 +103,7 @@ def render_text(t: Timeline, console: Console, *, show_text: bool = False) -> No
             for kind, value in events:
                 if kind != "tool":
                     say(f"      {_LABELS.get(kind, kind)}:", style="bold" if kind != "thought" else "dim")
-                    console.print(Padding(Text(_shown(value), style="dim" if kind == "thought" else ""),
+                    console.print(Padding(_text(_shown(value), style="dim" if kind == "thought" else ""),
                                           (0, 0, 0, 8), expand=False), markup=False, highlight=False)
                     continue
                 tc = t.tool_calls.get(value)
@@ -104,14 +116,14 @@ def render_text(t: Timeline, console: Console, *, show_text: bool = False) -> No
                           style="dim")
     if t.permissions:
         say()
-        say(Text("permission requests", style="bold"))
+        say(_text("permission requests", style="bold"))
         for p in t.permissions:
             wait = None if p.answered is None else p.answered - p.asked
             say(f"  {_at(t, p.asked)} tool call {p.tool_call_id}: options {', '.join(p.options)}"
                           f" → {p.answer or '(no answer)'} after {_dur(wait)}")
     if t.errors:
         say()
-        say(Text("errors", style="bold"))
+        say(_text("errors", style="bold"))
         for e in t.errors:
             who = "agent" if e["dir"] == "a2c" else "client"
             say(f"  #{e['seq']} {e['method'] or '(no request)'}: error {e['code']} {e['message']} (from the {who})")
@@ -119,7 +131,7 @@ def render_text(t: Timeline, console: Console, *, show_text: bool = False) -> No
     schema = [f for f in t.findings if f.is_schema]
     order = [f for f in t.findings if not f.is_schema]
     if not t.findings:
-        say(Text("no findings", style="bold green"))
+        say(_text("no findings", style="bold green"))
         return
     for title, items in (("schema violations", schema), ("protocol-order violations", order)):
         if not items:
@@ -130,7 +142,7 @@ def render_text(t: Timeline, console: Console, *, show_text: bool = False) -> No
         table.add_column("finding")
         table.add_column("detail")
         for f in items:
-            table.add_row(Text(str(f.seq or "")), Text(f.dir or ""), Text(f.code), Text(f.message))
+            table.add_row(*(_text(x) for x in (str(f.seq or ""), f.dir or "", f.code, f.message)))
         console.print(table)
 
 

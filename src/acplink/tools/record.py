@@ -1,4 +1,5 @@
-"""``acplink record``: a byte-transparent stdio proxy between an editor and an agent.
+"""Recording: ``acplink record``, a byte-transparent stdio proxy between an editor and an agent,
+and :func:`recording_transport`, the same trace from inside a program (any transport, teed).
 
 The editor launches ``acplink record --out trace.jsonl -- AGENT_CMD...`` instead of the agent.
 Two forwarding threads copy raw bytes (our stdin → the agent's stdin, the agent's stdout → our
@@ -19,12 +20,28 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import IO, Any
 
-from ..transports.recording import TraceWriter
+from ..transports.base import Transport
+from ..transports.recording import RecordingTransport
+from .trace import TraceListener, TraceWriter
 
-__all__ = ["RecordingProxy", "run_proxy"]
+__all__ = ["RecordingProxy", "recording_transport", "run_proxy"]
+
+
+def recording_transport(inner: Transport, out: str | os.PathLike[str] | IO[bytes] | None = None, *,
+                        redact: bool = False, side: str = "client", validate: bool = True,
+                        listeners: Sequence[TraceListener] = (),
+                        header: Mapping[str, Any] | None = None) -> RecordingTransport:
+    """``inner`` teed into a trace: every message either way becomes a record in ``out`` (a path
+    or a binary file, or None with ``listeners`` only) and goes to each listener; the bytes pass
+    untouched. ``side`` is which side *this process* is ("client": what we write goes
+    client→agent); ``validate`` marks schema violations; ``redact``: see
+    :func:`acplink.tools.redact.redact_message`."""
+    writer = TraceWriter(out, redact=redact, validate=validate, listeners=listeners,
+                         header={"transport": inner.description, "side": side, **(header or {})})
+    return RecordingTransport(inner, writer, side=side)
 
 _CHUNK = 1 << 16
 _STOP = ("stop", b"", 0.0, 0.0)

@@ -2,7 +2,7 @@
 
 from .base import MessageMeta, Transport, TransportSink
 from .memory import MemoryTransport, memory_pair
-from .recording import RecordingTransport, TraceWriter
+from .recording import RecordingTransport, TraceTap
 from .stdio import StdioTransport
 from .stream import StreamTransport
 from .subprocess import SubprocessTransport
@@ -14,7 +14,7 @@ __all__ = [
     "StdioTransport",
     "StreamTransport",
     "SubprocessTransport",
-    "TraceWriter",
+    "TraceTap",
     "Transport",
     "TransportSink",
     "memory_pair",

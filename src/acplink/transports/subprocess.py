@@ -33,6 +33,11 @@ class _ChildProtocol(FlowControl, asyncio.SubprocessProtocol):
         self.exited = asyncio.get_running_loop().create_future()
         self.stdout_eof = asyncio.get_running_loop().create_future()
 
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        # (before any output is delivered: pause_reading works from the first byte on, e.g.
+        # when the connection gives up on a child whose output is not JSON-RPC)
+        self.owner._transport = transport  # type: ignore[assignment]
+
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
             sink = self.owner._sink
@@ -99,6 +104,7 @@ class SubprocessTransport(StreamTransport):
         self._proto: _ChildProtocol | None = None
         self._stdin: asyncio.WriteTransport | None = None
         self._closed = False
+        self._reading_paused = False
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -196,12 +202,14 @@ class SubprocessTransport(StreamTransport):
             self._stdin.abort()
 
     def pause_reading(self) -> None:
+        self._reading_paused = True
         if self._transport is not None:
             out = self._transport.get_pipe_transport(1)
             if out is not None:
                 out.pause_reading()  # type: ignore[attr-defined]
 
     def resume_reading(self) -> None:
+        self._reading_paused = False
         if self._transport is not None:
             out = self._transport.get_pipe_transport(1)
             if out is not None:
@@ -234,11 +242,13 @@ class SubprocessTransport(StreamTransport):
                     break
                 except TimeoutError:
                     continue
-            # the child is gone: let the last bytes it wrote reach the sink before closing
-            try:
-                await asyncio.wait_for(asyncio.shield(proto.stdout_eof), 1.0)
-            except TimeoutError:
-                pass
+            # the child is gone: let the last bytes it wrote reach the sink before closing (not
+            # while reading is paused: they could not arrive, e.g. from a peer given up on)
+            if not self._reading_paused:
+                try:
+                    await asyncio.wait_for(asyncio.shield(proto.stdout_eof), 1.0)
+                except TimeoutError:
+                    pass
         finally:
             transport.close()
             # let the pipes' connection_lost callbacks run, so no fd outlives us
