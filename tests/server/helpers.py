@@ -149,7 +149,8 @@ class Events:
 
 
 def texts(messages: list[Any]) -> list[str]:
-    return [m["params"]["update"]["content"]["text"] for m in messages if m.get("method") == "session/update"]
+    return [m["params"]["update"]["content"]["text"] for m in messages if m.get("method") == "session/update"
+            and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"]
 
 
 def env_without_token() -> dict[str, str]:

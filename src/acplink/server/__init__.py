@@ -1,14 +1,19 @@
 """Remote ACP, server side: an ASGI 3 app serving streamable HTTP and WebSocket on one path,
 one agent per remote connection (a command, or an in-process acplink app).
 
-Nothing here imports uvicorn, Starlette or websockets: the app is plain ASGI, and
+``InProcessAgent`` (and with it the agent layer) is imported on first use. Nothing here imports uvicorn, Starlette or websockets: the app is plain ASGI, and
 ``acplink serve`` imports uvicorn only when it runs.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from .access import LOOPBACK_HOSTS, AccessPolicy, is_loopback
 from .app import AcpServer
 from .backends import AgentBackend, AgentChannel, AgentCommand
 from .limits import ServerLimits
+
+if TYPE_CHECKING:
+    from .inprocess import InProcessAgent
 
 __all__ = [
     "LOOPBACK_HOSTS",
@@ -17,6 +22,15 @@ __all__ = [
     "AgentBackend",
     "AgentChannel",
     "AgentCommand",
+    "InProcessAgent",
     "ServerLimits",
     "is_loopback",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "InProcessAgent":
+        from .inprocess import InProcessAgent
+
+        return InProcessAgent
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from .access import AccessPolicy, Refusal
 from .asgi import Receive, Scope, Send, answer, header_map
@@ -12,6 +13,9 @@ from .connection import Registry
 from .http import handle_http
 from .limits import ServerLimits
 from .ws import handle_websocket, refuse_upgrade
+
+if TYPE_CHECKING:
+    from ..agent.app import AgentBase
 
 __all__ = ["AcpServer"]
 
@@ -22,8 +26,9 @@ class AcpServer:
     """An ASGI 3 app that puts an ACP agent on the network: streamable HTTP (POST + SSE) and
     WebSocket on one ``path``, one agent per remote connection.
 
-    ``agent``: an :class:`AgentBackend`, or an agent command (a list of strings: one process
-    per connection, see :class:`AgentCommand`). ``transports``: which of "http" and "ws" to
+    ``agent``: an agent command (a list of strings: one process per connection, see
+    :class:`AgentCommand`), a factory of acplink agent apps (one app per connection, in this
+    process, see :class:`InProcessAgent`), or any :class:`AgentBackend`. ``transports``: which of "http" and "ws" to
     serve. ``token``: require ``Authorization: Bearer <token>``. ``allow_origins``: the
     browser origins allowed (a request with any other ``Origin`` gets 403).
     ``allowed_hosts``: the ``Host`` names answered (None: any; a loopback bind should pass
@@ -32,14 +37,19 @@ class AcpServer:
     agent.
     """
 
-    def __init__(self, agent: AgentBackend | Sequence[str], *, path: str = "/acp",
+    def __init__(self, agent: AgentBackend | Sequence[str] | Callable[[], AgentBase], *, path: str = "/acp",
                  transports: Iterable[str] = ("http", "ws"), token: str | None = None,
                  allow_origins: Iterable[str] = (), allowed_hosts: Iterable[str] | None = None,
                  limits: ServerLimits | None = None) -> None:
         self.limits = limits or ServerLimits()
-        if not isinstance(agent, AgentBackend):
-            agent = AgentCommand(agent, stop_timeout=self.limits.stop_timeout)
-        self.backend = agent
+        if isinstance(agent, AgentBackend):
+            self.backend = agent
+        elif callable(agent):
+            from .inprocess import InProcessAgent  # (the agent layer only when an app is served)
+
+            self.backend = InProcessAgent(agent, stop_timeout=self.limits.stop_timeout)
+        else:
+            self.backend = AgentCommand(agent, stop_timeout=self.limits.stop_timeout)
         self.path = "/" + path.strip("/")
         self.transports = frozenset(transports)
         unknown = self.transports - {"http", "ws"}

@@ -11,6 +11,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 
 from ..rpc.framing import LineDecoder, Oversized
+from ..transports.base import MessageMeta
 from ..transports.subprocess import SubprocessTransport
 
 __all__ = ["AgentBackend", "AgentChannel", "AgentCommand", "Deliver", "Ended"]
@@ -80,6 +81,15 @@ class _LineSink:
     def eof_received(self, exc: BaseException | None) -> None:
         self.ended("the agent closed its output")
 
+    def message_received(self, message: bytes, meta: MessageMeta | None) -> None:
+        self.data_received(message)
+
+    def write_paused(self) -> None:
+        pass  # the connection waits on drain()
+
+    def send_failed(self, exc: BaseException) -> None:
+        self.ended(f"the agent stopped reading ({exc})")
+
 
 class _StderrLogger:
     """The agent's stderr, one log line per line, tagged with the connection id."""
@@ -104,7 +114,7 @@ class _CommandChannel(AgentChannel):
         self.transport = transport
 
     def send(self, message: bytes) -> None:
-        self.transport.write(message + b"\n")
+        self.transport.send(message + b"\n")
 
     async def drain(self) -> None:
         await self.transport.drain()

@@ -1,0 +1,48 @@
+"""The in-process backend: one acplink agent app per remote connection, from a factory."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+from websockets.asyncio.client import connect
+
+from acplink.agent.app import AgentBase
+from acplink.demo.agent import DemoStore, create_demo_agent
+from acplink.server import AcpServer
+
+from .helpers import BOUND, INIT, Remote, msg, prompt, serving, texts
+
+
+async def test_each_connection_gets_its_own_app_over_both_transports(tmp_path: Path) -> None:
+    made: list[AgentBase] = []
+
+    def factory() -> AgentBase:
+        made.append(create_demo_agent(DemoStore(tmp_path), delay=0))
+        return made[-1]
+
+    app = AcpServer(factory)
+    async with serving(app) as url, httpx.AsyncClient(timeout=BOUND) as client:
+        remote = Remote(client, url)
+        r = await client.post(url, json=INIT)
+        assert r.status_code == 200 and r.json()["result"]["agentCapabilities"]["loadSession"] is True
+        remote.cid = r.headers["acp-connection-id"]
+        async with remote.stream() as events:
+            await remote.post(msg(1, "session/new", cwd=str(tmp_path), mcpServers=[]))
+            sid = (await events.until(1))[-1]["result"]["sessionId"]
+            async with remote.stream(sid) as session_events:
+                await remote.post(prompt(2, sid, "hello"), session=sid)
+                turn = await session_events.until(2)
+        assert "".join(texts(turn)) == "You said: hello"
+        assert turn[-1]["result"]["stopReason"] == "end_turn"
+        async with connect("ws" + url.removeprefix("http")) as ws:
+            await ws.send(json.dumps(INIT))
+            assert json.loads(await ws.recv())["id"] == 0
+            await ws.send(json.dumps(msg(1, "session/load", sessionId=sid, cwd=str(tmp_path), mcpServers=[])))
+            replay = []
+            while "id" not in (m := json.loads(await ws.recv())):
+                replay.append(m)
+            assert m["result"] is not None and "hello" in json.dumps(replay)
+        assert len(made) == 2
+        assert (await client.delete(url, headers=remote.headers())).status_code == 202
