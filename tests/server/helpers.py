@@ -164,32 +164,46 @@ class Served:
     def __init__(self, proc: asyncio.subprocess.Process, urls: dict[str, str]) -> None:
         self.proc = proc
         self.urls = urls
-        self.stderr = b""
+        self.stderr = bytearray()  # read as it comes (a full pipe would stall the server)
+
+    @property
+    def log(self) -> str:
+        """Its stderr so far."""
+        return self.stderr.decode()
+
+    async def _read_stderr(self) -> None:
+        assert self.proc.stderr is not None
+        while chunk := await self.proc.stderr.read(65536):
+            self.stderr += chunk
 
 
 @contextlib.asynccontextmanager
 async def serve(*args: str, agent: Sequence[str] = AGENT, env: dict[str, str] | None = None) -> AsyncIterator[Served]:
     """Run ``acplink serve --port 0 ARGS -- AGENT`` until the block ends (then kill it if it
-    is still running); its URLs are read from its stdout, its stderr kept in ``.stderr``."""
+    is still running); its URLs are read from its stdout, its stderr kept in ``.log``."""
     proc = await asyncio.create_subprocess_exec(
         *ACPLINK, "serve", "--port", "0", *args, "--", *agent, stdout=subprocess.PIPE,
         stderr=subprocess.PIPE, env=env if env is not None else env_without_token())
-    assert proc.stdout is not None and proc.stderr is not None
+    assert proc.stdout is not None
     urls: dict[str, str] = {}
     served = Served(proc, urls)
+    reader = asyncio.get_running_loop().create_task(served._read_stderr())
     try:
         async with asyncio.timeout(30):  # a hang guard: the first start imports a lot
             while len(urls) < (1 if ("--ws" in args or "--http" in args) else 2):
                 line = (await proc.stdout.readline()).decode().strip()
-                assert line, (await proc.stderr.read()).decode()
+                if not line:
+                    await proc.wait()
+                    await reader
+                    raise AssertionError(f"acplink serve did not start: {served.log}")
                 urls[line.split(":", 1)[0]] = line
         yield served
     finally:
         if proc.returncode is None:
             proc.kill()
-        served.stderr = await proc.stderr.read()
         await proc.wait()
-
+        await reader
+        await proc.communicate()
 
 def children_of(pid: int) -> set[int]:
     """The live (not zombie) processes whose parent is ``pid``."""

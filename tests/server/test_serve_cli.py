@@ -53,7 +53,7 @@ async def test_serve_both_transports_then_stop_with_clients_connected(sig: signa
                     assert ws.close_code == 1001
                     assert await served.proc.wait() == 0
         assert await wait_gone(remote.pid, 1) and await wait_gone(ws_pid, 1)
-    log = served.stderr.decode()
+    log = served.log
     assert log.count(" opened (") == 2 and log.count(" closed (") == 2, log
     assert "server shutting down" in log
 
