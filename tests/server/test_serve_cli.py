@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -56,6 +57,7 @@ async def test_serve_both_transports_then_stop_with_clients_connected(sig: signa
     log = served.log
     assert log.count(" opened (") == 2 and log.count(" closed (") == 2, log
     assert "server shutting down" in log
+    assert re.search(r"connection [0-9a-f-]{36} agent: got \{", log)  # the agents' stderr, tagged
 
 
 async def test_ws_only_and_http_only() -> None:
