@@ -165,13 +165,17 @@ class RemoteConnection:
 
     def send(self, message: bytes, *, method: str | None = None, rid: Any = None,
              route: Route = None) -> None:
-        """Pass one client message to the agent; a request's route is kept for its answer."""
+        """Pass one client message to the agent. ``method`` and ``rid``: a request (its route
+        is kept for its answer); ``rid`` alone: an answer to an agent request."""
         if self.closed or self.channel is None:
             raise ConnectionClosed(f"connection {self.id} is closed")
         self.touch()
-        key = id_key(rid) if method is not None else None
+        key = id_key(rid)
         if key is not None:
-            self.pending[key] = None if method in CONNECTION_ANSWERS else route
+            if method is not None:  # a request: where its answer goes
+                self.pending[key] = None if method in CONNECTION_ANSWERS else route
+            else:  # an answer: the agent's request is settled
+                self.answers.pop(key, None)
         self.channel.send(message)
 
     async def drain(self) -> None:
@@ -179,11 +183,11 @@ class RemoteConnection:
             await self.channel.drain()
 
     def route_of_answer(self, rid: Any) -> tuple[bool, Route]:
-        """Where the agent request ``rid`` went: (known, session), forgetting it."""
+        """Where the agent request ``rid`` went: (known, session)."""
         key = id_key(rid)
         if key is None or key not in self.answers:
             return False, None
-        return True, self.answers.pop(key)
+        return True, self.answers[key]
 
     def _from_agent(self, line: bytes) -> None:
         try:
