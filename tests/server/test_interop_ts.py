@@ -56,7 +56,9 @@ def ends(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [e for e in events if e["event"] in ("stop", "error", "fatal")]
 
 
-async def test_a_turn_with_permission_error_and_token(transport: str, tmp_path: Path) -> None:
+async def test_against_acplink_serve(transport: str, tmp_path: Path) -> None:
+    """Token auth, a turn with a permission request (and file writes) and an error, cancel,
+    and session/load on a fresh connection; each client's agent is gone once it closed."""
     env = {**env_without_token(), "ACPLINK_DEMO_STORE": str(tmp_path / "store")}
     (tmp_path / "work").mkdir()
     cwd = str(tmp_path / "work")
@@ -76,21 +78,18 @@ async def test_a_turn_with_permission_error_and_token(transport: str, tmp_path: 
         # the client closed: its agent process is gone (acplink serve promises 5 s)
         assert await wait_no_children(served.proc.pid, 5.0), children_of(served.proc.pid)
 
-
-async def test_cancel_and_load_on_a_fresh_connection(transport: str, tmp_path: Path) -> None:
-    env = {**env_without_token(), "ACPLINK_DEMO_STORE": str(tmp_path / "store")}
-    async with serve(agent=DEMO, env=env) as served:
-        url = served.urls[transport]
-        first = await ts_client(url, transport, "--cwd", str(tmp_path), "--prompt", "remember me",
+        first = await ts_client(url, transport, "--token", "tok", "--cwd", cwd, "--prompt", "remember me",
                                 "--prompt", "slow 100", "--cancel-after", "1")
         assert ends(first) == [{"event": "stop", "stopReason": "end_turn"},
                                {"event": "stop", "stopReason": "cancelled"}]
         sid = next(e["sessionId"] for e in first if e["event"] == "session")
-        second = await ts_client(url, transport, "--cwd", str(tmp_path), "--load", sid, "--prompt", "again")
+        second = await ts_client(url, transport, "--token", "tok", "--cwd", cwd, "--load", sid,
+                                 "--prompt", "again")
         loaded = second.index({"event": "loaded", "sessionId": sid})
         assert "remember me" in chunks(second[:loaded], "user_message_chunk")  # the replay came first
         assert ends(second) == [{"event": "stop", "stopReason": "end_turn"}]
         assert chunks(second[loaded:]).endswith("You said: again")
+        assert await wait_no_children(served.proc.pid, 5.0), children_of(served.proc.pid)
 
 
 async def test_against_the_asgi_app(transport: str, tmp_path: Path) -> None:
