@@ -1,0 +1,169 @@
+"""``acplink serve``: put any stdio ACP agent on the network (WebSocket and streamable HTTP)."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+from collections.abc import Generator
+from typing import Any
+
+from .common import fail, positive_seconds
+
+HELP = "serve an ACP agent over WebSocket and streamable HTTP (one agent process per connection)"
+EXAMPLES = """examples:
+  acplink serve                                   # the demo agent on ws:// and http://127.0.0.1:7331/acp
+  acplink serve -- my-agent --acp                 # any stdio agent
+  acplink serve --ws --port 8080 -- my-agent      # WebSocket only
+  ACPLINK_TOKEN=s3cret acplink serve --host 0.0.0.0 -- my-agent
+  acplink prompt --url ws://127.0.0.1:7331/acp "hello"
+Each connection gets its own agent process, started at its initialize and stopped when the
+connection ends (DELETE, WebSocket close, --idle-timeout, shutdown). Clients must send
+Authorization: Bearer TOKEN when --token (or $ACPLINK_TOKEN) is set; a non-loopback --host
+needs a token (or --insecure-no-auth). Ctrl-C or SIGTERM stops within 5 s."""
+
+
+def add_parser(sub: Any) -> None:
+    p = sub.add_parser("serve", help=HELP, description=HELP, epilog=EXAMPLES,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=7331, help="the port (default 7331; 0 picks a free one)")
+    p.add_argument("--path", default="/acp", help="the endpoint's path (default /acp)")
+    only = p.add_mutually_exclusive_group()
+    only.add_argument("--ws", action="store_true", help="serve WebSocket only")
+    only.add_argument("--http", action="store_true", help="serve streamable HTTP only")
+    p.add_argument("--token", metavar="T", help="require 'Authorization: Bearer T' (default: $ACPLINK_TOKEN)")
+    p.add_argument("--allow-origin", action="append", default=[], metavar="O",
+                   help="a browser origin allowed to connect (repeatable; requests with any other "
+                        "Origin header get 403)")
+    p.add_argument("--max-connections", type=int, default=16, metavar="N",
+                   help="connections at once; more get 503 (default 16)")
+    p.add_argument("--idle-timeout", type=positive_seconds, default=300.0, metavar="S",
+                   help="close an HTTP connection (and stop its agent) after S seconds without a "
+                        "request or an open stream (default 300)")
+    p.add_argument("--insecure-no-auth", action="store_true",
+                   help="allow a non-loopback --host without a token")
+    p.add_argument("agent", nargs="*", default=[], metavar="-- AGENT_CMD",
+                   help="the agent command, after -- (default: acplink's demo agent)")
+    p.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from ..server import LOOPBACK_HOSTS, AcpServer, ServerLimits, is_loopback
+
+    token = args.token or os.environ.get("ACPLINK_TOKEN") or None
+    loopback = is_loopback(args.host)
+    if not loopback and token is None and not args.insecure_no_auth:
+        return fail(f"refusing to serve {args.host} without a token: pass --token (or set ACPLINK_TOKEN), "
+                    "or --insecure-no-auth", 2)
+    if args.max_connections < 1:
+        return fail("--max-connections must be at least 1", 2)
+    if not 0 <= args.port < 65536:
+        return fail(f"--port must be between 0 and 65535, not {args.port}", 2)
+    command = list(args.agent) or [sys.executable, "-m", "acplink", "demo-agent"]
+    transports = ("ws",) if args.ws else ("http",) if args.http else ("http", "ws")
+    limits = ServerLimits(max_connections=args.max_connections, idle_timeout=args.idle_timeout)
+    app = AcpServer(command, path=args.path, transports=transports, token=token,
+                    allow_origins=args.allow_origin, allowed_hosts=LOOPBACK_HOSTS if loopback else None,
+                    limits=limits)
+    try:
+        sock = _bind(args.host, args.port)
+    except OSError as exc:
+        return fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
+    _log_to_stderr()
+    try:
+        asyncio.run(_serve(app, sock, transports))
+    finally:
+        sock.close()
+    return 0
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host.strip("[]"), port))
+        sock.listen(128)
+        sock.set_inheritable(False)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _log_to_stderr() -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("acplink serve: %(message)s"))
+    logger = logging.getLogger("acplink.server")
+    logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+    logger.propagate = False
+
+
+async def _serve(app: Any, sock: socket.socket, transports: tuple[str, ...]) -> None:
+    import uvicorn
+
+    host, port = sock.getsockname()[:2]
+    shown = f"[{host}]" if ":" in host else host
+    config = uvicorn.Config(app, log_config=None, access_log=False, log_level="warning", lifespan="on",
+                            ws="auto" if "ws" in transports else "none",
+                            ws_max_size=app.limits.max_message_bytes + 1024,
+                            timeout_graceful_shutdown=1, timeout_keep_alive=30)
+    server = _server_class()(config, app)
+    for scheme in ("ws", "http"):
+        if scheme in transports:
+            print(f"{scheme}://{shown}:{port}{app.path}", flush=True)
+    print(f"acplink serve: agent `{app.backend.description}`; Ctrl-C to stop", file=sys.stderr, flush=True)
+    await server.serve(sockets=[sock])
+    print("acplink serve: stopped", file=sys.stderr, flush=True)
+
+
+def _server_class() -> type[Any]:
+    import uvicorn
+
+    class Server(uvicorn.Server):
+        """uvicorn, stopped our way: SIGINT/SIGTERM first close every connection (streams end,
+        WebSockets close with 1001) and stop their agents, then uvicorn stops; a second signal
+        stops at once."""
+
+        def __init__(self, config: uvicorn.Config, app: Any) -> None:
+            super().__init__(config)
+            self.acp_app = app
+            self.stopping: asyncio.Task[None] | None = None
+
+        @contextlib.contextmanager
+        def capture_signals(self) -> Generator[None, None, None]:
+            loop = asyncio.get_running_loop()
+            sigs = (signal.SIGINT, signal.SIGTERM)
+            for sig in sigs:
+                loop.add_signal_handler(sig, self.stop)
+            try:
+                yield
+            finally:
+                for sig in sigs:
+                    loop.remove_signal_handler(sig)
+
+        def stop(self) -> None:
+            if self.stopping is not None:
+                self.force_exit = True
+                self.should_exit = True
+                return
+            print("acplink serve: stopping", file=sys.stderr, flush=True)
+            self.stopping = asyncio.get_running_loop().create_task(self.drain())
+
+        async def drain(self) -> None:
+            try:
+                await asyncio.wait_for(self.acp_app.aclose(), 4.5)
+            except TimeoutError:
+                pass
+            finally:
+                self.should_exit = True
+
+    return Server
+

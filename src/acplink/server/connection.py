@@ -1,0 +1,385 @@
+"""One remote connection (its agent and the routing of the agent's messages to the client's
+streams) and the registry of connections.
+
+Routing (HTTP): a message from the agent whose ``params.sessionId`` names a session goes to
+that session's stream, any other request or notification to the connection stream; a
+response goes where the request it answers came from (``session/new`` and ``session/load``
+answers: the connection stream). On a WebSocket everything goes to the one socket. Output
+nobody has read yet is queued, bounded by ``max_buffered_bytes``: while the queue is full the
+agent's output is not read, and a client that takes nothing for ``output_stall`` is dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections import deque
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import orjson
+
+from ..errors import ConnectionClosed
+from ..rpc.messages import message_kind
+from .backends import AgentBackend, AgentChannel
+from .limits import ServerLimits
+
+__all__ = ["Mailbox", "Registry", "RemoteConnection", "id_key", "pump"]
+
+log = logging.getLogger("acplink.server")
+
+#: where a message goes: a session id, or None for the connection stream
+Route = str | None
+Key = tuple[str, Any]
+Kind = Literal["http", "ws"]
+
+#: client requests whose answer goes to the connection stream whatever session they name
+CONNECTION_ANSWERS = frozenset({"session/new", "session/load"})
+
+
+def id_key(rid: Any) -> Key | None:
+    """A request id as a dict key (1 and "1" are different ids)."""
+    if type(rid) is int:
+        return ("n", rid)
+    if type(rid) is str:
+        return ("s", rid)
+    return None
+
+
+class Mailbox:
+    """The output of one stream (a session's, the connection's, or a whole WebSocket's), in
+    order, for at most one reader at a time."""
+
+    def __init__(self, owner: RemoteConnection, session: str | None) -> None:
+        self.owner = owner
+        self.session = session
+        self.queue: deque[bytes] = deque()
+        self.has_reader = False
+        self.finished = False
+        self.wake = asyncio.Event()
+        self.reader_task: asyncio.Task[Any] | None = None
+
+    def push(self, data: bytes) -> None:
+        if self.finished:
+            return
+        self.queue.append(data)
+        self.owner._queued(len(data))
+        self.wake.set()
+
+    def peek(self) -> bytes | None:
+        return self.queue[0] if self.queue else None
+
+    def commit(self) -> None:
+        """The message :meth:`peek` returned was sent."""
+        self.owner._taken(len(self.queue.popleft()))
+
+    def finish(self) -> None:
+        """Nothing more comes: a reader gets what is queued, then its stream ends."""
+        self.finished = True
+        self.wake.set()
+
+    def drop(self) -> None:
+        """End now: queued output is discarded and a reader stuck on a send is cancelled."""
+        self.finish()
+        size = sum(map(len, self.queue))
+        self.queue.clear()
+        self.owner._taken(size)
+        if self.reader_task is not None:
+            self.reader_task.cancel()
+
+    @property
+    def unread(self) -> bool:
+        return not self.has_reader and bool(self.queue)
+
+
+async def pump(box: Mailbox, send: Callable[[bytes], Awaitable[None]], *,
+               keepalive: float | None = None,
+               on_quiet: Callable[[], Awaitable[None]] | None = None) -> None:
+    """Send a mailbox's messages in order until it is finished and empty. A message leaves
+    the queue only once ``send`` returned (a cancelled send loses nothing). ``on_quiet`` runs
+    after ``keepalive`` seconds without a message."""
+    while True:
+        box.wake.clear()
+        data = box.peek()
+        if data is not None:
+            await send(data)
+            box.commit()
+            continue
+        if box.finished:
+            return
+        try:
+            await asyncio.wait_for(box.wake.wait(), keepalive)
+        except TimeoutError:
+            if on_quiet is not None:
+                await on_quiet()
+
+
+class RemoteConnection:
+    """A remote client's connection: its agent, its streams, its routes."""
+
+    def __init__(self, registry: Registry, kind: Kind, peer: str) -> None:
+        self.id = str(uuid.uuid4())
+        self.kind = kind
+        self.peer = peer
+        self.registry = registry
+        self.limits: ServerLimits = registry.limits
+        self.channel: AgentChannel | None = None
+        self.stream = Mailbox(self, None)
+        self.sessions: dict[str, Mailbox] = {}
+        self.pending: dict[Key, Route] = {}   # client request → where its answer goes
+        self.answers: dict[Key, Route] = {}   # agent request → the stream it went to
+        self.buffered = 0
+        self.paused = False
+        self.closed = False
+        self.end_reason = ""
+        self.close_code = 1000
+        self.ended = asyncio.Event()
+        self.readers = 0
+        self.starting = False
+        self.last_active = time.monotonic()
+        self._init: tuple[Key, asyncio.Future[bytes]] | None = None
+        self._loop = asyncio.get_running_loop()
+        self._stall: asyncio.TimerHandle | None = None
+        self._idle: asyncio.TimerHandle | None = None
+        if kind == "http":
+            self._idle = self._loop.call_later(self.limits.idle_timeout, self._check_idle)
+
+    # -- the agent ---------------------------------------------------------------------------
+
+    async def start_agent(self, backend: AgentBackend) -> None:
+        self.starting = True
+        try:
+            self.channel = await backend.open(self.id, self._from_agent, self._agent_ended)
+        finally:
+            self.starting = False
+        if self.closed:  # closed while it started (server shutdown)
+            self.registry._stop(self)
+
+    def expect_answer(self, rid: Any) -> asyncio.Future[bytes]:
+        """The agent's answer to request ``rid`` is handed here instead of to a stream."""
+        fut: asyncio.Future[bytes] = self._loop.create_future()
+        key = id_key(rid)
+        assert key is not None
+        self._init = (key, fut)
+        return fut
+
+    def send(self, message: bytes, *, method: str | None = None, rid: Any = None,
+             route: Route = None) -> None:
+        """Pass one client message to the agent; a request's route is kept for its answer."""
+        if self.closed or self.channel is None:
+            raise ConnectionClosed(f"connection {self.id} is closed")
+        self.touch()
+        key = id_key(rid) if method is not None else None
+        if key is not None:
+            self.pending[key] = None if method in CONNECTION_ANSWERS else route
+        self.channel.send(message)
+
+    async def drain(self) -> None:
+        if self.channel is not None:
+            await self.channel.drain()
+
+    def route_of_answer(self, rid: Any) -> tuple[bool, Route]:
+        """Where the agent request ``rid`` went: (known, session), forgetting it."""
+        key = id_key(rid)
+        if key is None or key not in self.answers:
+            return False, None
+        return True, self.answers.pop(key)
+
+    def _from_agent(self, line: bytes) -> None:
+        try:
+            msg = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            log.warning("connection %s: the agent wrote a line that is not JSON; dropped", self.id)
+            return
+        kind = message_kind(msg)
+        if kind == "response":
+            key = id_key(msg.get("id"))
+            init = self._init
+            if init is not None and key == init[0]:
+                self._init = None
+                if not init[1].done():
+                    init[1].set_result(line)
+                return
+            route = self.pending.pop(key, None) if key is not None else None
+            self._deliver(route, line)
+        elif kind == "invalid":
+            log.warning("connection %s: the agent wrote a message that is not JSON-RPC; dropped", self.id)
+        else:
+            params = msg.get("params")
+            sid = params.get("sessionId") if isinstance(params, dict) else None
+            route = sid if isinstance(sid, str) else None
+            key = id_key(msg.get("id")) if kind == "request" else None
+            if key is not None:
+                self.answers[key] = route
+            self._deliver(route, line)
+
+    def _deliver(self, route: Route, line: bytes) -> None:
+        if self.kind == "ws" or route is None:
+            self.stream.push(line)
+            return
+        box = self.sessions.get(route)
+        if box is None:
+            if len(route) > self.limits.max_id_length:
+                log.warning("connection %s: dropped an agent message for an over-long session id", self.id)
+                return
+            unread = sum(1 for b in self.sessions.values() if b.unread)
+            if unread >= self.limits.max_session_streams:
+                self.close(f"over {self.limits.max_session_streams} unread session streams",
+                           code=1008, drop=True)
+                return
+            box = self.sessions[route] = Mailbox(self, route)
+        box.push(line)
+
+    def _agent_ended(self, reason: str) -> None:
+        self.close(reason, code=1011)
+
+    # -- streams -----------------------------------------------------------------------------
+
+    def open_stream(self, session: str | None) -> Mailbox | None:
+        """Take the reader's place of a stream (a session's is made on demand); None when it
+        already has a reader."""
+        if session is None:
+            box = self.stream
+        else:
+            found = self.sessions.get(session)
+            box = found if found is not None else self.sessions.setdefault(session, Mailbox(self, session))
+        if box.has_reader:
+            return None
+        box.has_reader = True
+        self.readers += 1
+        self.touch()
+        return box
+
+    def close_stream(self, box: Mailbox) -> None:
+        box.has_reader = False
+        box.reader_task = None
+        self.readers -= 1
+        self.touch()
+        if box.session is not None and not box.queue and self.sessions.get(box.session) is box:
+            del self.sessions[box.session]
+
+    # -- flow control and timers -------------------------------------------------------------
+
+    def _queued(self, size: int) -> None:
+        self.buffered += size
+        if not self.paused and self.buffered >= self.limits.max_buffered_bytes:
+            self.paused = True
+            if self.channel is not None:
+                self.channel.pause()
+            self._arm_stall()
+
+    def _taken(self, size: int) -> None:
+        self.buffered -= size
+        if not self.paused:
+            return
+        if self.buffered < self.limits.max_buffered_bytes:
+            self.paused = False
+            if self._stall is not None:
+                self._stall.cancel()
+                self._stall = None
+            if self.channel is not None and not self.closed:
+                self.channel.resume()
+        else:
+            self._arm_stall()  # the client read something: its clock starts again
+
+    def _arm_stall(self) -> None:
+        if self._stall is not None:
+            self._stall.cancel()
+        stall = self.limits.output_stall
+        self._stall = self._loop.call_later(
+            stall, lambda: self.close(f"the client read none of its output for {stall:g} s",
+                                      code=1008, drop=True))
+
+    def touch(self) -> None:
+        self.last_active = time.monotonic()
+
+    def _check_idle(self) -> None:
+        idle = self.limits.idle_timeout
+        quiet = time.monotonic() - self.last_active
+        if self.readers == 0 and quiet >= idle * 0.99:
+            self.close(f"idle for {idle:g} s")
+            return
+        self._idle = self._loop.call_later(idle if self.readers else idle - quiet, self._check_idle)
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def close(self, reason: str, *, code: int = 1000, drop: bool = False) -> None:
+        """End the connection: its streams end (at once with ``drop``), later requests get
+        404, and its agent is stopped."""
+        if self.closed:
+            return
+        self.closed = True
+        self.end_reason = reason
+        self.close_code = code
+        for timer in (self._stall, self._idle):
+            if timer is not None:
+                timer.cancel()
+        if self._init is not None and not self._init[1].done():
+            self._init[1].set_exception(ConnectionClosed(reason))
+        for box in (self.stream, *self.sessions.values()):
+            if drop:
+                box.drop()
+            else:
+                box.finish()
+        self.pending.clear()
+        self.answers.clear()
+        self.ended.set()
+        self.registry._forget(self)
+
+
+class Registry:
+    """The live connections, the tasks that stop their agents, and the connection limit."""
+
+    def __init__(self, limits: ServerLimits, backend: AgentBackend) -> None:
+        self.limits = limits
+        self.backend = backend
+        self.connections: dict[str, RemoteConnection] = {}
+        self.closing = False
+        self._stopping: set[asyncio.Task[None]] = set()
+
+    @property
+    def full(self) -> bool:
+        return self.closing or len(self.connections) >= self.limits.max_connections
+
+    def create(self, kind: Kind, peer: str) -> RemoteConnection:
+        conn = RemoteConnection(self, kind, peer)
+        self.connections[conn.id] = conn
+        log.info("connection %s opened (%s from %s)", conn.id, "WebSocket" if kind == "ws" else "HTTP", peer)
+        return conn
+
+    def get(self, connection_id: str, kind: Kind) -> RemoteConnection | None:
+        conn = self.connections.get(connection_id)
+        return conn if conn is not None and conn.kind == kind else None
+
+    def _forget(self, conn: RemoteConnection) -> None:
+        self.connections.pop(conn.id, None)
+        if conn.channel is not None:
+            self._stop(conn)
+        elif not conn.starting:  # no agent (yet): start_agent stops one that comes later
+            log.info("connection %s closed (%s)", conn.id, conn.end_reason)
+
+    def _stop(self, conn: RemoteConnection) -> None:
+        channel, conn.channel = conn.channel, None
+        if channel is None:
+            return
+
+        async def stop() -> None:
+            try:
+                how = await channel.aclose()
+            except Exception as exc:
+                how = f"agent stop failed: {exc}"
+            log.info("connection %s closed (%s; %s)", conn.id, conn.end_reason, how)
+
+        task = asyncio.get_running_loop().create_task(stop(), name=f"acplink-stop-{conn.id}")
+        self._stopping.add(task)
+        task.add_done_callback(self._stopping.discard)
+
+    async def aclose(self, reason: str = "server shutting down") -> None:
+        """Close every connection (WebSockets with 1001) and wait for their agents to stop."""
+        self.closing = True
+        for conn in list(self.connections.values()):
+            conn.close(reason, code=1001)
+        while self._stopping:
+            await asyncio.gather(*self._stopping, return_exceptions=True)
