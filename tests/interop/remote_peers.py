@@ -3,6 +3,7 @@ once it accepts connections and stops at the end of its stdin (or is killed)."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import subprocess
@@ -11,7 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import IO
 
-from peerenv import JS_DIR, NODE, PEERS_PYTHON, HERE
+from peerenv import HERE, JS_DIR, NODE, PEERS_PYTHON
 
 TS_SERVER = [str(NODE), str(JS_DIR / "remote_server_ts.mjs")]
 PY_SERVER = [str(PEERS_PYTHON), str(HERE / "peers" / "py_remote_server.py")]
@@ -78,3 +79,54 @@ def running(argv: Sequence[str]) -> Iterator[PeerServer]:
         yield server
     finally:
         server.stop()
+
+
+class CuttingProxy:
+    """A TCP proxy in front of a server whose connections the test can cut (as a network
+    failure would), while the server keeps running."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def start(self) -> CuttingProxy:
+        self._server = await asyncio.start_server(self._accept, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target_port)
+        self._writers |= {writer, up_writer}
+        pumps = [asyncio.ensure_future(self._pump(reader, up_writer)),
+                 asyncio.ensure_future(self._pump(up_reader, writer))]
+        self._tasks.update(pumps)
+        await asyncio.gather(*pumps, return_exceptions=True)
+        self._tasks.difference_update(pumps)
+
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while data := await reader.read(65536):
+                writer.write(data)
+                await writer.drain()
+        except OSError:
+            pass
+        finally:
+            writer.transport.abort()
+            self._writers.discard(writer)
+
+    def cut(self) -> None:
+        """Reset every connection open now (new ones are still accepted)."""
+        for writer in list(self._writers):
+            writer.transport.abort()
+
+    async def aclose(self) -> None:
+        self.cut()
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)

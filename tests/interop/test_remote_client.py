@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from peerenv import _py_missing, _ts_missing
-from remote_peers import PY_SERVER, TS_SERVER, PeerServer, running
+from remote_peers import PY_SERVER, TS_SERVER, CuttingProxy, PeerServer, running
 
 from acplink import ConnectionClosed, InternalError, PeerLimits, PermissionPolicy, connect, schema
 from acplink.transports._remote import AuthRejected, CookieJar
@@ -209,10 +209,52 @@ def test_killed_server_ends_prompt(scheme: str) -> None:
             assert proc.stdout is not None
             assert proc.stdout.read(7) == "waiting"
             server.kill()
-            out, err = proc.communicate(timeout=30)
+            _, err = proc.communicate(timeout=30)
         finally:
             if proc.poll() is None:
                 proc.kill()
                 proc.communicate()
     assert proc.returncode == 1
     assert err.startswith("acplink: error: ") and "Traceback" not in err
+
+
+async def _read_until(stream: asyncio.StreamReader, needle: str, seen: list[str]) -> None:
+    """Read ``stream`` (into ``seen``) until ``needle`` was output (bounded against a hang)."""
+    async with asyncio.timeout(60):
+        while needle not in "".join(seen):
+            chunk = await stream.read(4096)
+            assert chunk, f"end of output before {needle!r}: {''.join(seen)!r}"
+            seen.append(chunk.decode(errors="replace"))
+
+
+@needs_ts
+@SCHEMES
+async def test_chat_reconnects(scheme: str) -> None:
+    """``chat --url --reconnect``: the connection is cut mid-turn; the turn is reported failed
+    (not resent); a new connection sends the cookies back, ``initialize``, ``session/load``;
+    the chat goes on in the same session."""
+    with running([*TS_SERVER, "--cookie", COOKIE]) as server:
+        proxy = await CuttingProxy(server.port).start()
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "acplink", "chat", "--reconnect", "--url", f"{scheme}://127.0.0.1:{proxy.port}/acp",
+            stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
+        assert proc.stdin is not None and proc.stdout is not None
+        seen: list[str] = []
+        try:
+            proc.stdin.write(b"first\nwait\n")
+            await _read_until(proc.stdout, "waiting", seen)
+            proxy.cut()
+            await _read_until(proc.stdout, "reconnected", seen)
+            proc.stdin.write(b"cookies\n")
+            proc.stdin.close()
+            out, err = await asyncio.wait_for(proc.communicate(), 60)
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.communicate()
+            await proxy.aclose()
+    text = "".join(seen) + out.decode()
+    assert proc.returncode == 0, err.decode()
+    assert "connection lost" in text and "not sent again" in text
+    assert text.count("> wait") == 1  # (the chat echoes each prompt it sends: never twice)
+    assert f"cookies:{COOKIE}" in text  # the 2nd connection (after the cut) sent the cookie back

@@ -450,7 +450,7 @@ class connect:
     ) -> None:
         self.agent = agent
         remote = isinstance(agent, str) and is_remote_url(agent)
-        self.remote = RemoteOptions(agent, headers=headers, token=token, cookies=cookies) if remote else None
+        self.remote = RemoteOptions(str(agent), headers=headers, token=token, cookies=cookies) if remote else None
         if not remote and (headers is not None or token is not None or cookies is not None):
             raise UsageError("headers=, token= and cookies= are for a remote agent's URL")
         if fs is None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import ConnectionClosed, UsageError
+from ..errors import ConnectionClosed, MessageTooLarge, UsageError
 from .base import Transport
 
 __all__ = ["AuthRejected", "CookieJar", "RemoteOptions", "http_refusal", "is_remote_url", "remote_description",
@@ -24,6 +24,13 @@ _SCHEMES = ("ws", "wss", "http", "https")
 
 class AuthRejected(ConnectionClosed):
     """The server refused our credentials (HTTP 401 or 403): retrying will not help."""
+
+
+def too_large(what: str, limit: int) -> MessageTooLarge:
+    """The error for ``what`` (a frame, an event) from the server over ``limit`` bytes."""
+    err = MessageTooLarge(limit + 1, limit, "incoming")
+    err.args = (f"the server sent {what} over the limit of {limit} bytes (max_message_size)",)
+    return err
 
 
 def is_remote_url(text: str) -> bool:

@@ -40,6 +40,7 @@ from ._remote import (
     RemoteOptions,
     http_refusal,
     remote_description,
+    too_large,
 )
 from .base import MessageMeta, Transport, TransportSink
 
@@ -277,8 +278,8 @@ class HttpTransport(Transport):
                                  headers=[*self.options.request_headers(), ("Content-Type", _JSON)]) as resp:
             self.options.cookies.store(resp.headers.get_list("set-cookie"))
             if resp.status_code != 200:
-                body = (await _read_capped(resp, _ERROR_BODY)).decode("utf-8", "replace")
-                line = http_refusal(resp.status_code, resp.reason_phrase, body, "initialize", self.description)
+                text = (await _read_capped(resp, _ERROR_BODY)).decode("utf-8", "replace")
+                line = http_refusal(resp.status_code, resp.reason_phrase, text, "initialize", self.description)
                 raise _Fatal(self._refused(resp.status_code, line))
             cid = resp.headers.get(HEADER_CONNECTION_ID)
             if not cid:
@@ -300,8 +301,7 @@ class HttpTransport(Transport):
         self._sink.message_received(body, None)
 
     def _too_large(self) -> MessageTooLarge:
-        return MessageTooLarge(f"the server sent a message over the limit of {self.max_message_size} bytes "
-                               "(max_message_size)")
+        return too_large("a message", self.max_message_size)
 
     # -- failing requests, sessions, the connection ----------------------------------------------------
 
@@ -527,8 +527,7 @@ def _count(resp: httpx.Response, limit: int) -> _Counter:
             async for chunk in inner:  # type: ignore[union-attr]
                 counter.count += len(chunk)
                 if counter.count > ceiling:
-                    raise _Fatal(MessageTooLarge(f"the server sent an event over the limit of {limit} bytes "
-                                                 "(max_message_size)"))
+                    raise _Fatal(too_large("an event", limit))
                 yield chunk
 
         async def aclose(self) -> None:

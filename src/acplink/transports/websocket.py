@@ -7,9 +7,9 @@ transport starts, so that programs that never open one do not pay for it.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from ..errors import ConnectionClosed, MessageTooLarge, TransportError
+from ..errors import ConnectionClosed, TransportError
 from ._remote import (
     CLOSE_TIMEOUT,
     HEADER_CONNECTION_ID,
@@ -17,11 +17,13 @@ from ._remote import (
     RemoteOptions,
     http_refusal,
     remote_description,
+    too_large,
 )
 from .base import MessageMeta, Transport, TransportSink
 
 if TYPE_CHECKING:
     from websockets.asyncio.client import ClientConnection
+    from websockets.exceptions import ConnectionClosed as WsClosed
 
 __all__ = ["WebSocketTransport"]
 
@@ -86,10 +88,10 @@ class WebSocketTransport(Transport):
                                    f"{self.open_timeout:g} s") from None
         except OSError as exc:
             raise ConnectionClosed(f"cannot connect to {self.description}: {exc.strerror or exc}") from None
-        resp = ws.response
-        if resp is not None:
-            self.options.cookies.store(resp.headers.get_all("Set-Cookie"))
-            self.connection_id = resp.headers.get(HEADER_CONNECTION_ID)
+        upgrade = ws.response
+        if upgrade is not None:
+            self.options.cookies.store(upgrade.headers.get_all("Set-Cookie"))
+            self.connection_id = upgrade.headers.get(HEADER_CONNECTION_ID)
         self._ws = ws
         self._sink = sink
         if self._limits is not None:
@@ -117,11 +119,10 @@ class WebSocketTransport(Transport):
                 self.failure = TransportError(f"the WebSocket to {self.description} failed: {exc}")
                 sink.eof_received(self.failure)
 
-    def _closed_error(self, exc: Any) -> BaseException | None:
+    def _closed_error(self, exc: WsClosed) -> BaseException | None:
         sent, rcvd = exc.sent, exc.rcvd
         if sent is not None and sent.code == 1009:
-            return MessageTooLarge(f"the server sent a message over the limit of {self.max_message_size} bytes "
-                                   "(max_message_size); the WebSocket was closed (1009)")
+            return too_large("a message", self.max_message_size)
         if rcvd is not None:
             if rcvd.code in (1000, 1001) and not rcvd.reason:
                 return None if rcvd.code == 1000 else ConnectionClosed("the server is shutting down (1001)")
