@@ -259,3 +259,34 @@ async def test_chat_reconnects(scheme: str) -> None:
     assert "connection lost" in text and "not sent again" in text
     assert text.count("> wait") == 1  # (the chat echoes each prompt it sends: never twice)
     assert f"cookies:{COOKIE}" in text  # the 2nd connection (after the cut) sent the cookie back
+
+
+@needs_ts
+async def test_session_conflict_fails_only_that_session(ts_server: PeerServer, tmp_path: Path) -> None:
+    """A 409 on a session's stream (another reader holds it) fails that session's requests,
+    and keeps failing them until a ``session/load`` succeeds; the connection and its other
+    sessions go on."""
+    import httpx
+
+    url = ts_server.url("http")
+    async with connect(url) as first:
+        sid = (await first.new_session(tmp_path)).session_id
+    async with connect(url) as client, httpx.AsyncClient() as raw:
+        cid = client.transport.connection_id  # type: ignore[attr-defined]
+        headers = {"Accept": "text/event-stream", "Acp-Connection-Id": cid, "Acp-Session-Id": sid,
+                   "Cookie": COOKIE}
+        async with raw.stream("GET", url, headers=headers) as thief:
+            assert thief.status_code == 200
+            with pytest.raises(InternalError) as info:
+                await client.load_session(sid, tmp_path)
+            assert info.value.data["status"] == 409
+            other = await client.new_session(tmp_path)  # the connection is fine
+            assert await _say(other, "hello") == (["Hello, ", "world"], "end_turn")
+        # the other reader is gone: session/load reattaches the session
+        for _ in range(50):
+            try:
+                loaded = await client.load_session(sid, tmp_path)
+                break
+            except InternalError:  # (the server may not have seen the reader leave yet)
+                await asyncio.sleep(0.1)
+        assert await _say(loaded, "back") == (["back"], "end_turn")

@@ -3,12 +3,12 @@ transports: the library, ``prompt --url`` and ``chat --url``."""
 
 from __future__ import annotations
 
-import os
-import signal
+import importlib.util
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -17,34 +17,24 @@ from acplink import connect, schema
 SCHEMES = pytest.mark.parametrize("scheme", ["ws", "http"])
 
 
-class _Serve:
-    def __init__(self, *extra: str) -> None:
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "acplink", "serve", "--port", "0", *extra, "--",
-             sys.executable, "-m", "acplink", "demo-agent"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, start_new_session=True)
-        assert self.proc.stdout is not None
-        self.urls = {}
-        for _ in range(2):
-            url = self.proc.stdout.readline().strip()
-            assert "://" in url, f"acplink serve printed {url!r}"
-            self.urls[url.split("://")[0]] = url
+def _load_bench_server() -> Any:
+    """The benchmark's server runner (benchmarks/remote.py): one place starts ``acplink serve``
+    and reads the URLs it prints."""
+    path = Path(__file__).resolve().parents[2] / "benchmarks" / "remote.py"
+    spec = importlib.util.spec_from_file_location("_bench_remote", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.Server
 
-    def stop(self) -> None:
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGTERM)
-            try:
-                self.proc.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.proc.pid, signal.SIGKILL)
-                self.proc.wait()
-        assert self.proc.stdout is not None
-        self.proc.stdout.close()
+
+Server = _load_bench_server()
 
 
 @pytest.fixture(scope="module")
-def serve() -> Iterator[_Serve]:
-    server = _Serve()
+def serve() -> Iterator[Any]:
+    server = Server([sys.executable, "-m", "acplink", "serve", "--port", "0", "--",
+                     sys.executable, "-m", "acplink", "demo-agent"])
     try:
         yield server
     finally:
@@ -52,7 +42,7 @@ def serve() -> Iterator[_Serve]:
 
 
 @SCHEMES
-async def test_library(scheme: str, serve: _Serve, tmp_path: Path) -> None:
+async def test_library(scheme: str, serve: Any, tmp_path: Path) -> None:
     async with connect(serve.urls[scheme]) as client:
         assert client.agent_info is not None and client.agent_info.name
         session = await client.new_session(tmp_path)
@@ -65,7 +55,7 @@ async def test_library(scheme: str, serve: _Serve, tmp_path: Path) -> None:
 
 
 @SCHEMES
-def test_prompt_and_chat(scheme: str, serve: _Serve) -> None:
+def test_prompt_and_chat(scheme: str, serve: Any) -> None:
     done = subprocess.run([sys.executable, "-m", "acplink", "prompt", "--url", serve.urls[scheme], "hello"],
                           capture_output=True, text=True, timeout=60)
     assert (done.returncode, done.stdout) == (0, "You said: hello\n"), done.stderr

@@ -6,7 +6,7 @@
 //     node benchmarks/peers/official_ts/remote_server.mjs
 //
 // Prints its two URLs (ws://..., http://...), one per line, as `acplink serve --port 0`
-// does; stops at the end of its stdin or on SIGTERM.
+// does; stops on SIGTERM.
 
 import http from "node:http";
 import { WebSocketServer } from "../../../tests/interop/js/node_modules/ws/wrapper.mjs";
@@ -24,15 +24,8 @@ const handleUpgrade = createNodeWebSocketUpgradeHandler(acp, wss);
 const server = http.createServer(handleHttp);
 server.on("upgrade", handleUpgrade);
 
-const stop = async () => {
-  await acp.close().catch(() => undefined);
-  server.closeAllConnections?.();
-  server.close();
-  process.exit(0);
-};
-process.on("SIGTERM", stop);
-process.stdin.on("end", stop);
-process.stdin.resume();
+// (a benchmark: no graceful shutdown needed)
+for (const event of ["SIGTERM", "SIGINT"]) process.on(event, () => process.exit(0));
 
 server.listen(0, "127.0.0.1", () => {
   const { port } = server.address();

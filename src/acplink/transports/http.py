@@ -67,10 +67,20 @@ class _Fatal(Exception):
         self.error = error
 
 
+class _Failure:
+    """Why a request or a session failed: a message, and the HTTP status and body if any."""
+
+    __slots__ = ("http", "message")
+
+    def __init__(self, message: str, http: tuple[int, str] | None = None) -> None:
+        self.message = message
+        self.http = http
+
+
 class _SessionStream:
     __slots__ = ("ready", "task")
 
-    def __init__(self, ready: asyncio.Future[str | None]) -> None:
+    def __init__(self, ready: asyncio.Future[_Failure | None]) -> None:
         #: None once the stream is open; the reason when it could not be opened
         self.ready = ready
         self.task: asyncio.Task[None] | None = None
@@ -113,7 +123,7 @@ class HttpTransport(Transport):
         self._conn_stream: asyncio.Task[None] | None = None
         self._sessions: dict[str, _SessionStream] = {}
         #: session id -> why it failed (409, or its stream 404): sticky until load/resume
-        self._failed_sessions: dict[str, str] = {}
+        self._failed_sessions: dict[str, _Failure] = {}
         #: the agent's requests that came on a session stream: id -> session (for the answer)
         self._answer_session: dict[Any, str] = {}
         #: our requests for a session, not answered yet: id -> session (failed with it)
@@ -235,7 +245,7 @@ class HttpTransport(Transport):
             if why is None:
                 why = await self._open_session(sid)
             if why is not None:
-                self._drop(method, has_id, rid, why, None)
+                self._drop(method, has_id, rid, why)
                 return
             if method is not None and has_id:
                 self._pending[rid] = sid
@@ -248,12 +258,13 @@ class HttpTransport(Transport):
         still_pending = self._pending.pop(rid, None) is not None if sid is not None and has_id else True
         line = http_refusal(status, reason, body, f"a POST of {method or 'a response'}", self.description)
         if sid is not None and status == 409:
-            self._fail_session(sid, line)
-            self._drop(method, has_id, rid, line, (status, body))
+            failure = _Failure(line, (status, body))
+            self._fail_session(sid, failure)
+            self._drop(method, has_id, rid, failure)
         elif status in _CONNECTION_GONE or method is None or not has_id:
             raise _Fatal(self._refused(status, line))
         elif still_pending:
-            self._deliver_error(rid, line, (status, body))
+            self._deliver_error(rid, _Failure(line, (status, body)))
 
     @staticmethod
     def _refused(status: int, line: str) -> TransportError:
@@ -305,21 +316,21 @@ class HttpTransport(Transport):
 
     # -- failing requests, sessions, the connection ----------------------------------------------------
 
-    def _deliver_error(self, rid: Any, why: str, http: tuple[int, str] | None) -> None:
+    def _deliver_error(self, rid: Any, why: _Failure) -> None:
         """Fail our request ``rid`` with a JSON-RPC error, as if the agent had answered so."""
-        error: dict[str, Any] = {"code": -32603, "message": why}
-        if http is not None:
-            error["data"] = {"status": http[0], "body": http[1]}
+        error: dict[str, Any] = {"code": -32603, "message": why.message}
+        if why.http is not None:
+            error["data"] = {"status": why.http[0], "body": why.http[1]}
         if self._sink is not None and self._error is None:
             self._sink.message_received(orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": error}), None)
 
-    def _drop(self, method: str | None, has_id: bool, rid: Any, why: str, http: tuple[int, str] | None) -> None:
+    def _drop(self, method: str | None, has_id: bool, rid: Any, why: _Failure) -> None:
         """A message for a failed session: a request fails; a notification or an answer has
         nobody to tell (its session is gone) and is dropped."""
         if method is not None and has_id:
-            self._deliver_error(rid, why, http)
+            self._deliver_error(rid, why)
 
-    def _fail_session(self, sid: str, why: str) -> None:
+    def _fail_session(self, sid: str, why: _Failure) -> None:
         self._failed_sessions[sid] = why
         stream = self._sessions.pop(sid, None)
         if stream is not None:
@@ -329,10 +340,10 @@ class HttpTransport(Transport):
                 stream.task.cancel()
         self._fail_pending(sid, why)
 
-    def _fail_pending(self, sid: str, why: str) -> None:
+    def _fail_pending(self, sid: str, why: _Failure) -> None:
         for rid in [r for r, s in self._pending.items() if s == sid]:
             del self._pending[rid]
-            self._deliver_error(rid, why, None)
+            self._deliver_error(rid, why)
 
     def _fail(self, error: TransportError) -> None:
         """The connection is over: tell the sink once; stop writing and reading."""
@@ -369,7 +380,7 @@ class HttpTransport(Transport):
             return
         self._fail(ConnectionClosed(f"the server at {self.description} ended the connection"))
 
-    def _open_session(self, sid: str) -> asyncio.Future[str | None]:
+    def _open_session(self, sid: str) -> asyncio.Future[_Failure | None]:
         """Open the session's stream (if not open or opening): done when the server answered
         its GET (None: open; else why not)."""
         stream = self._sessions.get(sid)
@@ -389,12 +400,12 @@ class HttpTransport(Transport):
                 pass
         except _Fatal as exc:
             if not stream.ready.done():
-                stream.ready.set_result(str(exc.error))
+                stream.ready.set_result(_Failure(str(exc.error)))
             self._fail(exc.error)
             return
         except httpx.HTTPError as exc:
             if not stream.ready.done():
-                stream.ready.set_result(str(exc))
+                stream.ready.set_result(_Failure(str(exc)))
             self._fail(self._lost(exc))
             return
         # the server ended the session's stream: answers to its requests cannot come any more;
@@ -403,10 +414,10 @@ class HttpTransport(Transport):
             del self._sessions[sid]
         if not stream.ready.done():
             stream.ready.set_result(None)
-        self._fail_pending(sid, f"the server at {self.description} ended the stream of session {sid}")
+        self._fail_pending(sid, _Failure(f"the server at {self.description} ended the stream of session {sid}"))
 
     async def _stream(self, headers: list[tuple[str, str]], sid: str | None,
-                      ready: asyncio.Future[str | None] | None = None) -> AsyncIterator[None]:
+                      ready: asyncio.Future[_Failure | None] | None = None) -> AsyncIterator[None]:
         """GET one SSE stream and deliver its events; yields nothing (an async generator so
         that the response closes with it)."""
         from httpx_sse import EventSource
@@ -422,7 +433,7 @@ class HttpTransport(Transport):
                 what = f"the stream of session {sid}" if sid is not None else "the connection stream"
                 line = http_refusal(resp.status_code, resp.reason_phrase, body, what, self.description)
                 if sid is not None and resp.status_code in (404, 409):
-                    self._fail_session(sid, line)
+                    self._fail_session(sid, _Failure(line, (resp.status_code, body)))
                     return
                 raise _Fatal(self._refused(resp.status_code, line))
             if ready is not None and not ready.done():

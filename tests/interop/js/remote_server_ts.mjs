@@ -19,6 +19,7 @@
 
 import http from "node:http";
 import { randomUUID } from "node:crypto";
+import { once } from "node:events";
 import { WebSocketServer } from "ws";
 import { RequestError, agent, methods } from "@agentclientprotocol/sdk";
 import { AcpServer } from "@agentclientprotocol/sdk/experimental/server";
@@ -45,22 +46,14 @@ const cookiesSeen = new Set();
 /** sessionId -> { history: [text], cancel: AbortController } (shared by all connections) */
 const sessions = new Map();
 
+const chunk = (sessionUpdate, text) => ({ sessionUpdate, content: { type: "text", text } });
 const say = (client, sessionId, text) =>
-  client.notify(methods.client.session.update, {
-    sessionId,
-    update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } },
-  });
+  client.notify(methods.client.session.update, { sessionId, update: chunk("agent_message_chunk", text) });
 
-function cancelledOrTimeout(signal) {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, WAIT_LIMIT_MS);
-    const done = () => {
-      clearTimeout(timer);
-      resolve();
-    };
-    if (signal.aborted) done();
-    else signal.addEventListener("abort", done, { once: true });
-  });
+/** Resolves on session/cancel of the turn (its signal), or after WAIT_LIMIT_MS. */
+async function cancelledOrTimeout(signal) {
+  const either = AbortSignal.any([signal, AbortSignal.timeout(WAIT_LIMIT_MS)]);
+  if (!either.aborted) await once(either, "abort");
 }
 
 const app = agent({ name: AGENT_NAME })
@@ -80,7 +73,7 @@ const app = agent({ name: AGENT_NAME })
     for (const text of session.history) {
       await client.notify(methods.client.session.update, {
         sessionId: params.sessionId,
-        update: { sessionUpdate: "user_message_chunk", content: { type: "text", text } },
+        update: chunk("user_message_chunk", text),
       });
     }
     return {};
