@@ -290,3 +290,28 @@ async def test_session_conflict_fails_only_that_session(ts_server: PeerServer, t
             except InternalError:  # (the server may not have seen the reader leave yet)
                 await asyncio.sleep(0.1)
         assert await _say(loaded, "back") == (["back"], "end_turn")
+
+
+@needs_ts
+async def test_http_connection_is_deleted_on_close_and_its_end_fails_pending_calls(
+        ts_server: PeerServer, tmp_path: Path) -> None:
+    import httpx
+
+    url = ts_server.url("http")
+    async with connect(url) as client:
+        cid = client.transport.connection_id  # type: ignore[attr-defined]
+    async with httpx.AsyncClient() as raw:  # closing DELETEd it: the server knows it no more
+        answer = await raw.post(url, content=b'{"jsonrpc":"2.0","method":"x"}', headers={
+            "Content-Type": "application/json", "Acp-Connection-Id": cid, "Cookie": COOKIE})
+        assert answer.status_code == 404
+        async with connect(url) as client:
+            session = await client.new_session(tmp_path)
+            turn = session.prompt("wait")
+            await anext(aiter(turn))
+            # the connection ends under the client (another party DELETEs it): the pending
+            # prompt fails with ConnectionClosed at once, not after a timeout
+            cid = client.transport.connection_id  # type: ignore[attr-defined]
+            gone = await raw.delete(url, headers={"Acp-Connection-Id": cid, "Cookie": COOKIE})
+            assert gone.status_code in (200, 202, 204)
+            with pytest.raises(ConnectionClosed, match="ended the connection"):
+                await asyncio.wait_for(turn.result(), 20)

@@ -55,6 +55,8 @@ _ERROR_BODY = 8 * 1024
 #: statuses that mean the connection is unusable or gone
 _CONNECTION_GONE = frozenset((401, 403, 404, 410))
 _REATTACH = frozenset(("session/load", "session/resume"))
+#: how long a session stream's end waits for the connection's own end before failing its requests
+_SETTLE = 0.25
 _JSON = "application/json"
 _SSE = "text/event-stream"
 
@@ -130,6 +132,8 @@ class HttpTransport(Transport):
         self._pending: dict[Any, str] = {}
         self._error: TransportError | None = None
         self._closing = False
+        #: session-stream readers whose stream ended, waiting to see whether the connection did
+        self._lingering: set[asyncio.Task[None]] = set()
 
     @property
     def description(self) -> str:
@@ -360,7 +364,7 @@ class HttpTransport(Transport):
             self._sink.eof_received(error)
 
     def _tasks(self) -> list[asyncio.Task[None]]:
-        tasks = [self._writer, self._conn_stream, *(s.task for s in self._sessions.values())]
+        tasks = [self._writer, self._conn_stream, *(s.task for s in self._sessions.values()), *self._lingering]
         return [t for t in tasks if t is not None and not t.done()]
 
     # -- the way in ----------------------------------------------------------------------------------
@@ -414,6 +418,15 @@ class HttpTransport(Transport):
             del self._sessions[sid]
         if not stream.ready.done():
             stream.ready.set_result(None)
+        # when the whole connection ends (DELETE, shutdown) its stream ends a moment later: the
+        # requests then fail with the connection (ConnectionClosed), not one by one
+        me = asyncio.current_task()
+        assert me is not None
+        self._lingering.add(me)
+        try:
+            await asyncio.sleep(_SETTLE)
+        finally:
+            self._lingering.discard(me)
         self._fail_pending(sid, _Failure(f"the server at {self.description} ended the stream of session {sid}"))
 
     async def _stream(self, headers: list[tuple[str, str]], sid: str | None,
