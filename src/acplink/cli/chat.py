@@ -140,7 +140,8 @@ class ChatApp(LocalCommands):
                     break
                 except TransportError as exc:
                     self._end_turn_display()
-                    if not getattr(self.args, "url", None) or not await reconnect(self, exc):
+                    offer = getattr(self.args, "url", None) and (self.args.reconnect or self.interactive)
+                    if not offer or not await reconnect(self, exc):
                         raise
         except Quit:
             pass

@@ -25,20 +25,16 @@ BACKOFF = (0.5, 1.0, 2.0, 4.0, 8.0)
 
 
 async def reconnect(app: ChatApp, lost: TransportError) -> bool:
-    """The connection of ``app`` was lost (``lost``): offer to reconnect (``--reconnect``: do
-    it); True when the chat can go on with a new client and its session reopened."""
+    """The connection of ``app`` was lost (``lost``): offer to reconnect (a terminal), or do it
+    (``--reconnect``); True when the chat can go on with a new client and its session reopened."""
     args, console = app.args, app.console
     console.print(Text(f"connection lost: {error_text(lost)}", style="red"))
     if app.interrupted_turn:
         console.print(Text("the prompt that was running failed with the connection; it is not sent again",
                            style="yellow"))
         app.interrupted_turn = False
-    if not args.reconnect:
-        if not app.interactive:
-            return False
-        answer = await app.ask_yes_no("reconnect? [Y/n] ")
-        if not answer:
-            return False
+    if not args.reconnect and not await app.ask_yes_no("reconnect? [Y/n] "):
+        return False
     old, session = app.client, app.session
     if old is not None:
         await old.aclose()
