@@ -3,6 +3,7 @@
 benchmarks/README.md (SCENARIOS.md). Drives any agent that follows the contract.
 
     python benchmarks/scenario_client.py [OPTIONS] SCENARIO [N] -- AGENT_CMD [ARGS...]
+    python benchmarks/scenario_client.py [OPTIONS] SCENARIO [N] -- ws://HOST:PORT/acp   (or http://)
 
 OPTIONS: ``--max-message-size BYTES`` (acplink's limit for this client), ``--repeat K``
 (run the prompt K times on one agent process and session and report the agent's RSS after
@@ -35,7 +36,18 @@ import sys
 import time
 from typing import Any
 
-from acplink import ClientSideConnection, PeerLimits, RequestError, Router, SubprocessTransport, tune_gc
+from acplink import (
+    ClientSideConnection,
+    HttpTransport,
+    PeerLimits,
+    RemoteOptions,
+    RequestError,
+    Router,
+    SubprocessTransport,
+    Transport,
+    WebSocketTransport,
+    tune_gc,
+)
 from acplink import schema as s
 
 DEFAULT_N = {"flood": 20000, "rtt": 5000, "concurrent": 5000, "big": 20000000, "bigup": 20000000,
@@ -92,8 +104,14 @@ class Agent:
     """One spawned agent on a typed client connection."""
 
     def __init__(self, bench: Bench, command: list[str], limits: PeerLimits | None) -> None:
-        self.conn = ClientSideConnection(SubprocessTransport(command, stderr="inherit"), bench.router(),
-                                         limits=limits)
+        transport: Transport
+        if "://" in command[0]:  # a remote agent: ws(s):// (WebSocket) or http(s):// (streamable HTTP)
+            options = RemoteOptions(command[0])
+            size = (limits or PeerLimits()).max_message_size
+            transport = (WebSocketTransport if options.websocket else HttpTransport)(options, max_message_size=size)
+        else:
+            transport = SubprocessTransport(command, stderr="inherit")
+        self.conn = ClientSideConnection(transport, bench.router(), limits=limits)
 
     async def __aenter__(self) -> ClientSideConnection:
         await self.conn.start()

@@ -67,6 +67,9 @@ if TYPE_CHECKING:
     )
     from .runtime import tune_gc
     from .transports import MemoryTransport, StdioTransport, SubprocessTransport, Transport, memory_pair
+    from .transports._remote import AuthRejected, CookieJar, RemoteOptions
+    from .transports.http import HttpTransport
+    from .transports.websocket import WebSocketTransport
 
 from ._version import __version__
 
@@ -74,6 +77,11 @@ from ._version import __version__
 #: does not pay for the client side (and the other way round)
 _LAZY: dict[str, str] = {
     'AcpError': '.errors',
+    'AuthRejected': '.transports._remote',
+    'CookieJar': '.transports._remote',
+    'HttpTransport': '.transports.http',
+    'RemoteOptions': '.transports._remote',
+    'WebSocketTransport': '.transports.websocket',
     'Agent': '.agent',
     'AgentApp': '.agent',
     'AgentBase': '.agent',
@@ -150,6 +158,7 @@ __all__ = [
     "AgentBase",
     "AgentSession",
     "AgentSideConnection",
+    "AuthRejected",
     "AuthRequired",
     "CapabilityError",
     "Client",
@@ -157,7 +166,9 @@ __all__ = [
     "Connection",
     "ConnectionClosed",
     "Context",
+    "CookieJar",
     "FileSystemHandler",
+    "HttpTransport",
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
@@ -173,6 +184,7 @@ __all__ = [
     "PromptContext",
     "PromptTurn",
     "ProtocolError",
+    "RemoteOptions",
     "RequestCancelled",
     "RequestError",
     "RequestTimeout",
@@ -189,6 +201,7 @@ __all__ = [
     "Transport",
     "TransportError",
     "UsageError",
+    "WebSocketTransport",
     "__version__",
     "builders",
     "connect",

@@ -12,6 +12,7 @@
 // returning end_turn with _meta {total_s, maxrss_kb, ...}.
 
 import { Readable, Writable } from "node:stream";
+import { pathToFileURL } from "node:url";
 import {
   RequestError,
   agent,
@@ -94,7 +95,7 @@ async function runScenario(scenario, n, sessionId, client) {
   return meta;
 }
 
-const app = agent({ name: "official-ts-scenario-agent" })
+export const app = agent({ name: "official-ts-scenario-agent" })
   .onRequest(methods.agent.initialize, () => ({
     protocolVersion: 1,
     agentInfo: { name: "official-ts-scenario-agent", version: "2.4.0" },
@@ -115,6 +116,9 @@ const app = agent({ name: "official-ts-scenario-agent" })
     return { stopReason: "end_turn", _meta: meta };
   });
 
-const connection = app.connect(ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
-await connection.closed;
-process.exit(0);
+// run as a program: serve stdio (remote_server.mjs imports `app` instead)
+if (import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const connection = app.connect(ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
+  await connection.closed;
+  process.exit(0);
+}

@@ -3,12 +3,16 @@
 // following SCENARIOS.md (the benchmark wire contract).
 //
 //     node benchmarks/peers/official_ts/scenario_client.mjs SCENARIO [N] -- AGENT_CMD [ARGS...]
+//     node benchmarks/peers/official_ts/scenario_client.mjs SCENARIO [N] -- ws://HOST:PORT/acp   (or http://)
 //
 // Prints exactly one JSON line: ok, error (on failure), wall_s, client_maxrss_kb,
 // agent_maxrss_kb and the scenario's figures. Exit status 0 when ok, else 1.
 // The SDK is the one installed by `npm ci` in tests/interop/js.
 
 import { spawn } from "node:child_process";
+import { WebSocket } from "../../../tests/interop/js/node_modules/ws/wrapper.mjs";
+import { createHttpStream } from "../../../tests/interop/js/node_modules/@agentclientprotocol/sdk/dist/transports/http-stream.js";
+import { createWebSocketStream } from "../../../tests/interop/js/node_modules/@agentclientprotocol/sdk/dist/transports/ws-stream.js";
 import { Readable, Writable } from "node:stream";
 import {
   client,
@@ -48,8 +52,17 @@ function benchClient(bigN) {
   return { app, stats };
 }
 
+/** A remote agent (`-- URL`): the SDK's WebSocket or streamable-HTTP client stream. */
+async function withRemoteAgent(url, app, op) {
+  const stream = url.startsWith("ws")
+    ? createWebSocketStream(url, { WebSocket })
+    : createHttpStream(url);
+  return await app.connectWith(stream, op);
+}
+
 /** Spawns the agent (stderr inherited) and runs `op(ctx)` on an SDK connection to it. */
 async function withAgent(command, app, op) {
+  if (/^(ws|http)s?:\/\//.test(command[0])) return await withRemoteAgent(command[0], app, op);
   const child = spawn(command[0], command.slice(1), { stdio: ["pipe", "pipe", "inherit"] });
   let spawnError = null;
   child.on("error", (err) => (spawnError = err));

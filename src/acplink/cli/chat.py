@@ -25,6 +25,7 @@ from ..client.session import PromptTurn, Session
 from ..errors import AcpError, ConnectionClosed, RequestError, TransportError
 from ..schema import _generated as s
 from .chat_commands import LOCAL_NAMES, LocalCommands, Quit, SlashCompleter
+from .chat_reconnect import reconnect
 from .chat_render import Fold, TurnRenderer, Waiting, error_text, usage_line
 from .chat_stream import SafeConsole, supports_hyperlinks
 from .common import add_client_options, describe_failure, fail, open_client, start_session
@@ -46,6 +47,9 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("chat", help=HELP, description=HELP, epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_client_options(p)
+    p.add_argument("--reconnect", action="store_true",
+                   help="with --url: when the connection is lost, reconnect (5 tries, 0.5 to 8 s apart) and "
+                        "reopen the session, without asking")
     p.set_defaults(run=run)
 
 
@@ -98,6 +102,7 @@ class ChatApp(LocalCommands):
         self._lines: asyncio.Queue[str | None] | None = None
         self._input: PromptSession[str] | None = None
         self._choice: PromptSession[str] | None = None
+        self.interrupted_turn = False  # a turn was running when the connection was lost
 
     # -- main loop ---------------------------------------------------------------------------
 
@@ -113,7 +118,7 @@ class ChatApp(LocalCommands):
             loop.remove_signal_handler(signal.SIGINT)
 
     async def _main(self) -> int:
-        policy = PermissionPolicy(default="ask", ask=self._ask)
+        policy = self.policy = PermissionPolicy(default="ask", ask=self._ask)
         waiting = Waiting(self.console, "starting agent", enabled=self.live)
         try:
             client = await self._until_quit(open_client(self.args, policy, elicitation=self._elicit))
@@ -121,8 +126,7 @@ class ChatApp(LocalCommands):
             return 0
         finally:
             waiting.stop()
-        self.client = client
-        client.observers.append(self._observe)
+        self.adopt(client)
         try:
             waiting = Waiting(self.console, "starting a session", enabled=self.live)
             try:
@@ -130,18 +134,46 @@ class ChatApp(LocalCommands):
             finally:
                 waiting.stop()
             self._banner()
-            await self._loop()
+            while True:
+                try:
+                    await self._loop()
+                    break
+                except TransportError as exc:
+                    self._end_turn_display()
+                    offer = getattr(self.args, "url", None) and (self.args.reconnect or self.interactive)
+                    if not offer or not await reconnect(self, exc):
+                        raise
         except Quit:
             pass
         except TransportError as exc:
             self._end_turn_display()
             if self.args.debug:
                 raise
-            return fail(await describe_failure(client, exc))
+            return fail(await describe_failure(self.client, exc))
         finally:
             self._end_turn_display()
-            await client.aclose()
+            if self.client is not None:
+                await self.client.aclose()
         return 0
+
+    # (for chat_reconnect)
+    async def elicit(self, params: Any) -> dict[str, Any]:
+        return await self._elicit(params)
+
+    async def until_quit(self, aw: Awaitable[T]) -> T:
+        return await self._until_quit(aw)
+
+    def adopt(self, client: Client) -> None:
+        """Use ``client`` from now on (the first one, or one that replaces a lost connection)."""
+        self.client = client
+        client.observers.append(self._observe)
+
+    async def ask_yes_no(self, question: str) -> bool:
+        try:
+            answer = await self._prompt(PromptSession(), question)
+        except (CtrlC, EOFError):
+            return False
+        return answer.strip().lower() in ("", "y", "yes")
 
     async def _loop(self) -> None:
         while not self.eof:
@@ -180,6 +212,9 @@ class ChatApp(LocalCommands):
             self._end_turn_display(None)
             self.console.print(Text(f"the agent failed the prompt: {error_text(exc)}", style="red"))
             return
+        except TransportError:
+            self.interrupted_turn = True
+            raise
         finally:
             self.turn = None
         usage = renderer.usage

@@ -17,7 +17,8 @@ from .._text import sanitize_for_terminal
 from ..client.client import Client, connect
 from ..client.permissions import PermissionPolicy
 from ..client.session import Session
-from ..errors import AcpError, AuthRequired, ConnectionClosed, PeerOutputNotJson, TransportError
+from ..errors import AcpError, AuthRequired, ConnectionClosed, PeerOutputNotJson, TransportError, UsageError
+from ..transports._remote import CookieJar
 from ..transports.subprocess import SubprocessTransport
 
 __all__ = [
@@ -152,8 +153,41 @@ def add_client_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-terminal", action="store_true", help="do not offer terminals to the agent")
     add_startup_option(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks and protocol logs")
+    _add_remote_options(p)
     p.add_argument("agent", nargs="*", default=[], metavar="-- AGENT_CMD",
                    help="the agent command line, after `--` (default: the built-in demo agent)")
+
+
+def _add_remote_options(p: argparse.ArgumentParser) -> None:
+    r = p.add_argument_group("remote agent (instead of -- AGENT_CMD)")
+    r.add_argument("--url", metavar="URL", help="a remote agent: ws:// or wss:// (WebSocket), http:// or https:// "
+                                                "(streamable HTTP); the path defaults to /acp")
+    r.add_argument("--token", metavar="T", help="send Authorization: Bearer T (default: $ACPLINK_TOKEN)")
+    r.add_argument("--header", action="append", default=[], metavar="'K: V'",
+                   help="an HTTP header for every request (repeatable)")
+    r.add_argument("--remote-fs", action="store_true", help="offer file-system access to the remote agent")
+    r.add_argument("--remote-terminal", action="store_true", help="offer terminals to the remote agent")
+
+
+def _remote_connect(args: argparse.Namespace, permission: PermissionPolicy, kw: dict[str, Any]) -> connect:
+    """``connect(...)`` for ``--url``: its headers and token; the cookie jar is kept in
+    ``args.cookie_jar`` so that a reconnect sends the same cookies."""
+    if given_command(args):
+        raise UsageError("--url and an agent command (-- AGENT_CMD) exclude each other")
+    headers: list[tuple[str, str]] = []
+    for h in args.header:
+        name, sep, value = h.partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"--header {h!r} is not 'Name: value'")
+        headers.append((name.strip(), value.strip()))
+    jar = getattr(args, "cookie_jar", None)
+    if jar is None:
+        jar = args.cookie_jar = CookieJar()
+    token = args.token if args.token is not None else os.environ.get("ACPLINK_TOKEN") or None
+    kw.pop("stderr", None)
+    kw["terminal"] = kw["terminal"] and args.remote_terminal
+    return connect(args.url, fs=args.remote_fs and not args.no_fs, permission=permission, debug=args.debug,
+                   headers=headers, token=token, cookies=jar, **kw)
 
 
 def given_command(args: argparse.Namespace) -> list[str]:
@@ -179,8 +213,12 @@ def open_client(args: argparse.Namespace, permission: PermissionPolicy, **kw: An
     kw.setdefault("terminal", not args.no_terminal)
     # the agent's stderr is kept for error reports; with --debug it is shown as it comes
     kw.setdefault("stderr", _SafeStderr() if args.debug else "capture")
-    cmd = agent_command(args)
-    opening = connect(cmd, cwd=cwd, fs=not args.no_fs, permission=permission, debug=args.debug, **kw)
+    if getattr(args, "url", None):
+        opening = _remote_connect(args, permission, kw)
+        cmd = [args.url]
+    else:
+        cmd = agent_command(args)
+        opening = connect(cmd, cwd=cwd, fs=not args.no_fs, permission=permission, debug=args.debug, **kw)
     limit = getattr(args, "startup_timeout", None) or DEFAULT_STARTUP_TIMEOUT
     return _Startup(opening, limit, cmd)
 

@@ -28,6 +28,7 @@ from ..errors import (
     UsageError,
 )
 from ..schema import _generated as s
+from ..transports._remote import CookieJar, RemoteOptions, is_remote_url, remote_transport
 from ..transports.base import Transport
 from ..transports.memory import memory_pair
 from ..transports.subprocess import SubprocessTransport
@@ -408,9 +409,15 @@ class Client:
 
 
 class connect:
-    """Connect to an agent: a command line (spawned), an :class:`AgentApp` (in-process), or
-    a ready :class:`Transport`. Use as ``async with connect(...) as client`` or
-    ``client = await connect(...)`` (then ``await client.aclose()``).
+    """Connect to an agent: a command line (spawned), a remote agent's URL (``ws://``,
+    ``wss://``: WebSocket; ``http://``, ``https://``: streamable HTTP), an :class:`AgentApp`
+    (in-process), or a ready :class:`Transport`. Use as ``async with connect(...) as client``
+    or ``client = await connect(...)`` (then ``await client.aclose()``).
+
+    A URL's requests carry ``headers`` and, with ``token``, ``Authorization: Bearer``; the
+    cookies the server sets are kept in ``cookies`` (pass the same :class:`CookieJar` to a
+    later ``connect`` to reconnect to the same instance behind a load balancer). A remote
+    agent is offered no file access and no terminals unless ``fs``/``terminal`` are given.
 
     ``fs``/``terminal`` turn the default handlers on (file access confined to each
     session's cwd and additional directories, ``fs="read"``: reads only; real terminal
@@ -429,16 +436,27 @@ class connect:
         stderr: Any = "inherit",
         initialize: bool = True,
         protocol_version: int = PROTOCOL_VERSION,
-        fs: bool | Literal["read"] = True,
-        terminal: bool | TerminalHandler = True,
+        fs: bool | Literal["read"] | None = None,
+        terminal: bool | TerminalHandler | None = None,
         permission: PermissionPolicy | None = None,
         elicitation: Elicitor | None = None,
         client_info: s.Implementation | None = None,
         limits: PeerLimits | None = None,
         check_capabilities: bool = True,
         debug: bool = False,
+        headers: dict[str, str] | Sequence[tuple[str, str]] | None = None,
+        token: str | None = None,
+        cookies: CookieJar | None = None,
     ) -> None:
         self.agent = agent
+        remote = isinstance(agent, str) and is_remote_url(agent)
+        self.remote = RemoteOptions(str(agent), headers=headers, token=token, cookies=cookies) if remote else None
+        if not remote and (headers is not None or token is not None or cookies is not None):
+            raise UsageError("headers=, token= and cookies= are for a remote agent's URL")
+        if fs is None:
+            fs = not remote
+        if terminal is None:
+            terminal = not remote
         self.env = env
         self.inherit_env = inherit_env
         self.cwd = cwd
@@ -457,6 +475,9 @@ class connect:
         owned: list[AgentSideConnection] = []
         if isinstance(agent, Transport):
             transport: Transport = agent
+        elif self.remote is not None:
+            transport = remote_transport(self.remote, max_message_size=(
+                self.client_kw["limits"] or PeerLimits()).max_message_size)
         elif isinstance(agent, (str, list, tuple)):
             cmd = [agent] if isinstance(agent, str) else list(agent)
             if not cmd:
@@ -496,6 +517,9 @@ class connect:
 
 
 def _agent_failed(transport: Transport, exc: BaseException) -> TransportError:
+    failure = getattr(transport, "failure", None)  # (a remote transport: the server's answer)
+    if isinstance(failure, TransportError):
+        return failure
     if isinstance(transport, SubprocessTransport):
         tail = "\n".join(transport.stderr_tail[-10:])
         code = transport.returncode

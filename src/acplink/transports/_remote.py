@@ -1,0 +1,139 @@
+"""What the remote client transports (WebSocket, streamable HTTP) share: the URL, the
+headers every request carries, the cookie jar that outlives a connection, and the one-line
+errors for a server that refuses us. No network library is imported here."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from urllib.parse import urlsplit, urlunsplit
+
+from ..errors import ConnectionClosed, MessageTooLarge, UsageError
+from .base import Transport
+
+__all__ = ["AuthRejected", "CookieJar", "RemoteOptions", "http_refusal", "is_remote_url", "remote_description",
+           "remote_transport"]
+
+HEADER_CONNECTION_ID = "Acp-Connection-Id"
+HEADER_SESSION_ID = "Acp-Session-Id"
+#: the endpoint path used when a URL names none
+DEFAULT_PATH = "/acp"
+#: how long closing may take (the DELETE of an HTTP connection, a WebSocket's closing handshake)
+CLOSE_TIMEOUT = 2.0
+_SCHEMES = ("ws", "wss", "http", "https")
+
+
+class AuthRejected(ConnectionClosed):
+    """The server refused our credentials (HTTP 401 or 403): retrying will not help."""
+
+
+def too_large(what: str, limit: int) -> MessageTooLarge:
+    """The error for ``what`` (a frame, an event) from the server over ``limit`` bytes."""
+    err = MessageTooLarge(limit + 1, limit, "incoming")
+    err.args = (f"the server sent {what} over the limit of {limit} bytes (max_message_size)",)
+    return err
+
+
+def is_remote_url(text: str) -> bool:
+    """Whether ``text`` is a URL a remote transport serves (``ws://``, ``wss://``, ``http://``, ``https://``)."""
+    head, sep, _ = text.partition("://")
+    return bool(sep) and head.lower() in _SCHEMES
+
+
+def normalize_url(url: str) -> str:
+    """The URL with its scheme checked and ``/acp`` as the path when it names none."""
+    parts = urlsplit(url)
+    if parts.scheme.lower() not in _SCHEMES or not parts.hostname:
+        raise UsageError(f"not a remote ACP URL (ws://, wss://, http:// or https://, with a host): {url!r}")
+    if parts.username or parts.password:
+        raise UsageError("put credentials in token= (--token) or a header, not in the URL")
+    path = parts.path if parts.path not in ("", "/") else DEFAULT_PATH
+    return urlunsplit((parts.scheme.lower(), parts.netloc, path, parts.query, ""))
+
+
+def remote_description(url: str) -> str:
+    """The URL as shown in messages (without its query, which may hold a secret)."""
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, parts.path, "", ""))
+
+
+class CookieJar:
+    """The cookies the server set (``Set-Cookie`` of every response, a WebSocket's 101 too),
+    sent back on every request of the connection and of the connections that replace it
+    (a load balancer's affinity cookie). Name -> value, as browsers do for one site; the
+    attributes (path, expiry) are not interpreted."""
+
+    def __init__(self) -> None:
+        self.cookies: dict[str, str] = {}
+
+    def store(self, set_cookie_values: Iterable[str]) -> None:
+        for value in set_cookie_values:
+            pair = value.split(";", 1)[0]
+            name, sep, val = pair.partition("=")
+            name = name.strip()
+            if sep and name:
+                self.cookies[name] = val.strip()
+
+    def header(self, given: str | None = None) -> str | None:
+        """The ``Cookie`` header: the stored cookies, then those of ``given`` (the caller's
+        own ``Cookie`` header, which wins for a name both have)."""
+        merged = dict(self.cookies)
+        for part in (given or "").split(";"):
+            name, sep, val = part.partition("=")
+            if sep and name.strip():
+                merged[name.strip()] = val.strip()
+        if not merged:
+            return None
+        return "; ".join(f"{k}={v}" for k, v in merged.items())
+
+
+class RemoteOptions:
+    """What every connection to one remote agent carries: its URL, the caller's headers (a
+    bearer ``token`` becomes ``Authorization``) and the cookie jar (kept across reconnects)."""
+
+    def __init__(self, url: str, *, headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
+                 token: str | None = None, cookies: CookieJar | None = None) -> None:
+        self.url = normalize_url(url)
+        items = list(headers.items()) if isinstance(headers, Mapping) else list(headers or ())
+        for name, value in items:
+            if not name or any(c in name for c in ":\r\n ") or any(c in value for c in "\r\n"):
+                raise UsageError(f"not a valid HTTP header: {name!r}: {value!r}")
+        self._given_cookie = "; ".join(v for k, v in items if k.lower() == "cookie") or None
+        self.headers = [(k, v) for k, v in items if k.lower() != "cookie"]
+        if token is not None:
+            if not token or any(c in token for c in "\r\n"):
+                raise UsageError("the token must be a non-empty single line")
+            self.headers = [(k, v) for k, v in self.headers if k.lower() != "authorization"]
+            self.headers.append(("Authorization", f"Bearer {token}"))
+        self.cookies = cookies if cookies is not None else CookieJar()
+
+    @property
+    def websocket(self) -> bool:
+        return self.url.startswith(("ws://", "wss://"))
+
+    def request_headers(self) -> list[tuple[str, str]]:
+        """The caller's headers and the current cookies, for one request."""
+        cookie = self.cookies.header(self._given_cookie)
+        return [*self.headers, ("Cookie", cookie)] if cookie else list(self.headers)
+
+
+def http_refusal(status: int, reason: str, body: str, what: str, url: str) -> str:
+    """One line for an HTTP error answer to ``what`` (e.g. "the WebSocket upgrade")."""
+    text = " ".join(body.split())[:200]
+    detail = f": {text}" if text else ""
+    if status == 401:
+        return (f"the server at {url} refused {what}: HTTP 401 Unauthorized (a missing or wrong token: "
+                f"pass token= / --token){detail}")
+    if status == 403:
+        return f"the server at {url} refused {what}: HTTP 403 Forbidden (not allowed from here){detail}"
+    return f"the server at {url} answered {what} with HTTP {status} {reason}{detail}"
+
+
+def remote_transport(options: RemoteOptions, *, max_message_size: int) -> Transport:
+    """The transport for ``options.url``: WebSocket for ``ws(s)://``, streamable HTTP for ``http(s)://``."""
+    if options.websocket:
+        from .websocket import WebSocketTransport
+
+        return WebSocketTransport(options, max_message_size=max_message_size)
+    from .http import HttpTransport
+
+    return HttpTransport(options, max_message_size=max_message_size)
