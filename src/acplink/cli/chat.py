@@ -246,7 +246,9 @@ class ChatApp(LocalCommands):
             except AcpError as exc:
                 log.debug("ignored: %s", exc)
 
-        if not self._tasks.closed:
+        if self._tasks.closed:  # (the chat is ending: nothing more is sent)
+            coro.close()
+        else:
             self._tasks.spawn(guarded())
 
     # -- input -------------------------------------------------------------------------------
