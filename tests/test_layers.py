@@ -15,6 +15,7 @@ RANK = {
     "_version": 0,
     "runtime": 0,
     "_text": 0,
+    "_tasks": 0,
     "schema": 1,
     "rpc": 2,
     "transports": 3,

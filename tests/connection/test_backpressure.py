@@ -11,7 +11,8 @@ import orjson
 import pytest
 from test_memory import RawEnd
 
-from acplink.connection.peer import LONG_RUNNING, Peer, PeerLimits
+from acplink.connection._delivery import LONG_RUNNING
+from acplink.connection.peer import Peer, PeerLimits
 from acplink.errors import ConnectionClosed
 from acplink.transports import memory_pair
 from acplink.transports.base import FlowControl
@@ -88,11 +89,11 @@ async def test_requests_beyond_max_running_wait_their_turn_in_arrival_order(pair
     peer, gates, raw = pair
     raw.send(*(req(i, i) for i in range(5)))
     await wait_until(lambda: len(gates.started) == 2)
-    assert gates.started == [0, 1] and list(peer._held) == [2, 3, 4]
+    assert gates.started == [0, 1] and list(peer.delivery.held) == [2, 3, 4]
     for k in (1, 0, 2, 3, 4):  # each end lets the next held one start
         gates.gate(k).set()
         assert (await raw.recv())["result"] == {"k": k}
-    assert gates.started == [0, 1, 2, 3, 4] and not peer._held and peer._busy == 0
+    assert gates.started == [0, 1, 2, 3, 4] and not peer.delivery.held and peer.delivery.busy == 0
 
 
 @pytest.mark.parametrize("pair", [PeerLimits(max_running_requests=1)], indirect=True)
@@ -128,13 +129,13 @@ async def test_above_the_mark_writers_wait_and_new_requests_are_held_until_it_dr
     writer = asyncio.ensure_future(peer.notify("_t/big", orjson.dumps({"x": "y" * 100_000})))
     assert peer.transport.writing_paused and peer.transport.write_buffer_size() > 64 * 1024
     raw.send(req(1, "r", method="_t/echo"))
-    await wait_until(lambda: 1 in peer._held)
+    await wait_until(lambda: 1 in peer.delivery.held)
     assert not writer.done() and gates.started == []  # the writer waits; the request is held
     raw.transport.resume_reading()
     await asyncio.wait_for(writer, GUARD)
     got = [await raw.recv() for _ in range(2)]
     assert [m.get("method", m.get("id")) for m in got[:2]] == ["_t/big", 1]
-    assert not peer._held and not peer.closed
+    assert not peer.delivery.held and not peer.closed
 
 
 @pytest.mark.parametrize("pair", [PeerLimits(write_buffer_high=64 * 1024, write_buffer_low=16 * 1024)],
@@ -146,14 +147,14 @@ async def test_reading_pauses_once_a_mark_of_requests_waits_and_nothing_is_lost(
     pad = "p" * 1000
     raw.send(*(req(i, i, method="_t/echo", pad=pad) for i in range(200)))  # ~200 KB of requests
     raw.send({"jsonrpc": "2.0", "method": "_t/note", "params": {}})
-    await wait_until(lambda: peer._held_paused)
+    await wait_until(lambda: peer.delivery.held_paused)
     assert peer.transport._paused  # our end stopped reading: the rest stays with the sender
-    assert 64 * 1024 < peer._held_bytes < 64 * 1024 + 200 * 1100
+    assert 64 * 1024 < peer.delivery.held_bytes < 64 * 1024 + 200 * 1100
     raw.transport.resume_reading()
     got = [await raw.recv() for _ in range(201)]
     assert [m["id"] for m in got[1:]] == list(range(200))  # every request answered, in order
     await wait_until(lambda: not peer.transport._paused)
-    assert not peer._held and not peer._held_paused
+    assert not peer.delivery.held and not peer.delivery.held_paused
     await asyncio.wait_for(writer, GUARD)
     await wait_until(lambda: gates.notes == ["_t/note"])  # the notification read after them too
 
@@ -193,7 +194,7 @@ async def test_while_requests_are_held_the_answers_to_our_calls_still_arrive(pai
     (rid,) = peer.engine.pending
     raw.send(req(1, "held", method="_t/echo"), {"jsonrpc": "2.0", "id": rid, "result": {"ok": True}})
     assert await asyncio.wait_for(call, GUARD) == {"ok": True}
-    assert 1 in peer._held and gates.started == [] and not writer.done()
+    assert 1 in peer.delivery.held and gates.started == [] and not writer.done()
     raw.transport.resume_reading()
     await asyncio.wait_for(writer, GUARD)
     await wait_until(lambda: gates.started == ["held"])

@@ -127,7 +127,7 @@ async def test_a_result_hook_is_not_run_for_an_error_and_its_failure_fails_the_c
     with pytest.raises(ProtocolError, match="refused by the hook"):
         await asyncio.wait_for(call, GUARD)
     assert calls == [1]
-    assert not conn.peer._hooks
+    assert not conn.peer.calls.hooks
 
 
 async def test_a_response_with_a_bad_jsonrpc_member_fails_the_call(

@@ -86,7 +86,7 @@ async def test_request_cancelled_in_the_same_chunk_is_still_answered(
              {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 1}})
     reply = await raw.recv()
     assert reply == {"jsonrpc": "2.0", "id": 1, "error": {"code": -32800, "message": "Request cancelled"}}
-    assert conn.peer._inbound == {}
+    assert conn.peer.delivery.running == {}
     # the id can be reused, and the connection works
     raw.send({"jsonrpc": "2.0", "id": 1, "method": "_test/echo", "params": {"a": 1}})
     assert (await raw.recv())["result"] == {"a": 1}
@@ -99,7 +99,7 @@ async def test_cancel_of_running_request(agent_and_raw: tuple[AgentSideConnectio
     assert (await raw.recv())["id"] == "e"
     raw.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": "r"}})
     assert (await raw.recv())["error"]["code"] == -32800
-    assert conn.peer._inbound == {}
+    assert conn.peer.delivery.running == {}
 
 
 async def test_closing_fails_pending_calls_and_cancels_handlers() -> None:
@@ -131,7 +131,7 @@ async def test_timeout_and_caller_cancel_in_memory() -> None:
         assert started.is_set() and client.peer.engine.pending == {}
 
         async def drained() -> None:
-            while agent.peer._inbound:
+            while agent.peer.delivery.running:
                 await asyncio.sleep(0.01)
 
         await asyncio.wait_for(drained(), GUARD)  # the handler was cancelled via $/cancel_request

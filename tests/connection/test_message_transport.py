@@ -213,12 +213,12 @@ async def test_a_batch_counts_as_buffered_and_abort_drops_it() -> None:
         for i in range(3):
             msg = peer.engine.notification("note", orjson.dumps({"i": i}))
             sizes.append(len(msg))
-            peer._send(msg)  # (not awaited: the in-memory drain yields a turn)
+            peer._write_quiet(msg)  # (not awaited: the in-memory drain yields a turn)
         assert a.batched_size() == sizes[1] + sizes[2] and a.write_buffer_size() == sum(sizes)
         await _settle()
         assert a.write_buffer_size() == 0 and other.data.count(b"\n") == 3
-        peer._send(peer.engine.notification("note", b"{}"))  # written at once
-        peer._send(peer.engine.notification("note", b"{}"))  # batched
+        peer._write_quiet(peer.engine.notification("note", b"{}"))  # written at once
+        peer._write_quiet(peer.engine.notification("note", b"{}"))  # batched
         a.abort_writing()  # (the peer stopped reading: the batch is dropped)
         assert a.batched_size() == 0 and a.write_buffer_size() == 0
         await _settle()

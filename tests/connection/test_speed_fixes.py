@@ -105,7 +105,7 @@ def test_requests_finished_by_an_eager_task_factory_are_not_kept() -> None:  # p
             await agent.start(); await client.start()
             for i in range(10):
                 assert await client.call("_test/echo", {"i": i}) == {"i": i}
-            print(len(agent.peer._inbound))
+            print(len(agent.peer.delivery.running))
             await client.aclose(); await agent.aclose()
 
         asyncio.run(main())

@@ -88,7 +88,7 @@ async def test_max_concurrent_requests_refuses_the_excess_with_minus_32603() -> 
         reply = await raw.recv()
         assert reply["id"] == 3 and reply["error"] == {
             "code": -32603, "message": "too many concurrent requests (limit 2)"}
-        assert set(conn.peer._inbound) == {1, 2}
+        assert set(conn.peer.delivery.running) == {1, 2}
         raw.send({"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": 1}})
         assert (await raw.recv()) == {"jsonrpc": "2.0", "id": 1,
                                       "error": {"code": -32800, "message": "Request cancelled"}}

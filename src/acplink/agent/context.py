@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args
 
@@ -28,6 +28,7 @@ __all__ = [
 ]
 
 P = TypeVar("P")
+T = TypeVar("T")
 
 
 @dataclass
@@ -74,6 +75,19 @@ class Context(Generic[P]):
         if self._session is None:
             raise UsageError("this request has no session")
         return self._session.session_id
+
+    def spawn(self, coro: Coroutine[Any, Any, T]) -> asyncio.Future[T]:
+        """Run ``coro`` as a task of the connection: work that goes on after the handler
+        returns (e.g. announcing the commands of a session just created: a handler that
+        returns right after spawning has its response written before the task takes its
+        first step). The connection owns it: closing the connection cancels and awaits it. A
+        failure is logged as one warning line; the returned task can also be awaited (or
+        cancelled) like any other."""
+        try:
+            return self.connection.tasks.spawn(coro, name=f"acplink-spawned-{getattr(coro, '__name__', 'task')}",
+                                              report=True)
+        except RuntimeError:
+            raise ConnectionClosed("the connection is closed: nothing can be spawned on it") from None
 
     async def send_update(self, update: Any) -> None:
         """Send any ``session/update`` for this context's session."""

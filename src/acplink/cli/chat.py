@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 from prompt_toolkit import PromptSession
 from rich.text import Text
 
+from .._tasks import TaskSet
 from .._text import sanitize_for_terminal
 from ..client.client import Client
 from ..client.permissions import PermissionPolicy
@@ -98,7 +99,8 @@ class ChatApp(LocalCommands):
         self.interrupts = 0
         self.prompting = False
         self.listing: list[s.SessionInfo] = []
-        self._tasks: set[asyncio.Task[Any]] = set()
+        #: background sends (session/cancel on Ctrl-C); closed before the client
+        self._tasks = TaskSet("chat")
         self._lines: asyncio.Queue[str | None] | None = None
         self._input: PromptSession[str] | None = None
         self._choice: PromptSession[str] | None = None
@@ -152,6 +154,7 @@ class ChatApp(LocalCommands):
             return fail(await describe_failure(self.client, exc))
         finally:
             self._end_turn_display()
+            await self._tasks.aclose()
             if self.client is not None:
                 await self.client.aclose()
         return 0
@@ -243,21 +246,12 @@ class ChatApp(LocalCommands):
     async def _until_quit(self, aw: Awaitable[T], *, watch_agent: bool = False) -> T:
         """Await ``aw``; raise :class:`Quit` if the user quits first (and, with
         ``watch_agent``, ConnectionClosed if the agent goes away first)."""
-        task: asyncio.Future[T] = asyncio.ensure_future(aw)
-        waiters: set[asyncio.Future[Any]] = {task, asyncio.ensure_future(self.quit.wait())}
-        closed: asyncio.Future[Any] | None = None
-        if watch_agent and self.client is not None:
-            closed = asyncio.ensure_future(self.client.conn.wait_closed())
-            waiters.add(closed)
-        try:
+        async with TaskSet("chat wait") as scope:  # (leaving it cancels and awaits what still runs)
+            task = scope.spawn(aw)
+            waiters: set[asyncio.Future[Any]] = {task, scope.spawn(self.quit.wait())}
+            if watch_agent and self.client is not None:
+                waiters.add(scope.spawn(self.client.conn.wait_closed()))
             await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for w in waiters:
-                if w is not task:
-                    w.cancel()
-            if not task.done():
-                task.cancel()
-                await asyncio.gather(task, return_exceptions=True)
         if not task.cancelled() and task.done() and (task.exception() is not None or not self.quit.is_set()):
             return task.result()
         if self.quit.is_set():
@@ -287,9 +281,10 @@ class ChatApp(LocalCommands):
             except AcpError as exc:
                 log.debug("ignored: %s", exc)
 
-        task = asyncio.get_running_loop().create_task(guarded())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        if self._tasks.closed:  # (the chat is ending: nothing more is sent)
+            coro.close()
+        else:
+            self._tasks.spawn(guarded())
 
     # -- input -------------------------------------------------------------------------------
 
@@ -338,15 +333,10 @@ class ChatApp(LocalCommands):
 
     async def _line_unless_cancelled(self) -> str | None:
         """The next stdin line, or None once the turn is cancelled (Ctrl-C) or stdin ended."""
-        line = asyncio.ensure_future(self._next_line())
-        cancelled = asyncio.ensure_future(self.turn_cancelled.wait())
-        try:
-            await asyncio.wait({line, cancelled}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            cancelled.cancel()
-            if not line.done():
-                line.cancel()  # (an item not yet taken stays in the queue)
-                await asyncio.gather(line, return_exceptions=True)
+        async with TaskSet("chat line") as scope:  # (a line not taken yet stays in the queue)
+            line = scope.spawn(self._next_line())
+            first: set[asyncio.Future[Any]] = {line, scope.spawn(self.turn_cancelled.wait())}
+            await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
         answer = None if line.cancelled() else line.result()
         if answer is None and not line.cancelled():
             self._end_of_input()

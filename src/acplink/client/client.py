@@ -130,7 +130,6 @@ class Client:
         #: sessions whose turn was cancelled and no new prompt sent since
         self._cancelled_turns: set[str] = set()
         #: answering callbacks cancelled with their question, not finished yet
-        self._dropped: set[asyncio.Task[Any]] = set()
         self.conn = _Connection(self, transport, self._router(), limits=limits,
                                 check_capabilities=check_capabilities, debug=debug)
         self.conn.on_session_opened = self._session_opened
@@ -183,11 +182,7 @@ class Client:
             turn = sess._turn
             if turn is not None:
                 await turn.aclose()
-        await self.conn.aclose()
-        for task in list(self._dropped):
-            task.cancel()
-        if self._dropped:
-            await asyncio.gather(*self._dropped, return_exceptions=True)
+        await self.conn.aclose()  # (and the questions' callbacks still running: they are its tasks)
         if self.terminals is not None:
             await self.terminals.aclose()
         for agent_conn in self._owned:
@@ -310,7 +305,7 @@ class Client:
             return await answer()
         if session_id in self._cancelled_turns:
             return cancelled
-        task = asyncio.ensure_future(answer())
+        task = self.conn.tasks.spawn(answer())  # (the connection owns it: closing awaits it)
         gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         waiting = self._questions.setdefault(session_id, set())
         waiting.add(gone)
@@ -329,7 +324,6 @@ class Client:
         # the answer goes out now; the callback is cancelled and awaited in the background
         # (owned here: aclose awaits it)
         task.cancel()
-        self._dropped.add(task)
         task.add_done_callback(self._drop_done)
         for observer in self.question_observers:
             try:
@@ -338,8 +332,7 @@ class Client:
                 log.exception("question observer failed")
         return cancelled
 
-    def _drop_done(self, task: asyncio.Task[Any]) -> None:
-        self._dropped.discard(task)
+    def _drop_done(self, task: asyncio.Future[Any]) -> None:
         if not task.cancelled() and task.exception() is not None:
             log.warning("a cancelled question's callback failed: %s", task.exception())
 

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .._tasks import TaskSet
 from ..connection.rules import prompt_refusal
 from ..errors import AcpError, RequestCancelled, RequestTimeout, UsageError
 from ..schema import _generated as s
@@ -160,11 +161,13 @@ class PromptTurn:
         self._updates: collections.deque[s.SessionUpdate] = collections.deque()
         self._text: list[str] = []
         self._wakeup = asyncio.Event()
-        self._stopping: asyncio.Task[None] | None = None
+        #: owns the prompt request's task and the cancelling one (aclose cancels and awaits them)
+        self._tasks = TaskSet("prompt turn")
+        self._stopping: asyncio.Future[None] | None = None
         self._timed_out = False
         self._timer: asyncio.TimerHandle | None = None
         loop = asyncio.get_running_loop()
-        self._task: asyncio.Task[s.PromptResponse] = loop.create_task(self._run())
+        self._task: asyncio.Future[s.PromptResponse] = self._tasks.spawn(self._run())
         if timeout is not None:
             self._timer = loop.call_later(timeout, self._expire)
 
@@ -272,9 +275,9 @@ class PromptTurn:
             self._timed_out = True
             self._stop()
 
-    def _stop(self) -> asyncio.Task[None]:
+    def _stop(self) -> asyncio.Future[None]:
         if self._stopping is None:
-            self._stopping = asyncio.get_running_loop().create_task(self._cancel_at_agent())
+            self._stopping = self._tasks.spawn(self._cancel_at_agent())
         return self._stopping
 
     async def _stop_and_wait(self) -> None:
@@ -312,11 +315,7 @@ class PromptTurn:
     async def aclose(self) -> None:
         """Stop waiting for this turn at once: the request is dropped locally (sends
         ``$/cancel_request``, not ``session/cancel``)."""
-        tasks = {t for t in (self._task, self._stopping) if t is not None and not t.done()}
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.wait(tasks)
+        await self._tasks.aclose()
 
 
 def _reply_text(update: Any) -> str | None:

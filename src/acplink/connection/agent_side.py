@@ -35,6 +35,8 @@ class Turn:
     session_id: str
     task: asyncio.Task[Any]
     cancel_event: asyncio.Event = field(default_factory=asyncio.Event)
+    #: the cancel_grace timer a cancel started (cancelled when the turn ends)
+    timer: asyncio.TimerHandle | None = None
 
     @property
     def cancelled(self) -> bool:
@@ -130,6 +132,8 @@ class AgentSideConnection(Connection, ClientMethods):
                 raise
             finally:
                 self.turns.end(sid, turn)
+                if turn.timer is not None:
+                    turn.timer.cancel()
             if turn.cancelled:
                 # the spec: a cancelled turn is answered `cancelled`, whatever the handler said
                 if isinstance(result, s.PromptResponse):
@@ -153,7 +157,7 @@ class AgentSideConnection(Connection, ClientMethods):
                          session_id, self.cancel_grace)
                 turn.task.cancel()
 
-        loop.call_later(self.cancel_grace, force)
+        turn.timer = loop.call_later(self.cancel_grace, force)
         return True
 
     async def _stop(self, params: s.StopSessionRequest) -> s.StopSessionResponse:

@@ -16,6 +16,7 @@ from typing import Any, Self
 import orjson
 from pydantic import BaseModel
 
+from .._tasks import TaskSet
 from ..errors import (
     CapabilityError,
     InvalidParams,
@@ -105,16 +106,20 @@ class Connection:
         self.own_capabilities: Any = None
         #: capability -> (the capabilities object it was read from, advertised?)
         self._capability_cache: dict[str, tuple[Any, bool]] = {}
-        self._warm_task: asyncio.Task[None] | None = None
+        self._warm_task: asyncio.Future[None] | None = None
 
     async def start(self) -> None:
         await self.peer.start()
 
     async def aclose(self) -> None:
-        if self._warm_task is not None and not self._warm_task.done():
-            self._warm_task.cancel()
-            await asyncio.gather(self._warm_task, return_exceptions=True)
+        """Close: every task of the connection (:attr:`tasks`) is cancelled and awaited."""
         await self.peer.aclose()
+
+    @property
+    def tasks(self) -> TaskSet:
+        """The task set that owns every task of this connection (its requests, its consumer,
+        the work handlers start with ``Context.spawn``): closing cancels and awaits them."""
+        return self.peer.tasks
 
     # -- warming up ----------------------------------------------------------------------------
 
@@ -127,7 +132,7 @@ class Connection:
         so that the first prompt does not pay for it: one model per turn of the event loop,
         traffic first. Stops when the connection closes.
         """
-        if self._warm_task is not None:
+        if self._warm_task is not None or self.tasks.closed:
             return
         infos = [info for info in (method_info(m, kind) for m, kind in methods) if info is not None]
 
@@ -145,7 +150,7 @@ class Connection:
                     except Exception as exc:  # a model that cannot be built fails where it is used
                         log.debug("%s: could not prepare %s of %s: %s", self.side, attr, info.method, exc)
 
-        self._warm_task = asyncio.get_running_loop().create_task(run(), name=f"acplink-{self.side}-warm-up")
+        self._warm_task = self.tasks.spawn(run(), name=f"acplink-{self.side}-warm-up")
 
     def _routed(self) -> list[tuple[str, str]]:
         """The methods this side handles, notifications first (they come in floods)."""

@@ -30,6 +30,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from .._tasks import TaskSet
 from ..agent.app import AgentApp
 from ..agent.context import Context, PromptContext
 from ..errors import InvalidParams, ResourceNotFound
@@ -181,12 +182,6 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
                                    input=s.UnstructuredCommandInput(hint=h) if h else None) for n, d, h in COMMANDS]
         await ctx.send_commands(cmds)
 
-    def later(ctx: Context[Any], coro: Any) -> None:
-        # runs after the response is written (the handler's task does not yield before that)
-        task = asyncio.get_running_loop().create_task(coro)
-        ctx.session.data.setdefault("tasks", set()).add(task)  # type: ignore[union-attr]
-        task.add_done_callback(ctx.session.data["tasks"].discard)  # type: ignore[union-attr]
-
     @app.authenticate
     async def authenticate(ctx: Context[s.AuthenticateRequest]) -> s.AuthenticateResponse:
         if ctx.params.method_id != "demo":
@@ -198,7 +193,7 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
         assert ctx.session is not None
         ctx.session.updated_at = _now()
         store.save(record(ctx.session))
-        later(ctx, announce(ctx))
+        ctx.spawn(announce(ctx))  # (after the response: the handler returns without yielding)
 
     async def replay(ctx: Context[Any]) -> None:
         for entry in ctx.session.data.get("history", []):  # type: ignore[union-attr]
@@ -394,13 +389,13 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
             return
         async with term:
             await tool.update(status="in_progress", content=[s.Terminal(terminal_id=term.terminal_id)])
-            waiter = asyncio.ensure_future(term.wait())
-            cancel = asyncio.ensure_future(ctx.wait_cancelled())
-            await asyncio.wait({waiter, cancel}, return_when=asyncio.FIRST_COMPLETED)
-            if not waiter.done():
-                await term.kill()
-                await waiter
-            cancel.cancel()
+            async with TaskSet("demo run") as scope:  # (the watcher of a cancel ends with it)
+                waiter = scope.spawn(term.wait())
+                first: set[asyncio.Future[Any]] = {waiter, scope.spawn(ctx.wait_cancelled())}
+                await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
+                if not waiter.done():
+                    await term.kill()
+                    await waiter
             exit_status = waiter.result()
             out = await term.output()
         ok = exit_status.exit_code == 0

@@ -156,14 +156,27 @@ class Engine:
         self.pending[rid] = method
         return rid, data
 
-    def forget(self, rid: int | str) -> None:
+    def forget(self, rid: int | str) -> bool:
         """Stop waiting for a response (the caller gave up). The peer may still answer
-        (before it sees ``$/cancel_request``): that late response is dropped quietly."""
+        (before it sees ``$/cancel_request``): that late response is dropped quietly.
+        Returns whether ``rid`` was still awaited (False: answered or forgotten already)."""
         method = self.pending.pop(rid, None)
-        if method is not None:
-            self._abandoned[rid] = method
-            if len(self._abandoned) > 1024:
-                del self._abandoned[next(iter(self._abandoned))]
+        if method is None:
+            return False
+        self._abandoned[rid] = method
+        if len(self._abandoned) > 1024:
+            del self._abandoned[next(iter(self._abandoned))]
+        return True
+
+    def forget_all(self) -> None:
+        """The connection is over: no response is awaited any more."""
+        self.pending.clear()
+        self._abandoned.clear()
+
+    @property
+    def awaited(self) -> int:
+        """How many requests we sent still await their response."""
+        return len(self.pending)
 
     def notification(self, method: str, params_json: bytes | None) -> bytes:
         return self._check_size(

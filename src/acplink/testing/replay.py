@@ -21,6 +21,7 @@ from typing import Any
 
 import orjson
 
+from .._tasks import TaskSet
 from ..errors import ConnectionClosed, UsageError
 from ..rpc.framing import LineDecoder, Oversized
 from ..tools.trace import read_trace
@@ -96,7 +97,7 @@ class TraceReplay:
         self._inbox: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
         self._ids: dict[Any, Any] = {}      # recorded client request id -> the live one
         self._values: dict[str, str] = {}   # recorded session id / cwd -> the live one
-        self._task: asyncio.Task[None] | None = None
+        self._tasks = TaskSet("replay")
         self._closed = asyncio.Event()
 
     # -- transport sink ------------------------------------------------------------------------
@@ -130,16 +131,13 @@ class TraceReplay:
 
     async def start(self) -> None:
         await self.transport.start(self)
-        self._task = asyncio.get_running_loop().create_task(self._run(), name="acplink-replay")
+        self._tasks.spawn(self._run(), name="acplink-replay")
 
     async def wait_closed(self) -> None:
         await self._closed.wait()
 
     async def aclose(self) -> None:
-        if self._task is not None and not self._task.done():
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._tasks.aclose()
         await self.transport.aclose()
         self._closed.set()
 

@@ -8,6 +8,7 @@ import stat
 import sys
 from typing import Any
 
+from .._tasks import TaskSet
 from ..errors import ConnectionClosed
 from ._pipes import PIPE_SIZE, ReadProtocol, WriteProtocol, enlarge_pipe
 from .base import TransportSink
@@ -58,7 +59,7 @@ class StdioTransport(StreamTransport):
         self._closed = False
         self._saved_stdout: Any = None
         self._file_out: int | None = None
-        self._file_in: asyncio.Task[None] | None = None
+        self._tasks = TaskSet("stdio")  # (the reader of a stdin that is a file)
         self._resumed = asyncio.Event()
         self._resumed.set()
 
@@ -84,7 +85,7 @@ class StdioTransport(StreamTransport):
             wproto = self._wproto
             self._writer, _ = await loop.connect_write_pipe(lambda: wproto, os.fdopen(out_fd, "wb", 0))
         if _reads_like_a_file(in_fd):  # `agent < trace.jsonl`, `< /dev/null`: read in chunks
-            self._file_in = asyncio.get_running_loop().create_task(self._read_file(in_fd, sink))
+            self._tasks.spawn(self._read_file(in_fd, sink), name="acplink-stdin-file")
         else:
             self._reader, _ = await loop.connect_read_pipe(lambda: ReadProtocol(sink), os.fdopen(in_fd, "rb", 0))
 
@@ -147,9 +148,7 @@ class StdioTransport(StreamTransport):
             return
         self.flush()
         self._closed = True
-        if self._file_in is not None:
-            self._file_in.cancel()
-            await asyncio.gather(self._file_in, return_exceptions=True)
+        await self._tasks.aclose()
         if self._file_out is not None:
             os.close(self._file_out)
             self._file_out = None

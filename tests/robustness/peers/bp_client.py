@@ -59,7 +59,7 @@ async def main() -> None:
         while not peer.closed and loop.time() < deadline:
             max_rss = max(max_rss, rss_kb())
             max_buf = max(max_buf, buffered(peer.transport))
-            max_held = max(max_held, len(getattr(peer, "_held", ())))
+            max_held = max(max_held, len(peer.delivery.held if hasattr(peer, "delivery") else getattr(peer, "_held", ())))
             if call is None and buffered(peer.transport) > 4 * 1024 * 1024:
                 call = asyncio.ensure_future(client.conn.call("_bp/ping", {}))
             await asyncio.sleep(0.02)
