@@ -26,6 +26,7 @@ RANK = {
     "demo": 6,
     "testing": 6,
     "tools": 6,
+    "devtools": 7,
     "cli": 8,
 }
 
