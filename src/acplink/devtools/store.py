@@ -105,34 +105,38 @@ class ConnectionRow:
 
 
 class Store:
-    """One open devtools database. ``readonly`` opens an existing file for the UI's readers."""
+    """One open devtools database (created and upgraded as needed)."""
 
-    def __init__(self, path: str | os.PathLike[str], *, readonly: bool = False) -> None:
+    def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)
-        self.readonly = readonly
         try:
-            if not readonly:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-            elif not self.path.exists():
-                raise DatabaseError(f"no devtools database at {os.fspath(self.path)!r}")
+            self.path.parent.mkdir(parents=True, exist_ok=True)
             self.db = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False, isolation_level=None)
-            self.db.execute("PRAGMA busy_timeout = 30000")
+        except (sqlite3.DatabaseError, OSError) as exc:
+            raise DatabaseError(f"cannot open the devtools database {os.fspath(self.path)!r}: {exc}") from None
+        try:
             self._migrate()
+        except BaseException:
+            self.db.close()
+            raise
+        self.lock = threading.Lock()
+
+    def _migrate(self) -> None:
+        try:
+            self._upgrade()
         except sqlite3.DatabaseError as exc:
             raise DatabaseError(f"{os.fspath(self.path)!r} is not a usable devtools database: {exc}") from None
         except OSError as exc:
             raise DatabaseError(f"cannot open the devtools database {os.fspath(self.path)!r}: "
                                 f"{exc.strerror or exc}") from None
-        self.lock = threading.Lock()
 
-    def _migrate(self) -> None:
+    def _upgrade(self) -> None:
+        self.db.execute("PRAGMA busy_timeout = 30000")
         version = int(self.db.execute("PRAGMA user_version").fetchone()[0])
         if version > SCHEMA_VERSION:
             raise DatabaseError(
                 f"the devtools database {os.fspath(self.path)!r} was written by a newer acplink (schema version "
                 f"{version}; this acplink knows up to {SCHEMA_VERSION}): upgrade acplink or use another --db")
-        if self.readonly and version == SCHEMA_VERSION:
-            return
         self.db.execute("PRAGMA journal_mode = WAL")
         self.db.execute("PRAGMA synchronous = NORMAL")
         for n in range(version, SCHEMA_VERSION):
