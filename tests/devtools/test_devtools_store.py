@@ -13,7 +13,7 @@ import pytest
 from dtutil import ACPLINK, bad_prompt_trace, record_demo
 
 from acplink.devtools.importer import import_trace
-from acplink.devtools.store import SCHEMA_VERSION, DatabaseError, Store
+from acplink.devtools.store import SCHEMA_VERSION, DatabaseError, Ingest, Store
 
 
 def test_a_new_database_is_migrated_to_the_current_version_in_wal_mode(tmp_path: Path) -> None:
@@ -129,3 +129,13 @@ def test_the_cli_does_not_import_the_web_stack_until_devtools_serves() -> None:
             "print(sorted(m for m in ('starlette', 'uvicorn', 'sqlite3') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.stdout.strip() == "[]", out.stderr
+
+
+def test_a_database_error_stops_the_rows_but_never_the_recording(tmp_path: Path) -> None:
+    store = Store(tmp_path / "d.sqlite")
+    ingest = Ingest(store, "x", batch=1)
+    ingest({"type": "header"})
+    store.close()  # the database goes away under the recorder
+    ingest({"type": "message", "seq": 1, "dir": "c2a", "msg": {"jsonrpc": "2.0", "method": "_x"}})
+    ingest.close()
+    assert ingest.failed is not None and "closed database" in ingest.failed

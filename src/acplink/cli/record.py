@@ -70,4 +70,6 @@ def run(args: argparse.Namespace) -> int:
         if ingest is not None:
             ingest.close()
             ingest.store.close()
+            if ingest.failed:
+                fail(f"the devtools database stopped recording ({ingest.failed}); the traffic was not affected")
     return 128 - code if code < 0 else code

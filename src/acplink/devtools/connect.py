@@ -138,10 +138,8 @@ class Chat:
     async def _close_client(self) -> None:
         opening, self._opening = self._opening, None
         if opening is not None:
-            with contextlib.suppress(AcpError, OSError):
+            with contextlib.suppress(AcpError, OSError):  # (after a failed opening: nothing left to close)
                 await opening.__aexit__(None, None, None)
-            if opening.client is None:  # it failed while opening: the transport is closed by connect
-                pass
         self.client = None
 
     async def aclose(self) -> None:

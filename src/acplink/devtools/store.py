@@ -71,6 +71,8 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE UNIQUE INDEX messages_conn_seq ON messages(conn, seq);
     CREATE INDEX messages_conn_session ON messages(conn, session);
+    CREATE INDEX messages_conn_method ON messages(conn, method, kind);
+    CREATE INDEX messages_conn_bad ON messages(conn) WHERE error = 1 OR violations IS NOT NULL;
     """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
@@ -164,30 +166,38 @@ class Store:
     # -- reading -------------------------------------------------------------------------------
 
     def connections(self, search: str = "") -> list[ConnectionRow]:
-        rows = self.db.execute(
-            "SELECT c.id, c.source, c.header, c.started, c.ended, c.exit_code, c.agent_name, c.agent_version, "
-            "(SELECT count(*) FROM messages m WHERE m.conn = c.id), "
-            "(SELECT count(*) FROM messages m WHERE m.conn = c.id AND (m.error OR m.violations IS NOT NULL)), "
-            "(SELECT count(*) FROM messages m WHERE m.conn = c.id AND m.method = 'session/prompt' "
-            " AND m.kind = 'request'), "
-            "(SELECT max(wall) FROM messages m WHERE m.conn = c.id), "
-            "(SELECT group_concat(s, ' ') FROM (SELECT DISTINCT session AS s FROM messages m "
-            " WHERE m.conn = c.id AND session IS NOT NULL)) "
-            "FROM connections c ORDER BY c.id DESC").fetchall()
+        """Every connection, newest first, with its counts; ``search``: text in its source, agent,
+        or session ids."""
+        ids = [r[0] for r in self.db.execute("SELECT id FROM connections ORDER BY id DESC")]
         out = []
         needle = search.strip().lower()
-        for r in rows:
-            row = ConnectionRow(r[0], r[1], _loads(r[2]) or {}, r[3], r[4], r[5], r[6], r[7], r[8], r[9], r[10],
-                                r[11], tuple((r[12] or "").split()))
-            if needle and needle not in " ".join(
-                    map(str, (row.id, row.source, row.agent_name, row.agent_version, *row.sessions))).lower():
+        for conn in ids:
+            row = self.connection(conn)
+            if row is None or (needle and needle not in " ".join(
+                    map(str, (row.id, row.source, row.agent_name, row.agent_version, *row.sessions))).lower()):
                 continue
             out.append(row)
         return out
 
     def connection(self, conn: int) -> ConnectionRow | None:
-        found = [c for c in self.connections() if c.id == conn]
-        return found[0] if found else None
+        """One connection with its counts (each an index lookup, so a huge one costs no more)."""
+        r = self.db.execute("SELECT id, source, header, started, ended, exit_code, agent_name, agent_version "
+                            "FROM connections WHERE id = ?", (conn,)).fetchone()
+        if r is None:
+            return None
+
+        def one(sql: str) -> Any:
+            return self.db.execute(sql, (conn,)).fetchone()[0]
+
+        return ConnectionRow(
+            r[0], r[1], _loads(r[2]) or {}, r[3], r[4], r[5], r[6], r[7],
+            messages=one("SELECT count(*) FROM messages WHERE conn = ?"),
+            errors=one("SELECT count(*) FROM messages WHERE conn = ? AND (error = 1 OR violations IS NOT NULL)"),
+            turns=one("SELECT count(*) FROM messages WHERE conn = ? AND method = 'session/prompt' "
+                      "AND kind = 'request'"),
+            last_wall=one("SELECT wall FROM messages WHERE conn = ? ORDER BY seq DESC LIMIT 1"),
+            sessions=tuple(s for (s,) in self.db.execute(
+                "SELECT DISTINCT session FROM messages WHERE conn = ? AND session IS NOT NULL", (conn,))))
 
     def last_message_id(self) -> int:
         return int(self.db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
@@ -254,9 +264,20 @@ class Ingest:
         self._agent: tuple[str | None, str | None] | None = None
         self._exit: Any = None
         self.count = 0
+        #: why the database stopped taking rows (it never breaks the recording: see :meth:`__call__`)
+        self.failed: str | None = None
+        self.ended = False
 
     def __call__(self, rec: dict[str, Any]) -> None:
-        """A :data:`~acplink.tools.trace.TraceListener`."""
+        """A :data:`~acplink.tools.trace.TraceListener`. A database error (disk full, locked
+        for too long) stops the rows, not the caller: it is kept in :attr:`failed`."""
+        if self.failed is None:
+            try:
+                self._record(rec)
+            except sqlite3.Error as exc:
+                self.failed = f"{type(exc).__name__}: {exc}"
+
+    def _record(self, rec: dict[str, Any]) -> None:
         typ = rec.get("type")
         if typ == "header" or self.conn is None:
             header = {k: v for k, v in rec.items() if k != "type"} if typ == "header" else {}
@@ -267,7 +288,7 @@ class Ingest:
             self._message(rec)
         elif typ == "exit":
             self._exit = rec.get("code")
-            self.flush()
+            self._commit()
 
     def _message(self, rec: dict[str, Any]) -> None:
         seq = int(rec.get("seq") or self.count + 1)
@@ -320,10 +341,17 @@ class Ingest:
                               int(rec.get("size") or len(body)), error,
                               orjson.dumps(violations).decode() if violations else None, pair, latency, is_json, body))
         if len(self._pending) >= self.batch:
-            self.flush()
+            self._commit()
 
     def flush(self) -> None:
         """Commit the pending rows (and the agent's name, the exit code, once known)."""
+        if self.failed is None:
+            try:
+                self._commit()
+            except sqlite3.Error as exc:
+                self.failed = f"{type(exc).__name__}: {exc}"
+
+    def _commit(self) -> None:
         if not self._pending and self._agent is None and self._exit is None:
             return
         db = self.store.db
@@ -338,6 +366,7 @@ class Ingest:
                     db.execute("UPDATE connections SET agent_name = ?, agent_version = ? WHERE id = ?",
                                (*self._agent, self.conn))
                 if self._exit is not None:
+                    self.ended = True
                     db.execute("UPDATE connections SET exit_code = ?, ended = ? WHERE id = ?",
                                (self._exit if isinstance(self._exit, int) else None, time.time(), self.conn))
                 db.execute("COMMIT")
@@ -350,9 +379,9 @@ class Ingest:
         self._exit = None
 
     def close(self) -> None:
-        if self.conn is not None and self.store.db.execute(
-                "SELECT ended FROM connections WHERE id = ?", (self.conn,)).fetchone()[0] is None:
-            self._exit = self._exit if self._exit is not None else "ended"
+        """Commit the rest and mark the connection ended (even without an exit code)."""
+        if self.conn is not None and self._exit is None and not self.ended:
+            self._exit = "ended"  # (not an int: the exit code stays unknown)
         self.flush()
 
 

@@ -3,6 +3,8 @@ axis, with the time to the first update of each prompt, the concurrency, the slo
 
 from __future__ import annotations
 
+import bisect
+
 from .html import esc, fmt_ms, page
 from .store import ConnectionRow, Store
 
@@ -29,6 +31,14 @@ def waterfall_page(store: Store, c: ConnectionRow) -> str:
     for _, step in events:
         depth += step
         peak = max(peak, depth)
+    # the first session/update after each prompt (one pass over the updates, by session)
+    updates: dict[str, tuple[list[int], list[float]]] = {}
+    for useq, usession, umono in store.db.execute(
+            "SELECT seq, session, mono FROM messages WHERE conn = ? AND method = 'session/update' ORDER BY seq",
+            (c.id,)):
+        seqs, monos = updates.setdefault(str(usession), ([], []))
+        seqs.append(useq)
+        monos.append(umono)
     bars = []
     for seq, d, method, start, end, session in rows[:MAX_BARS]:
         done = end is not None
@@ -36,10 +46,10 @@ def waterfall_page(store: Store, c: ConnectionRow) -> str:
         left = (start - t0) / total * 100
         width = max((end - start) / total * 100, 0.15)
         first = ""
-        if method == "session/prompt" and session is not None:
-            got = store.db.execute(
-                "SELECT min(mono) FROM messages WHERE conn = ? AND session = ? AND method = 'session/update' "
-                "AND seq > ? AND mono <= ?", (c.id, session, seq, end)).fetchone()[0]
+        if method == "session/prompt" and str(session) in updates:
+            seqs, monos = updates[str(session)]
+            at = bisect.bisect_right(seqs, seq)
+            got = monos[at] if at < len(seqs) and monos[at] <= end else None
             if got is not None:
                 first = (f'<span class="first" style="left:{(got - t0) / total * 100:.3f}%" '
                          f'title="first update after {fmt_ms(got - start)}"></span>')
