@@ -89,6 +89,9 @@ def test_a_damaged_trace_imports_its_good_lines_and_reports_the_bad_ones(tmp_pat
         rows = store.rows(res.conn, "")
         assert [r["seq"] for r in rows] == [1, 2, 3, 4, 5]
         assert orjson.loads(rows[4]["violations"])[0]["path"] == "$.params.prompt"
+        c = store.connection(res.conn)
+        assert c is not None and c.agent_name == "bad-agent"
+        assert c.ended == rows[4]["wall"]  # the trace's own end (its duration), not the time of the import
     finally:
         store.close()
     out = subprocess.run([*ACPLINK, "devtools", "--db", str(tmp_path / "d.sqlite"), "import", str(trace),

@@ -267,6 +267,7 @@ class Ingest:
         #: why the database stopped taking rows (it never breaks the recording: see :meth:`__call__`)
         self.failed: str | None = None
         self.ended = False
+        self._last_wall: float | None = None
 
     def __call__(self, rec: dict[str, Any]) -> None:
         """A :data:`~acplink.tools.trace.TraceListener`. A database error (disk full, locked
@@ -288,6 +289,8 @@ class Ingest:
             self._message(rec)
         elif typ == "exit":
             self._exit = rec.get("code")
+            if isinstance(rec.get("wall"), (int, float)):
+                self._last_wall = float(rec["wall"])
             self._commit()
 
     def _message(self, rec: dict[str, Any]) -> None:
@@ -295,6 +298,8 @@ class Ingest:
         self.count += 1
         d = str(rec.get("dir"))
         mono = float(rec.get("mono") or 0.0)
+        if isinstance(rec.get("wall"), (int, float)):
+            self._last_wall = float(rec["wall"])
         method = rec.get("method")
         kind = rec.get("kind")
         rid = rec.get("id")
@@ -368,7 +373,8 @@ class Ingest:
                 if self._exit is not None:
                     self.ended = True
                     db.execute("UPDATE connections SET exit_code = ?, ended = ? WHERE id = ?",
-                               (self._exit if isinstance(self._exit, int) else None, time.time(), self.conn))
+                               (self._exit if isinstance(self._exit, int) else None,
+                                self._last_wall or time.time(), self.conn))
                 db.execute("COMMIT")
             except BaseException:
                 db.execute("ROLLBACK")

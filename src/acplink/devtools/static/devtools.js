@@ -84,8 +84,9 @@
       (d.content || []).forEach(c => {
         if (c.type === "diff") {
           const pre = el("pre", "diff");
-          (c.oldText || "").split("\n").forEach(l => { if (c.oldText !== undefined && c.oldText !== null) pre.appendChild(el("span", "del", "-" + l)); });
-          (c.newText || "").split("\n").forEach(l => pre.appendChild(el("span", "add", "+" + l)));
+          const lines = (t) => t.replace(/\n$/, "").split("\n");
+          if (c.oldText) lines(c.oldText).forEach(l => pre.appendChild(el("span", "del", "-" + l)));
+          lines(c.newText || "").forEach(l => pre.appendChild(el("span", "add", "+" + l)));
           box.append(el("div", "dim", c.path), pre);
         } else if (c.type === "content" && c.content && c.content.text !== undefined) {
           box.appendChild(el("pre", "out", c.content.text));
