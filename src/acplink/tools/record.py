@@ -189,11 +189,13 @@ class RecordingProxy:
             code = proc.wait()
             a2c.join(2.0)  # the agent's last bytes
         finally:
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
+            # the trace may still be catching up (a flood, a slow --db): a SIGTERM now (an editor
+            # closing us) goes to the agent's group, already gone, so the rest is still written
             writer_code = proc.returncode
             self._q.put(_STOP)
             tracer.join(10.0)
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
             writer.event("exit", code=writer_code)
             writer.close()
         return code
