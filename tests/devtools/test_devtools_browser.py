@@ -132,7 +132,7 @@ def test_live_update_while_a_recording_runs(page: Any, server: dict[str, Any]) -
         conn = live_row.get_attribute("data-conn")
         assert int(conn) > server["bad"]
         page.goto(f'{server["base"]}/c/{conn}')
-        assert page.locator("#timeline tbody tr").count() == 2
+        page.locator('#timeline tr[data-seq="2"]').wait_for()  # (rendered, or pushed if not yet stored)
         send({"jsonrpc": "2.0", "id": 2, "method": "session/new",
               "params": {"cwd": str(server["work"]), "mcpServers": []}})
         page.locator('#timeline tr.new[data-seq="4"]').wait_for()  # the answer appeared live

@@ -34,8 +34,9 @@
       if (!b) return;
       fetch(b.dataset.copy).then(r => r.text()).then(t => navigator.clipboard.writeText(t)).then(() => { b.textContent = "Copied"; }, () => { b.textContent = "Copy failed"; });
     });
+    let again = false;  // a live change arrived while rows were being fetched: fetch again after
     const more = (after, mark) => {
-      if (loading) return Promise.resolve();
+      if (loading) { if (mark) again = true; return Promise.resolve(); }
       loading = true;
       return fetch(`/c/${conn}/rows?after=${after}&${filters}`).then(r => {
         timeline.dataset.last = r.headers.get("x-last") || "";
@@ -43,7 +44,10 @@
       }).then(html => {
         const t = document.createElement("tbody"); t.innerHTML = html;
         Array.from(t.children).forEach(row => { if (mark) row.classList.add("new"); body.appendChild(row); });
-      }).finally(() => { loading = false; });
+      }).finally(() => {
+        loading = false;
+        if (again && !timeline.dataset.last) { again = false; more(lastSeq(), true); }
+      });
     };
     const sentinel = $("#more");
     new IntersectionObserver((entries) => {
