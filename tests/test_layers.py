@@ -28,6 +28,7 @@ RANK = {
     "testing": 6,
     "tools": 6,
     "server": 7,
+    "devtools": 7,
     "cli": 8,
 }
 

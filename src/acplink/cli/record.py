@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import shlex
 import traceback
 from typing import Any
 
@@ -10,19 +11,23 @@ __all__ = ["add_parser", "run"]
 
 HELP = "run an agent behind a transparent stdio proxy that records the traffic"
 DESCRIPTION = """Launch this instead of the agent (in your editor's agent settings): every byte passes
-through unchanged both ways, and a JSON-lines trace is written to FILE. View it with
-`acplink inspect FILE`."""
+through unchanged both ways, and a JSON-lines trace is written to FILE (--out) and/or
+into the devtools database (--db). View it with `acplink inspect FILE` or `acplink devtools`."""
 
 EPILOG = """examples:
   acplink record --out trace.jsonl -- acplink demo-agent
   acplink record --redact --out /tmp/agent.jsonl -- my-agent --acp
+  acplink record --db -- acplink demo-agent        # then: acplink devtools
   acplink inspect trace.jsonl"""
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p: argparse.ArgumentParser = subparsers.add_parser("record", help=HELP, description=DESCRIPTION,
                                     epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--out", "-o", required=True, metavar="FILE", help="the trace file to write (JSON lines)")
+    p.add_argument("--out", "-o", metavar="FILE", help="the trace file to write (JSON lines)")
+    p.add_argument("--db", nargs="?", const="", default=None, metavar="FILE",
+                   help="also (or instead) record into the SQLite database of `acplink devtools` (default "
+                        "without FILE: devtools.sqlite in the user's state folder, ~/.local/state/acplink)")
     p.add_argument("--redact", action="store_true",
                    help="replace every free text (prompts, replies, file contents, terminal output, tool input "
                         "and output, environment values) with its size; ids, methods, titles and paths are kept")
@@ -40,12 +45,31 @@ def run(args: argparse.Namespace) -> int:
     cmd = given_command(args)
     if not cmd:
         return fail("no agent command given (acplink record --out FILE -- AGENT_CMD ...)", 2)
+    if args.out is None and args.db is None:
+        return fail("nowhere to record: give --out FILE and/or --db [FILE]", 2)
+    ingest = None
+    if args.db is not None:
+        from ..devtools.store import DatabaseError, Ingest, Store, default_db_path
+
+        try:
+            store = Store(args.db or default_db_path())
+        except DatabaseError as exc:
+            return fail(str(exc), 2)
+        ingest = Ingest(store, shlex.join(cmd))
     try:
-        code = RecordingProxy(cmd, args.out, redact=args.redact, validate=not args.no_validate).run()
+        code = RecordingProxy(cmd, args.out, redact=args.redact, validate=not args.no_validate,
+                              listeners=[ingest] if ingest else [],
+                              on_idle=ingest.flush if ingest else None).run()
     except OSError as exc:
         if args.debug:
             traceback.print_exc()
         if exc.filename is not None and str(exc.filename) == str(args.out):
             return fail(f"cannot write the trace {args.out!r}: {exc.strerror or exc}", 2)
         return fail(f"cannot run {cmd[0]!r}: {exc.strerror or exc}", 127)
+    finally:
+        if ingest is not None:
+            ingest.close()
+            ingest.store.close()
+            if ingest.failed:
+                fail(f"the devtools database stopped recording ({ingest.failed}); the traffic was not affected")
     return 128 - code if code < 0 else code

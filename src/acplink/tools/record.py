@@ -20,7 +20,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import IO, Any
 
 from ..transports.base import Transport
@@ -50,11 +50,16 @@ _STOP = ("stop", b"", 0.0, 0.0)
 class RecordingProxy:
     """One proxied agent process and its trace."""
 
-    def __init__(self, command: Sequence[str], out: str | os.PathLike[str] | IO[bytes], *, redact: bool = False,
-                 validate: bool = True, close_timeout: float = 5.0, term_timeout: float = 3.0,
-                 stdin_fd: int = 0, stdout_fd: int = 1) -> None:
+    def __init__(self, command: Sequence[str], out: str | os.PathLike[str] | IO[bytes] | None, *,
+                 redact: bool = False, validate: bool = True, close_timeout: float = 5.0, term_timeout: float = 3.0,
+                 stdin_fd: int = 0, stdout_fd: int = 1, listeners: Sequence[TraceListener] = (),
+                 on_idle: Callable[[], None] | None = None) -> None:
         self.command = list(command)
         self.out = out
+        #: more consumers of the trace records (``acplink record --db``: the database), and a
+        #: hook called whenever the trace has caught up with the traffic (to commit a batch)
+        self.listeners = list(listeners)
+        self.on_idle = on_idle
         self.redact = redact
         self.validate = validate
         self.close_timeout = close_timeout
@@ -117,6 +122,8 @@ class RecordingProxy:
                 else:
                     writer.feed(kind, data, mono, wall)
                 writer.flush()
+                if self.on_idle is not None and self._q.empty():
+                    self.on_idle()
             except Exception as exc:  # the trace must never break the traffic
                 try:
                     writer.event("recorder-error", message=f"{type(exc).__name__}: {exc}")
@@ -147,7 +154,7 @@ class RecordingProxy:
 
     def run(self) -> int:
         """Run until the agent exits (or our stdin closes and the ladder ends); its exit code."""
-        writer = TraceWriter(self.out, redact=self.redact, validate=self.validate,
+        writer = TraceWriter(self.out, redact=self.redact, validate=self.validate, listeners=self.listeners,
                              header={"tool": "acplink record", "command": self.command, "pid": os.getpid()})
         try:
             self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
@@ -182,11 +189,13 @@ class RecordingProxy:
             code = proc.wait()
             a2c.join(2.0)  # the agent's last bytes
         finally:
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
+            # the trace may still be catching up (a flood, a slow --db): a SIGTERM now (an editor
+            # closing us) goes to the agent's group, already gone, so the rest is still written
             writer_code = proc.returncode
             self._q.put(_STOP)
             tracer.join(10.0)
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
             writer.event("exit", code=writer_code)
             writer.close()
         return code

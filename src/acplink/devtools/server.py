@@ -1,0 +1,345 @@
+"""The devtools web app (Starlette) and its server (uvicorn): routes, the access token and
+Origin check, the live feed (server-sent events), and :func:`serve`.
+
+Security: the server listens on loopback unless told otherwise; every request needs the random
+access token (in the URL printed at start, then in a same-site cookie) and a request whose
+``Origin`` is not the server's own is refused (403), so another web page cannot drive it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import os
+import secrets
+import shlex
+import socket
+import sys
+from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
+from http.cookies import SimpleCookie
+from importlib.resources import files
+from typing import Any
+from urllib.parse import parse_qs
+
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
+from starlette.routing import Mount, Route
+from starlette.staticfiles import StaticFiles
+
+from .compare import diff_page
+from .connect import Chats
+from .conversation import conversation_page
+from .html import esc, page
+from .store import Store
+from .views import (
+    Filters,
+    detail_html,
+    export_lines,
+    findings_page,
+    sessions_page,
+    sessions_rows,
+    timeline_page,
+    timeline_rows,
+)
+from .waterfall import waterfall_page
+
+__all__ = ["Guard", "build_app", "serve"]
+
+COOKIE = "acplink_devtools"
+Scope = MutableMapping[str, Any]
+ASGIApp = Callable[[Scope, Callable[[], Awaitable[Any]], Callable[[Any], Awaitable[None]]], Awaitable[None]]
+
+#: seconds between two looks at the database for the live feed
+POLL = 0.25
+
+
+class Guard:
+    """ASGI middleware: the access token (query ``token=`` or the cookie it sets) and the
+    Origin check; anything else gets 403."""
+
+    def __init__(self, app: ASGIApp, token: str) -> None:
+        self.app = app
+        self.token = token
+        #: origins allowed besides none at all (filled once the port is known)
+        self.origins: set[str] = set()
+
+    async def __call__(self, scope: Scope, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        origin = headers.get("origin")
+        if origin is not None and origin not in self.origins:
+            await _forbid(send, "foreign Origin: this devtools server answers only its own pages")
+            return
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+        given = (query.get("token") or [""])[0]
+        from_query = bool(given)
+        if not given:
+            cookie: SimpleCookie = SimpleCookie()
+            with contextlib.suppress(Exception):
+                cookie.load(headers.get("cookie", ""))
+            given = cookie[COOKIE].value if COOKIE in cookie else ""
+        if not hmac.compare_digest(given.encode(), self.token.encode()):
+            await _forbid(send, "access token missing or wrong: open the URL that acplink devtools printed")
+            return
+        if not from_query:
+            await self.app(scope, receive, send)
+            return
+
+        async def send_with_cookie(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), (
+                    b"set-cookie", f"{COOKIE}={self.token}; Path=/; HttpOnly; SameSite=Strict".encode())]
+            await send(message)
+
+        await self.app(scope, receive, send_with_cookie)
+
+
+async def _forbid(send: Any, why: str) -> None:
+    body = why.encode()
+    await send({"type": "http.response.start", "status": 403,
+                "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _html(text: str, status: int = 200) -> HTMLResponse:
+    return HTMLResponse(text, status, headers={"cache-control": "no-store"})
+
+
+def _not_found(what: str) -> HTMLResponse:
+    return _html(page("Not found", f"<p>{esc(what)}</p>"), 404)
+
+
+def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None) -> Starlette:
+    """The web app over ``store``; ``agent``: the command line Connect offers first."""
+    chats = Chats(store)
+    default_cmd = shlex.join(agent) if agent else shlex.join([sys.executable, "-m", "acplink.demo"])
+    base_cwd = cwd or os.getcwd()
+
+    def connection(request: Request) -> Any:
+        c = store.connection(int(request.path_params["conn"]))
+        return c
+
+    async def sessions(request: Request) -> Response:
+        return _html(sessions_page(store, request.query_params.get("q", "")))
+
+    async def sessions_partial(request: Request) -> Response:
+        return _html(sessions_rows(store, request.query_params.get("q", "")))
+
+    async def timeline(request: Request) -> Response:
+        c = connection(request)
+        if c is None:
+            return _not_found("no such connection")
+        at = request.query_params.get("at", "")
+        return _html(timeline_page(store, c, Filters.of(request.query_params), int(at) if at.isdigit() else None))
+
+    async def rows(request: Request) -> Response:
+        after = request.query_params.get("after", "0")
+        html, last = timeline_rows(store, int(request.path_params["conn"]), Filters.of(request.query_params),
+                                   int(after) if after.isdigit() else 0)
+        return _html(html) if last is None else HTMLResponse(html, headers={"x-last": str(last)})
+
+    async def detail(request: Request) -> Response:
+        html = detail_html(store, int(request.path_params["conn"]), int(request.path_params["seq"]))
+        return _html(html) if html is not None else _not_found("no such message")
+
+    async def raw(request: Request) -> Response:
+        got = store.db.execute("SELECT body FROM messages WHERE conn = ? AND seq = ?",
+                               (int(request.path_params["conn"]), int(request.path_params["seq"]))).fetchone()
+        if got is None:
+            return _not_found("no such message")
+        return Response(bytes(got[0] or b""), media_type="application/json")
+
+    async def conversation(request: Request) -> Response:
+        c = connection(request)
+        if c is None:
+            return _not_found("no such connection")
+        return _html(conversation_page(store, c, request.query_params.get("session", "")))
+
+    async def waterfall(request: Request) -> Response:
+        c = connection(request)
+        return _html(waterfall_page(store, c)) if c is not None else _not_found("no such connection")
+
+    async def findings(request: Request) -> Response:
+        c = connection(request)
+        return _html(findings_page(store, c)) if c is not None else _not_found("no such connection")
+
+    async def export(request: Request) -> Response:
+        conn = int(request.path_params["conn"])
+        if store.connection(conn) is None:
+            return _not_found("no such connection")
+        return StreamingResponse(_iterate(export_lines(store, conn)), media_type="application/x-ndjson",
+                                 headers={"content-disposition": f'attachment; filename="acplink-{conn}.jsonl"'})
+
+    async def diff(request: Request) -> Response:
+        return _html(diff_page(store, request.query_params))
+
+    async def events(request: Request) -> Response:
+        """The live feed: an event whenever messages or connections were added."""
+        async def stream() -> AsyncIterator[bytes]:
+            last = store.last_message_id()
+            conns = _conn_state(store)
+            yield b": live\n\n"
+            while not await request.is_disconnected():
+                await asyncio.sleep(POLL)
+                new = store.db.execute("SELECT DISTINCT conn FROM messages WHERE id > ?", (last,)).fetchall()
+                now = _conn_state(store)
+                if new or now != conns:
+                    last = store.last_message_id()
+                    conns = now
+                    data = orjson.dumps({"conns": [r[0] for r in new], "last": last})
+                    yield b"event: change\ndata: " + data + b"\n\n"
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"cache-control": "no-store"})
+
+    async def connect_page(request: Request) -> Response:
+        body = (f'<form id="connect" class="bar"><input name="command" size="60" value="{esc(default_cmd)}">'
+                f'<input name="cwd" size="30" value="{esc(base_cwd)}" title="session working directory">'
+                f'<label><input type="checkbox" name="fs" checked> files</label>'
+                f'<label><input type="checkbox" name="terminal" checked> terminals</label>'
+                f'<button>Start agent</button></form><div id="chat" hidden><p id="chat-status" class="dim"></p>'
+                f'<div class="conversation" id="chat-log"></div><form id="prompt" class="bar">'
+                f'<input name="text" size="70" placeholder="prompt (the demo agent: help, plan a; b, write f.txt hi)" '
+                f'autocomplete="off"><button>Send</button><button type="button" id="cancel">Cancel</button>'
+                f"</form></div>")
+        return _html(page("Connect", body, active="Connect"))
+
+    async def connect_start(request: Request) -> Response:
+        form = orjson.loads(await request.body() or b"{}")
+        try:
+            cmd = shlex.split(str(form.get("command", "")))
+        except ValueError as exc:
+            return JSONResponse({"error": f"cannot read the command line: {exc}"}, 400)
+        if not cmd:
+            return JSONResponse({"error": "no agent command given"}, 400)
+        cwd = os.path.abspath(str(form.get("cwd") or base_cwd))
+        if not os.path.isdir(cwd):
+            return JSONResponse({"error": f"not a directory: {cwd}"}, 400)
+        chat = await chats.start(cmd, cwd, fs=bool(form.get("fs", True)), terminal=bool(form.get("terminal", True)))
+        if chat.error is not None:
+            failed = chat.events[-1] if chat.events else {}
+            return JSONResponse({"id": chat.id, "error": chat.error, "stderr": failed.get("stderr", []),
+                                 "conn": chat.conn})
+        return JSONResponse({"id": chat.id, "conn": chat.conn})
+
+    def chat_of(request: Request) -> Any:
+        return chats.chats.get(int(request.path_params["chat"]))
+
+    async def chat_prompt(request: Request) -> Response:
+        chat = chat_of(request)
+        if chat is None:
+            return JSONResponse({"error": "no such chat"}, 404)
+        form = orjson.loads(await request.body() or b"{}")
+        error = chat.prompt(str(form.get("text", "")))
+        return JSONResponse({"error": error} if error else {"ok": True}, 409 if error else 200)
+
+    async def chat_cancel(request: Request) -> Response:
+        chat = chat_of(request)
+        if chat is None:
+            return JSONResponse({"error": "no such chat"}, 404)
+        await chat.cancel()
+        return JSONResponse({"ok": True})
+
+    async def chat_answer(request: Request) -> Response:
+        chat = chat_of(request)
+        if chat is None:
+            return JSONResponse({"error": "no such chat"}, 404)
+        form = orjson.loads(await request.body() or b"{}")
+        ok = chat.answer(int(form.get("id", 0)), form.get("option"))
+        return JSONResponse({"ok": ok})
+
+    async def chat_events(request: Request) -> Response:
+        chat = chat_of(request)
+        if chat is None:
+            return JSONResponse({"error": "no such chat"}, 404)
+
+        async def stream() -> AsyncIterator[bytes]:
+            sent = 0
+            yield b": chat\n\n"
+            while not await request.is_disconnected():
+                async with chat.changed:
+                    if sent >= len(chat.events):
+                        with contextlib.suppress(TimeoutError):
+                            await asyncio.wait_for(chat.changed.wait(), 1.0)
+                    pending = chat.events[sent:]
+                sent += len(pending)
+                for event in pending:
+                    yield b"data: " + orjson.dumps(event) + b"\n\n"
+        return StreamingResponse(stream(), media_type="text/event-stream", headers={"cache-control": "no-store"})
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            await chats.aclose()
+
+    static = StaticFiles(directory=str(files("acplink.devtools").joinpath("static")))
+    routes = [
+        Route("/", sessions), Route("/partial/sessions", sessions_partial),
+        Route("/c/{conn:int}", timeline), Route("/c/{conn:int}/rows", rows),
+        Route("/c/{conn:int}/m/{seq:int}", detail), Route("/c/{conn:int}/m/{seq:int}/raw", raw),
+        Route("/c/{conn:int}/conversation", conversation), Route("/c/{conn:int}/waterfall", waterfall),
+        Route("/c/{conn:int}/findings", findings), Route("/c/{conn:int}/export.jsonl", export),
+        Route("/diff", diff), Route("/events", events),
+        Route("/connect", connect_page), Route("/connect/start", connect_start, methods=["POST"]),
+        Route("/connect/{chat:int}/prompt", chat_prompt, methods=["POST"]),
+        Route("/connect/{chat:int}/cancel", chat_cancel, methods=["POST"]),
+        Route("/connect/{chat:int}/answer", chat_answer, methods=["POST"]),
+        Route("/connect/{chat:int}/events", chat_events),
+        Mount("/static", static),
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    app.state.chats = chats
+    return app
+
+
+def _conn_state(store: Store) -> tuple[Any, ...]:
+    return tuple(store.db.execute("SELECT count(*), max(id), sum(ended IS NULL), max(ended) FROM connections")
+                 .fetchone())
+
+
+async def _iterate(lines: Any) -> AsyncIterator[bytes]:
+    for n, line in enumerate(lines):
+        yield line
+        if n % 500 == 0:
+            await asyncio.sleep(0)
+
+
+def _is_loopback(host: str) -> bool:
+    return host in ("localhost", "::1") or host.startswith("127.")
+
+
+async def serve(store: Store, *, host: str = "127.0.0.1", port: int = 0, agent: Sequence[str] = (),
+                on_url: Callable[[str], None] = print) -> None:
+    """Serve the UI until cancelled; ``on_url`` gets the URL (with its token) once listening."""
+    import uvicorn
+
+    token = secrets.token_urlsafe(24)
+    app = build_app(store, agent=agent)
+    guard = Guard(app, token)
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.listen(128)
+    sock.setblocking(False)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    names = {shown, "localhost", "127.0.0.1"} if _is_loopback(host) else {shown}
+    guard.origins = {f"http://{n}:{bound}" for n in names}
+    config = uvicorn.Config(guard, log_level="warning", lifespan="on", timeout_graceful_shutdown=1,
+                            access_log=False)
+    server = uvicorn.Server(config)
+    on_url(f"http://{shown}:{bound}/?token={token}")
+    try:
+        await server.serve(sockets=[sock])
+    finally:
+        sock.close()
