@@ -92,12 +92,18 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc), 2)
     except KeyboardInterrupt:
         return 130
+    return print_report(report, args)
+
+
+def print_report(report: Any, args: argparse.Namespace) -> int:
+    """Print a checker report (``--json``: as data; else text for the terminal); its exit code."""
     if args.json:
         json.dump(report.to_json(), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         print(report.to_text(verbose=args.verbose, width=shutil.get_terminal_size((100, 24)).columns))
-    return report.exit_code
+    exit_code: int = report.exit_code
+    return exit_code
 
 
 def _print_tck_ids(as_json: bool) -> int:

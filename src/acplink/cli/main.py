@@ -17,7 +17,7 @@ from .common import ArgParser
 EXIT_BROKEN_PIPE = 141
 
 #: subcommand modules, each with ``add_parser(subparsers)``; imported only when present
-SUBCOMMANDS = ("chat", "prompt", "demo", "record", "inspect", "check", "replay")
+SUBCOMMANDS = ("chat", "prompt", "demo", "record", "inspect", "check", "replay", "check_client")
 
 DESCRIPTION = """acplink: talk to any ACP agent, serve the demo agent, record, inspect and check ACP traffic.
 

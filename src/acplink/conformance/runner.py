@@ -74,6 +74,8 @@ class Report:
     runs: list[CheckRun]
     duration: float
     strict: bool = False
+    tool: str = "check"  # the command that made the report, and what it judged
+    peer: str = "agent"
 
     def count(self, status: str, level: str | None = None) -> int:
         return sum(1 for r in self.results if r.status == status and (level is None or r.requirement.level == level))
@@ -133,8 +135,8 @@ class Report:
             room = max(20, (width or 0) - indent)
             lines.append(" " * indent + (text if width is None or len(text) <= room else text[:room - 1] + "…"))
 
-        add(f"acplink check: {' '.join(self.command)}", hang=4)
-        add(f"agent: {name} {(self.agent or {}).get('version') or ''}".rstrip())
+        add(f"acplink {self.tool}: {' '.join(self.command)}", hang=4)
+        add(f"{self.peer}: {name} {(self.agent or {}).get('version') or ''}".rstrip())
         lines.append("")
         mark = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP", "error": "ERR "}
         for res in self.results:
