@@ -59,7 +59,7 @@ BROKEN_CASES: dict[str, tuple[list[str], str]] = {
 
 #: broken behaviour → (checks, the requirement that must be an error: its check could not set up)
 SETUP_ERRORS: dict[str, tuple[list[str], str]] = {
-    "new-fails": (["prompt"], "PROMPT-001"),
+    "new-fails": (["prompt", "meta"], "PROMPT-001"),
 }
 
 

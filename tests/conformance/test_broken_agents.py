@@ -39,6 +39,8 @@ def test_a_failed_setup_is_an_error_with_the_agents_stderr(reports: dict[str, Re
     assert any("session/new failed" in o.detail and "no model configured" in o.detail for o in result.outcomes)
     assert report.exit_code == 1 and report.to_json()["summary"]["errors"] >= 1
     assert f"ERR   {req_id}" in report.to_text()
+    # a session/new that fails with and without _meta is a setup error, not a _meta failure
+    assert report.result("RPC-011").status == "error"  # type: ignore[union-attr]
 
 
 def test_an_error_without_id_is_named_and_never_answered(reports: dict[str, Report | str]) -> None:

@@ -26,7 +26,7 @@ from .check_helpers import (
     _stop_reason,
     _too_fast,
 )
-from .probe import Probe, _short, prompt_params, text_block
+from .probe import CheckAbort, Probe, _short, prompt_params, text_block
 
 __all__ = ["CHECKS", "MONITORED", "Check"]
 
@@ -426,6 +426,8 @@ async def check_meta(p: Probe) -> None:
             p.fail("RPC-011", f"{method} with _meta failed: {_short(resp) if resp else 'no response'}")
             return
     resp = await p.request("session/new", {"cwd": p.workdir, "mcpServers": [], "_meta": meta})
+    if resp is not None and "error" in resp:
+        await p.new_session()  # fails the same way without _meta: a setup error, not _meta's fault
     if resp is None or "error" in resp or not isinstance(resp.get("result"), dict):
         p.fail("RPC-011", f"session/new with _meta failed: {_short(resp) if resp else 'no response'}")
         return
@@ -492,7 +494,10 @@ def _lifecycle(method: str, req: str, build: Callable[[str, str], dict[str, Any]
 
 
 async def check_shutdown(p: Probe) -> None:
-    await p.setup()
+    try:
+        await p.initialize()
+    except (AcpError, OSError) as exc:
+        raise CheckAbort(f"initialize failed: {exc}") from None
     took = await p.aclose()
     code = p.transport.returncode if p.transport is not None else None
     if took < p.opts.shutdown_bound:
