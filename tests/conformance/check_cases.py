@@ -41,6 +41,25 @@ BROKEN_CASES: dict[str, tuple[list[str], str]] = {
     "reject-meta": (["meta"], "RPC-011"),
     "echo-version": (["unknown-version"], "INIT-003"),
     "version-error": (["unknown-version"], "INIT-003"),
+    "update-before-new": (["session-new"], "SESS-003"),
+    "error-without-id": (["invalid-json"], "RPC-005"),
+    "answer-notification": (["notifications"], "RPC-013"),
+    "terminal-auth": (["auth-methods"], "AUTH-003"),
+    "resume-replays": (["session-resume"], "SESS-018"),
+    "close-no-cancel": (["close-running"], "SESS-021"),
+    "load-late-history": (["session-load"], "SESS-016"),
+    "list-null": (["session-list"], "SESS-019"),
+    "delete-unknown-error": (["session-delete"], "SESS-020"),
+    "multiline-error": (["unknown-method"], "RPC-014"),
+    "extra-root-key": (["prompt"], "SCHEMA-003"),
+    "bad-utf8": (["prompt"], "TRANS-001"),
+    "bool-config": (["config-options"], "CONFIG-003"),
+    "bad-current-mode": (["modes"], "MODE-001"),
+}
+
+#: broken behaviour → (checks, the requirement that must be an error: its check could not set up)
+SETUP_ERRORS: dict[str, tuple[list[str], str]] = {
+    "new-fails": (["prompt", "meta"], "PROMPT-001"),
 }
 
 

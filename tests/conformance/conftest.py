@@ -11,7 +11,7 @@ import tempfile
 from typing import Any
 
 import pytest
-from check_cases import BROKEN, BROKEN_CASES, DEMO, fast, official_agents
+from check_cases import BROKEN, BROKEN_CASES, DEMO, SETUP_ERRORS, fast, official_agents
 
 from acplink.conformance import Report, run_checks
 
@@ -22,7 +22,7 @@ def reports() -> dict[str, Report | str]:
     jobs: dict[str, Any] = {}
     jobs["demo"] = (fast(DEMO, tmp), None)
     jobs["broken:none"] = (fast([sys.executable, str(BROKEN)], tmp, cancel_prompt="wait"), None)
-    for name, (patterns, _) in BROKEN_CASES.items():
+    for name, (patterns, _) in {**BROKEN_CASES, **SETUP_ERRORS}.items():
         jobs[f"broken:{name}"] = (fast([sys.executable, str(BROKEN), "--break", name], tmp,
                                        cancel_prompt="wait"), patterns)
     skipped: dict[str, str] = {}

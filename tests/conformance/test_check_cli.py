@@ -52,7 +52,7 @@ def _result(req_id: str, status: str) -> RequirementResult:
 
 def test_the_summary_adds_up_and_counts_every_level() -> None:
     results = [_result("INIT-001", "fail"), _result("INIT-002", "fail"), _result("INIT-004", "fail"),
-               _result("AUTH-001", "fail"), _result("SESS-001", "pass"), _result("CAP-001", "skipped")]
+               _result("TRANS-002", "fail"), _result("SESS-001", "pass"), _result("CAP-001", "skipped")]
     report = Report(["agent"], None, results, [], 12.34)
     line = report.summary()
     assert line == ("6 requirements: 1 passed, 4 failed (2 must, 1 should, 1 informational), "
@@ -94,3 +94,11 @@ def test_a_slow_starting_agent_gets_the_startup_bound_not_the_request_one(tmp_pa
     short = Options(command=[sys.executable, str(slow)], timeout=1.0, startup_timeout=1.0, cwd=str(tmp_path))
     report = asyncio.run(run_checks(short, ["initialize"]))
     assert report.result("INIT-001").status == "fail", report.to_text()  # type: ignore[union-attr]
+
+
+def test_default_parallelism_is_at_most_the_cpu_count() -> None:
+    import os
+
+    from acplink.cli.check import DEFAULT_JOBS
+
+    assert 1 <= DEFAULT_JOBS <= (os.cpu_count() or 1)

@@ -14,6 +14,8 @@ from typing import Any
 
 __all__ = ["add_parser", "run"]
 
+DEFAULT_JOBS = max(1, min(8, os.cpu_count() or 1))
+
 HELP = "check an agent's conformance to the ACP spec (each check on a fresh agent process)"
 DESCRIPTION = """Spawns the agent afresh for each check and reports every requirement as pass / fail /
 skipped, with the evidence. Exit code 0 only when no "must" requirement fails (with --strict,
@@ -45,7 +47,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="a cancelled turn must end within this (default 5)")
     p.add_argument("--shutdown-bound", type=positive_seconds, default=3.0, metavar="S",
                    help="the agent must exit within this after stdin closes (default 3)")
-    p.add_argument("--jobs", "-j", type=int, default=8, metavar="N", help="checks run at once (default 8)")
+    p.add_argument("--jobs", "-j", type=int, default=DEFAULT_JOBS, metavar="N",
+                   help=f"checks run at once (default {DEFAULT_JOBS}: the CPU count, at most 8)")
+    p.add_argument("--allow-logout", action="store_true",
+                   help="run the logout check when the agent advertises it (it may end your login)")
+    p.add_argument("--tck-ids", action="store_true",
+                   help="print which acplink requirement covers each v1 requirement of the official kit (acp-tck)")
     p.add_argument("--cwd", default=".", help="the session working directory given to the agent")
     p.add_argument("--verbose", "-v", action="store_true", help="show the evidence of passed requirements too")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
@@ -61,13 +68,16 @@ def run(args: argparse.Namespace) -> int:
     from ..errors import AcpError
     from .common import fail, given_command, stderr_tail
 
+    if args.tck_ids:
+        return _print_tck_ids(args.json)
     cmd = given_command(args)
     if not cmd:
         return fail("no agent command given (acplink check -- AGENT_CMD ...)", 2)
     if not os.path.isdir(args.cwd):
         return fail(f"--cwd {args.cwd!r} is not a directory", 2)
     opts = Options(command=cmd, timeout=args.timeout, cancel_bound=args.cancel_bound,
-                   shutdown_bound=args.shutdown_bound, auth_method=args.auth_method, strict=args.strict, debug=args.debug,
+                   shutdown_bound=args.shutdown_bound, auth_method=args.auth_method, strict=args.strict,
+                   allow_logout=args.allow_logout, debug=args.debug,
                    cwd=os.path.abspath(args.cwd), startup_timeout=args.startup_timeout)
     if args.cancel_prompt:
         opts.cancel_prompt = args.cancel_prompt
@@ -82,9 +92,32 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc), 2)
     except KeyboardInterrupt:
         return 130
+    return print_report(report, args)
+
+
+def print_report(report: Any, args: argparse.Namespace) -> int:
+    """Print a checker report (``--json``: as data; else text for the terminal); its exit code."""
     if args.json:
         json.dump(report.to_json(), sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
     else:
         print(report.to_text(verbose=args.verbose, width=shutil.get_terminal_size((100, 24)).columns))
-    return report.exit_code
+    exit_code: int = report.exit_code
+    return exit_code
+
+
+def _print_tck_ids(as_json: bool) -> int:
+    """One line per v1 requirement of the official kit: its id, tier, and the acplink ones covering it."""
+    from ..conformance.requirements import tck_requirements
+
+    kit = tck_requirements()
+    if as_json:
+        json.dump([{"tck": k.id, "tier": k.tier, "capability": k.capability, "summary": k.summary,
+                    "acplink": list(k.covered_by)} for k in kit], sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    else:
+        for k in kit:
+            print(f"{k.id:<28} {k.tier:<13} {', '.join(k.covered_by) or '(not covered)'}")
+        covered = sum(1 for k in kit if k.covered_by)
+        print(f"{covered} of {len(kit)} v1 requirements of the official kit covered")
+    return 0

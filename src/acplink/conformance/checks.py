@@ -18,15 +18,22 @@ from ..connection.rules import advertises, missing_capability, required_capabili
 from ..errors import AcpError
 from ..schema import _generated as s
 from ..schema.parse import parse
-from .probe import Probe, _short, prompt_params, text_block
+from . import checks_kit as kit
+from .check_helpers import (
+    _busy_turn_retrying,
+    _error_code,
+    _prompt,
+    _stop_reason,
+    _too_fast,
+)
+from .probe import CheckAbort, Probe, _short, prompt_params, text_block
 
 __all__ = ["CHECKS", "MONITORED", "Check"]
 
-STOP_REASONS = frozenset(s.StopReason.__args__)  # type: ignore[attr-defined]
 UNKNOWN_VERSION = 60000  # a valid uint16 that no agent speaks
 #: requirement ids judged from every check's transcript
-MONITORED = ("SCHEMA-001", "SCHEMA-002", "CAP-001", "CAP-002", "CAP-003", "PROMPT-002", "PROMPT-003",
-             "PROMPT-004", "RPC-010")
+MONITORED = ("SCHEMA-001", "SCHEMA-002", "SCHEMA-003", "CAP-001", "CAP-002", "CAP-003", "PROMPT-002",
+             "PROMPT-003", "PROMPT-004", "RPC-010", "RPC-014", "SESS-003", "TRANS-001")
 
 
 @dataclass(frozen=True)
@@ -36,39 +43,6 @@ class Check:
     requirements: tuple[str, ...]
     #: monitored requirements this check exercises: passed when its transcript shows no violation
     vouches: tuple[str, ...] = ()
-
-
-# -- helpers -------------------------------------------------------------------------------------
-
-def _error_code(resp: dict[str, Any] | None) -> int | None:
-    err = resp.get("error") if resp else None
-    return err.get("code") if isinstance(err, dict) and type(err.get("code")) is int else None
-
-
-async def _prompt(p: Probe, sid: str, blocks: list[dict[str, Any]], req: str, *,
-                  timeout: float | None = None) -> dict[str, Any] | None:
-    """A prompt turn; reports PROMPT-001 on ``req`` failures; returns the response."""
-    resp = await p.request("session/prompt", prompt_params(sid, blocks), timeout=timeout)
-    if resp is None:
-        p.fail(req, f"session/prompt got no response within {timeout or p.opts.timeout} s"
-               + ("" if p.alive else f" ({p.died()})"))
-        return None
-    await asyncio.sleep(p.opts.settle)  # let late updates show themselves
-    return resp
-
-
-def _stop_reason(p: Probe, resp: dict[str, Any]) -> None:
-    if "error" in resp:
-        p.fail("PROMPT-001", f"the prompt was answered with an error: {_short(resp['error'])}")
-        return
-    result = resp.get("result")
-    reason = result.get("stopReason") if isinstance(result, dict) else None
-    if reason is None:
-        p.fail("PROMPT-001", f"the prompt response has no stopReason: {_short(resp)}")
-    elif reason not in STOP_REASONS:
-        p.fail("PROMPT-001", f"invalid stopReason {reason!r} (valid: {', '.join(sorted(STOP_REASONS))})")
-    else:
-        p.ok("PROMPT-001", f"stopReason {reason!r}")
 
 
 # -- initialization ------------------------------------------------------------------------------
@@ -153,9 +127,18 @@ async def check_session_new(p: Probe) -> None:
 
 async def check_prompt(p: Probe) -> None:
     sid = await p.setup()
+    mark = len(p.records)
     resp = await _prompt(p, sid, [text_block("Hello! Please reply with one short sentence.")], "PROMPT-001")
     if resp is not None:
         _stop_reason(p, resp)
+        others = {str((u["msg"].get("params") or {}).get("sessionId")) for u in p.updates(None, mark)} - {sid}
+        if others:
+            p.fail("PROMPT-006", f"while session {sid!r} was prompted, updates named session(s) "
+                   f"{', '.join(sorted(others))}")
+        else:
+            p.ok("PROMPT-006", f"{len(p.updates(sid, mark))} update(s), all for the prompted session")
+    tail = p.transport.stderr_tail if p.transport is not None else []
+    p.ok("TRANS-002", f"{len(tail)} line(s) on stderr" + (f", the last: {tail[-1][:200]!r}" if tail else ""))
     resp = await p.request("session/prompt", prompt_params("sess-that-does-not-exist-0000", [text_block("hi")]))
     if resp is None:
         p.fail("PROMPT-005", "a prompt for an unknown session got no response")
@@ -215,23 +198,6 @@ async def check_content(p: Probe) -> None:
 
 # -- cancellation --------------------------------------------------------------------------------
 
-async def _busy_turn(p: Probe, sid: str, rid: str) -> tuple[dict[str, Any] | None, int]:
-    """Start the cancel prompt; wait until the agent is visibly busy. (early response, mark)."""
-    mark = len(p.records)
-    p.send_raw({"jsonrpc": "2.0", "id": rid, "method": "session/prompt",
-                "params": prompt_params(sid, [text_block(p.opts.cancel_prompt)])})
-    busy = await p.wait_for(lambda r: r.get("dir") == "a2c" and (
-        r.get("method") in ("session/update", "session/request_permission")
-        or (r.get("kind") == "response" and r.get("id") == rid)), p.opts.timeout, start=mark)
-    if busy is None:
-        return None, mark
-    if busy.get("kind") != "response":
-        await asyncio.sleep(0.05)
-    done = next((r for r in p.records[mark:] if r.get("dir") == "a2c" and r.get("kind") == "response"
-                 and r.get("id") == rid), None)
-    return (done["msg"] if done else None), mark
-
-
 async def check_cancel(p: Probe) -> None:
     sid = await p.setup()
     held: list[asyncio.Future[Any]] = []
@@ -242,11 +208,10 @@ async def check_cancel(p: Probe) -> None:
         return await fut
 
     p.permission_handler = hold
-    rid = "cancel-turn-1"
-    early, mark = await _busy_turn(p, sid, rid)
+    rid, early, mark = await _busy_turn_retrying(p, sid, "cancel-turn")
     if early is not None:
-        why = f"the turn ended ({_short(early.get('result') or early.get('error'))}) before a cancel could be sent"
-        p.skip("CANCEL-001", why + "; pass a longer --cancel-prompt")
+        why = _too_fast(early)
+        p.skip("CANCEL-001", why)
         p.skip("CANCEL-002", why)
         return
     t = time.monotonic()
@@ -288,11 +253,9 @@ async def check_cancel(p: Probe) -> None:
 
 async def check_cancel_request(p: Probe) -> None:
     sid = await p.setup()
-    rid = "cancel-request-1"
-    early, mark = await _busy_turn(p, sid, rid)
+    rid, early, mark = await _busy_turn_retrying(p, sid, "cancel-request")
     if early is not None:
-        p.skip("CANCEL-003", "the cancel prompt finished before $/cancel_request could be sent; "
-               "pass a longer --cancel-prompt")
+        p.skip("CANCEL-003", _too_fast(early))
         return
     p.notify("$/cancel_request", {"requestId": rid})
     rec = await p.wait_for(lambda r: r.get("dir") == "a2c" and r.get("kind") == "response" and r.get("id") == rid,
@@ -344,14 +307,20 @@ async def _malformed(p: Probe, data: bytes, survive: str, answer: str, code: int
     mark = len(p.records)
     p.send_raw(data)
     rec = await p.wait_for(lambda r: r.get("dir") == "a2c" and r.get("kind") == "response"
-                           and r.get("id") is None, min(p.opts.timeout, 3.0), start=mark)
+                           and "id" in r["msg"] and r.get("id") is None, min(p.opts.timeout, 3.0), start=mark)
     why = await p.still_alive()
     if why is None:
         p.ok(survive, f"still answering after {what}")
     else:
         p.fail(survive, f"after {what}: {why}")
     if rec is None:
-        p.fail(answer, f"{what} got no error response")
+        idless = next((r for r in p.records[mark:] if r.get("dir") == "a2c" and isinstance(r.get("msg"), dict)
+                       and "error" in r["msg"] and "id" not in r["msg"]), None)
+        if idless is not None:
+            p.fail(answer, f"{what} was answered with an error without an `id` member (JSON-RPC requires "
+                   f"`\"id\": null` here): {_short(idless['msg'])}")
+        else:
+            p.fail(answer, f"{what} got no error response within {min(p.opts.timeout, 3.0):g} s")
     elif _error_code(rec["msg"]) == code:
         p.ok(answer, f"answered {code}")
     else:
@@ -366,6 +335,29 @@ async def check_invalid_json(p: Probe) -> None:
 async def check_batch(p: Probe) -> None:
     await _malformed(p, b'[{"jsonrpc":"2.0","id":"b1","method":"acplink/x"},{"jsonrpc":"2.0","method":"_acplink/y"}]\n',
                      "RPC-006", "RPC-007", -32600, "a JSON array (batch)")
+
+
+async def check_not_jsonrpc(p: Probe) -> None:
+    await _malformed(p, b'{"foo": "bar"}\n', "RPC-004", "RPC-015", -32600, 'a JSON object that is not JSON-RPC')
+
+
+async def check_notifications(p: Probe) -> None:
+    """session/cancel of an idle session and an unknown `_` notification: never answered."""
+    sid = await p.setup()
+    mark = len(p.records)
+    p.notify("session/cancel", {"sessionId": sid})
+    p.notify("_acplink/check_notice", {"hello": "world"})
+    why = await p.still_alive()
+    await asyncio.sleep(p.opts.settle)
+    answers = [r for r in p.records[mark:] if r.get("dir") == "a2c" and isinstance(r.get("msg"), dict)
+               and "method" not in r["msg"] and ("result" in r["msg"] or "error" in r["msg"])
+               and not isinstance(r["msg"].get("id"), str | int)]
+    if answers:
+        p.fail("RPC-013", f"the agent answered a notification: {_short(answers[0]['msg'])}")
+    elif why is not None:
+        p.fail("RPC-013", f"after two notifications: {why}")
+    else:
+        p.ok("RPC-013", "session/cancel (idle session) and an unknown `_` notification got no answer")
 
 
 async def check_invalid_request(p: Probe) -> None:
@@ -434,6 +426,8 @@ async def check_meta(p: Probe) -> None:
             p.fail("RPC-011", f"{method} with _meta failed: {_short(resp) if resp else 'no response'}")
             return
     resp = await p.request("session/new", {"cwd": p.workdir, "mcpServers": [], "_meta": meta})
+    if resp is not None and "error" in resp:
+        await p.new_session()  # fails the same way without _meta: a setup error, not _meta's fault
     if resp is None or "error" in resp or not isinstance(resp.get("result"), dict):
         p.fail("RPC-011", f"session/new with _meta failed: {_short(resp) if resp else 'no response'}")
         return
@@ -454,8 +448,12 @@ async def check_meta(p: Probe) -> None:
 
 # -- optional session methods --------------------------------------------------------------------
 
+#: what a lifecycle check does after a successful answer: (probe, session id, response, mark)
+After = Callable[[Probe, str, dict[str, Any], int], Awaitable[None]]
+
+
 def _lifecycle(method: str, req: str, build: Callable[[str, str], dict[str, Any]],
-               *, needs_session: bool = True) -> Callable[[Probe], Awaitable[None]]:
+               *, needs_session: bool = True, after: After | None = None) -> Callable[[Probe], Awaitable[None]]:
     need = required_capability(method)
     assert need is not None, method
     cap = need[1]
@@ -481,6 +479,8 @@ def _lifecycle(method: str, req: str, build: Callable[[str, str], dict[str, Any]
             p.fail(req, f"{method} failed: {_short(resp['error'])}")
             return
         p.ok("CAP-004", f"{method} implemented")
+        if after is not None:
+            await after(p, sid, resp, mark)
         if method == "session/load":
             replay = [r for r in p.updates(sid, mark)
                       if (r["msg"]["params"].get("update") or {}).get("sessionUpdate") in
@@ -494,7 +494,10 @@ def _lifecycle(method: str, req: str, build: Callable[[str, str], dict[str, Any]
 
 
 async def check_shutdown(p: Probe) -> None:
-    await p.setup()
+    try:
+        await p.initialize()
+    except (AcpError, OSError) as exc:
+        raise CheckAbort(f"initialize failed: {exc}") from None
     took = await p.aclose()
     code = p.transport.returncode if p.transport is not None else None
     if took < p.opts.shutdown_bound:
@@ -509,33 +512,45 @@ def _build_load(sid: str, cwd: str) -> dict[str, Any]:
 
 
 CHECKS: tuple[Check, ...] = (
-    Check("initialize", check_initialize, ("INIT-001", "INIT-002", "INIT-004", "AUTH-001"), ("SCHEMA-001", "SCHEMA-002")),
+    Check("initialize", check_initialize, ("INIT-001", "INIT-002", "INIT-004", "AUTH-001"),
+          ("SCHEMA-001", "SCHEMA-002", "SCHEMA-003", "TRANS-001")),
     Check("unknown-version", check_unknown_version, ("INIT-003",)),
-    Check("session-new", check_session_new, ("SESS-001", "SESS-002")),
-    Check("prompt", check_prompt, ("PROMPT-001", "PROMPT-005"), ("PROMPT-002", "PROMPT-003", "PROMPT-004", "SCHEMA-001",
-                                                                 "SCHEMA-002", "RPC-010")),
+    Check("session-new", check_session_new, ("SESS-001", "SESS-002"), ("SESS-003",)),
+    Check("prompt", check_prompt, ("PROMPT-001", "PROMPT-005", "PROMPT-006", "TRANS-002"),
+          ("PROMPT-002", "PROMPT-003", "PROMPT-004", "SCHEMA-001", "SCHEMA-002", "SCHEMA-003", "RPC-010", "RPC-014",
+           "SESS-003", "TRANS-001")),
     Check("capabilities", check_capability_honesty, ("CAP-004",), ("CAP-001", "CAP-002", "CAP-003")),
     Check("content", check_content, ("CONTENT-001", "CONTENT-002", "CONTENT-003", "CONTENT-004")),
-    Check("cancel", check_cancel, ("CANCEL-001", "CANCEL-002")),
+    Check("cancel", check_cancel, ("CANCEL-001", "CANCEL-002"), ("PROMPT-002",)),
     Check("cancel-request", check_cancel_request, ("CANCEL-003",)),
-    Check("unknown-method", check_unknown_method, ("RPC-001",)),
+    Check("unknown-method", check_unknown_method, ("RPC-001",), ("RPC-014",)),
     Check("extensions", check_extensions, ("RPC-002", "RPC-003")),
+    Check("notifications", check_notifications, ("RPC-013",)),
     Check("invalid-json", check_invalid_json, ("RPC-004", "RPC-005")),
+    Check("not-jsonrpc", check_not_jsonrpc, ("RPC-004", "RPC-015")),
     Check("batch", check_batch, ("RPC-006", "RPC-007")),
-    Check("invalid-params", check_invalid_params, ("RPC-008", "RPC-009")),
+    Check("invalid-params", check_invalid_params, ("RPC-008", "RPC-009"), ("RPC-014",)),
     Check("invalid-request", check_invalid_request, ("RPC-012",)),
     Check("ids", check_ids, ("RPC-010",)),
     Check("meta", check_meta, ("RPC-011",)),
     Check("shutdown", check_shutdown, ("SHUT-001",)),
-    Check("session-list", _lifecycle("session/list", "SESS-010", lambda sid, cwd: {"cwd": cwd}, needs_session=False),
-          ("SESS-010", "CAP-004")),
-    Check("session-load", _lifecycle("session/load", "SESS-011", _build_load), ("SESS-011", "CAP-004")),
-    Check("session-resume", _lifecycle("session/resume", "SESS-012", _build_load), ("SESS-012", "CAP-004")),
+    Check("session-list", _lifecycle("session/list", "SESS-010", lambda sid, cwd: {"cwd": cwd}, needs_session=False,
+                                     after=kit.after_list), ("SESS-010", "SESS-019", "CAP-004")),
+    Check("session-load", _lifecycle("session/load", "SESS-011", _build_load, after=kit.after_load),
+          ("SESS-011", "SESS-016", "SESS-017", "CAP-004")),
+    Check("session-resume", _lifecycle("session/resume", "SESS-012", _build_load, after=kit.after_resume),
+          ("SESS-012", "SESS-018", "CAP-004")),
     Check("session-close", _lifecycle("session/close", "SESS-013", lambda sid, cwd: {"sessionId": sid}),
           ("SESS-013", "CAP-004")),
-    Check("session-delete", _lifecycle("session/delete", "SESS-014", lambda sid, cwd: {"sessionId": sid}),
-          ("SESS-014", "CAP-004")),
+    Check("session-delete", _lifecycle("session/delete", "SESS-014", lambda sid, cwd: {"sessionId": sid},
+                                       after=kit.after_delete), ("SESS-014", "SESS-020", "CAP-004")),
     Check("session-fork", _lifecycle("session/fork", "SESS-015",
                                      lambda sid, cwd: {"sessionId": sid, "cwd": cwd, "mcpServers": []}),
           ("SESS-015", "CAP-004")),
+    Check("close-running", kit.check_close_running, ("SESS-021",)),
+    Check("additional-directories", kit.check_additional_directories, ("SESS-022",)),
+    Check("auth-methods", kit.check_auth_methods, ("AUTH-002", "AUTH-003", "AUTH-004")),
+    Check("logout", kit.check_logout, ("AUTH-005",)),
+    Check("modes", kit.check_modes, ("MODE-001", "MODE-002")),
+    Check("config-options", kit.check_config_options, ("CONFIG-001", "CONFIG-002", "CONFIG-003")),
 )

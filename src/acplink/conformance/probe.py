@@ -36,6 +36,7 @@ class Options:
     settle: float = 0.3  # how long to watch for late updates after a response
     cancel_prompt: str = "Count slowly from 1 to 100, one number per line. Do not use any tools."
     auth_method: str | None = None
+    allow_logout: bool = False  # run the logout check (it may end the user's login)
     strict: bool = False
     debug: bool = False
     cwd: str | None = None
@@ -50,7 +51,7 @@ class Options:
 @dataclass
 class Outcome:
     requirement: str
-    status: str  # "pass" | "fail" | "skipped"
+    status: str  # "pass" | "fail" | "skipped" | "error" (the check's setup failed)
     detail: str
     check: str = ""
 
@@ -136,6 +137,8 @@ class Probe:
     async def aclose(self) -> float:
         """Close stdin and run the shutdown ladder; returns how long the agent took to exit."""
         t = time.monotonic()
+        if self.conn is not None and not self.conn.closed:
+            self.records.append({"type": "note", "text": "the checker closed the agent's stdin", "mono": t})
         if self.conn is not None:
             await self.conn.aclose()
         return time.monotonic() - t
@@ -275,10 +278,26 @@ class Probe:
                     out.append(rec)
         return out
 
+    def answered_method(self, msg: dict[str, Any]) -> str | None:
+        """The method of the request this agent response answers (None if not a response)."""
+        if "method" in msg or "id" not in msg:
+            return None
+        rid = msg["id"]
+        for rec in reversed(self.records):
+            sent = rec.get("msg")
+            if (rec.get("dir") == "c2a" and isinstance(sent, dict) and isinstance(sent.get("method"), str)
+                    and sent.get("id") == rid and type(sent.get("id")) is type(rid)):
+                return str(sent["method"])
+        return None
+
     def transcript(self, limit: int = 60, width: int = 400) -> list[str]:
         """The check's traffic, one line per message (for failure evidence)."""
         lines = []
         for rec in self.records:
+            if rec.get("type") == "note":
+                lines.append(f"+{rec['mono'] - self.t0:7.3f}s → ({rec['text']})")
+            if rec.get("type") == "exit":
+                lines.append(f"+{rec.get('mono', self.t0) - self.t0:7.3f}s   (the agent exited, code {rec.get('code')})")
             if rec.get("type") == "eof":
                 lines.append(f"+{rec['mono'] - self.t0:7.3f}s {'→' if rec['dir'] == 'c2a' else '←'} (end of stream)")
             if rec.get("type") != "message":

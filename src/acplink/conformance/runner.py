@@ -21,6 +21,7 @@ from ..tools.analysis import analyze
 from .checks import CHECKS, MONITORED, Check
 from .probe import CheckAbort, Options, Outcome, Probe
 from .requirements import REQUIREMENTS, Requirement, requirement
+from .rootkeys import undeclared_root_keys
 
 __all__ = ["AgentDidNotStart", "CheckRun", "Report", "RequirementResult", "preflight", "run_checks", "select_checks"]
 
@@ -58,9 +59,10 @@ class RequirementResult:
                                "status": self.status,
                                "evidence": [{"check": o.check, "status": o.status, "detail": o.detail}
                                             for o in self.outcomes]}
-        if self.status == "fail":
+        out["tck"] = list(r.tck)
+        if self.status in ("fail", "error"):
             out["transcripts"] = {o.check: runs[o.check].transcript for o in self.outcomes
-                                  if o.status == "fail" and o.check in runs}
+                                  if o.status == self.status and o.check in runs}
         return out
 
 
@@ -72,13 +74,15 @@ class Report:
     runs: list[CheckRun]
     duration: float
     strict: bool = False
+    tool: str = "check"  # the command that made the report, and what it judged
+    peer: str = "agent"
 
     def count(self, status: str, level: str | None = None) -> int:
         return sum(1 for r in self.results if r.status == status and (level is None or r.requirement.level == level))
 
     @property
     def exit_code(self) -> int:
-        if self.count("fail", "must"):
+        if self.count("fail", "must") or self.count("error", "must"):
             return 1
         if self.strict and self.count("fail", "should"):
             return 1
@@ -93,6 +97,7 @@ class Report:
             "command": self.command,
             "agent": self.agent,
             "summary": {"passed": self.count("pass"), "failed": self.count("fail"), "skipped": self.count("skipped"),
+                        "errors": self.count("error"),
                         "must_failed": self.count("fail", "must"), "should_failed": self.count("fail", "should"),
                         "informational_failed": self.count("fail", "informational"), "total": len(self.results),
                         "exit_code": self.exit_code, "duration_s": round(self.duration, 3)},
@@ -104,8 +109,10 @@ class Report:
         """``N requirements: P passed, F failed (M must, S should, I informational), K skipped in T s``."""
         failed = f"{self.count('fail')} failed"
         by_level = ", ".join(f"{self.count('fail', lvl)} {lvl}" for lvl in _LEVELS if self.count("fail", lvl))
+        errors = f", {self.count('error')} errors (setup failed)" if self.count("error") else ""
         return (f"{len(self.results)} requirements: {self.count('pass')} passed, {failed}"
-                f"{f' ({by_level})' if by_level else ''}, {self.count('skipped')} skipped in {self.duration:.1f} s")
+                f"{f' ({by_level})' if by_level else ''}{errors}, {self.count('skipped')} skipped in "
+                f"{self.duration:.1f} s")
 
     def to_text(self, *, verbose: bool = False, width: int | None = None) -> str:
         """The report for a terminal; lines longer than ``width`` are wrapped (transcript lines:
@@ -128,10 +135,10 @@ class Report:
             room = max(20, (width or 0) - indent)
             lines.append(" " * indent + (text if width is None or len(text) <= room else text[:room - 1] + "…"))
 
-        add(f"acplink check: {' '.join(self.command)}", hang=4)
-        add(f"agent: {name} {(self.agent or {}).get('version') or ''}".rstrip())
+        add(f"acplink {self.tool}: {' '.join(self.command)}", hang=4)
+        add(f"{self.peer}: {name} {(self.agent or {}).get('version') or ''}".rstrip())
         lines.append("")
-        mark = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP"}
+        mark = {"pass": "PASS", "fail": "FAIL", "skipped": "SKIP", "error": "ERR "}
         for res in self.results:
             r = res.requirement
             add(f"{mark[res.status]}  {r.id:<12} {r.level:<13} {r.title}  [{r.spec}]", hang=6)
@@ -139,8 +146,8 @@ class Report:
             if res.status != "pass" or verbose:
                 for o in shown[:5]:
                     add(f"{o.check}: {o.detail}" if o.check else o.detail, 8)
-            if res.status == "fail":
-                for check in dict.fromkeys(o.check for o in res.outcomes if o.status == "fail"):
+            if res.status in ("fail", "error"):
+                for check in dict.fromkeys(o.check for o in res.outcomes if o.status == res.status):
                     run = runs.get(check)
                     if run is None:
                         continue
@@ -166,13 +173,56 @@ def select_checks(patterns: Sequence[str] | None) -> list[Check]:
     return [c for c in CHECKS if any(_matches(c, p) for p in patterns)]
 
 
+def _created_later(probe: Probe, seq: Any) -> str | None:
+    """The session id of the update with trace number ``seq`` when a later session/new (or
+    fork) response returns it: the update came too early rather than for a ghost session."""
+    rec = next((r for r in probe.records if r.get("seq") == seq and isinstance(r.get("msg"), dict)), None)
+    if rec is None:
+        return None
+    sid = (rec["msg"].get("params") or {}).get("sessionId")
+    later = probe.records[probe.records.index(rec):]
+    return sid if any(r.get("dir") == "a2c" and r.get("kind") == "response" and isinstance(r.get("msg"), dict)
+                      and isinstance(r["msg"].get("result"), dict) and r["msg"]["result"].get("sessionId") == sid
+                      for r in later) else None
+
+
+def _message_outcomes(probe: Probe) -> list[tuple[str, str]]:
+    """Violations read straight from the agent's messages: (requirement, evidence)."""
+    out: list[tuple[str, str]] = []
+    for rec in probe.records:
+        if rec.get("dir") != "a2c" or rec.get("type") != "message":
+            continue
+        msg = rec.get("msg")
+        if "msg" not in rec and "\ufffd" in str(rec.get("raw", "")):
+            out.append(("TRANS-001", f"message #{rec.get('seq')}: a line that is not valid UTF-8: "
+                        f"{str(rec.get('raw'))[:80]!r}"))
+        if not isinstance(msg, dict):
+            continue
+        err = msg.get("error")
+        if "method" not in msg and isinstance(err, dict) and isinstance(err.get("message"), str):
+            text = err["message"]
+            if not text.strip() or "\n" in text.strip():
+                out.append(("RPC-014", f"message #{rec.get('seq')}: error {err.get('code')} has "
+                            f"{'an empty' if not text.strip() else 'a multi-line'} message: {text[:120]!r}"))
+        extra = undeclared_root_keys(msg, probe.answered_method(msg))
+        if extra:
+            out.append(("SCHEMA-003", f"message #{rec.get('seq')}: undeclared root key(s) {', '.join(extra)} "
+                        f"({msg.get('method') or 'result'}; custom data belongs in _meta)"))
+    return out
+
+
 def _finding_outcomes(probe: Probe) -> list[Outcome]:
     out: list[Outcome] = []
     seen: dict[str, int] = {}
+    found: list[tuple[str, str]] = []
     for f in analyze(probe.records).findings:
         if f.dir != "a2c":
             continue
         req = None
+        if f.code == "update-unknown-session" and (early := _created_later(probe, f.seq)) is not None:
+            found.append(("SESS-003", f"message #{f.seq}: an update for session {early!r} arrived before the "
+                          "session/new response that returns its id (an ordering problem)"))
+            continue
         if f.code in ("schema", "invalid-json"):
             req = "SCHEMA-001"
         elif f.code == "schema-strict":
@@ -187,11 +237,12 @@ def _finding_outcomes(probe: Probe) -> list[Outcome]:
             req = "PROMPT-004"
         elif f.code in ("response-unknown-id", "duplicate-response"):
             req = "RPC-010"
-        if req is None:
-            continue
+        if req is not None:
+            found.append((req, f"message #{f.seq}: {f.message}"))
+    for req, detail in [*found, *_message_outcomes(probe)]:
         seen[req] = seen.get(req, 0) + 1
         if seen[req] <= 3:
-            out.append(Outcome(req, "fail", f"message #{f.seq}: {f.message}", probe.check))
+            out.append(Outcome(req, "fail", detail, probe.check))
     return out
 
 
@@ -205,11 +256,12 @@ async def _run_one(check: Check, opts: Options) -> tuple[CheckRun, dict[str, Any
         await probe.start()
         await asyncio.wait_for(check.fn(probe), budget)
         completed = True
-    except CheckAbort as exc:
-        error = str(exc)
+    except CheckAbort as exc:  # the agent failed the check's setup: an error, with its stderr
+        tail = probe.transport.stderr_tail[-5:] if probe.transport is not None else []
+        error = f"setup failed: {exc}" + (f"; agent stderr: {' | '.join(tail)}" if tail else "")
         for req in check.requirements:
             if not probe.reported(req):
-                probe.skip(req, f"could not set up: {exc}")
+                probe.report(req, "error", error)
     except TimeoutError:
         error = f"the check exceeded its time budget of {budget:.0f} s"
         for req in check.requirements:
@@ -344,6 +396,8 @@ async def run_checks(opts: Options, patterns: Sequence[str] | None = None, *, co
         outs = by_req.get(r.id, [])
         if any(o.status == "fail" for o in outs):
             status = "fail"
+        elif any(o.status == "error" for o in outs):
+            status = "error"
         elif any(o.status == "pass" for o in outs):
             status = "pass"
         else:

@@ -241,6 +241,7 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
 
     @app.close_session
     async def close_session(ctx: Context[s.CloseSessionRequest]) -> s.CloseSessionResponse:
+        ctx.connection.cancel_turn(ctx.params.session_id)  # a running turn ends `cancelled`
         app.sessions.pop(ctx.params.session_id, None)
         return s.CloseSessionResponse()
 

@@ -37,6 +37,21 @@ BREAKS = {
     "ext-silent": "never answer `_` extension requests",
     "version-error": "answer an unknown protocolVersion with an error",
     "invalid-params-ok": "accept session/new with invalid params",
+    "update-before-new": "send an update for a new session before the session/new response",
+    "error-without-id": "answer invalid JSON with an error that has no id member",
+    "answer-notification": "answer notifications (session/cancel, unknown `_` ones) with a null-id result",
+    "terminal-auth": "offer a terminal auth method to a client without auth.terminal",
+    "resume-replays": "replay the history on session/resume",
+    "close-no-cancel": "leave a running turn running on session/close",
+    "load-late-history": "replay the history after the session/load response",
+    "list-null": "answer session/list with an unmatched cwd with `sessions: null`",
+    "delete-unknown-error": "answer session/delete of an unknown session with an error",
+    "multiline-error": "answer unknown methods with a multi-line error message",
+    "extra-root-key": "add an undeclared root key to the session/new result",
+    "bad-utf8": "write a line that is not valid UTF-8 during a prompt",
+    "bool-config": "offer a boolean config option to a client that did not advertise them",
+    "bad-current-mode": "name a current mode that is not among the available modes",
+    "new-fails": "fail every session/new (and say why on stderr)",
 }
 
 out = sys.stdout.buffer
@@ -61,11 +76,18 @@ def chunk(sid: str, text: str) -> None:
                                                   "content": {"type": "text", "text": text}}}})
 
 
+def replay(sid: str, history: list[str]) -> None:
+    for text in history:
+        send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": {
+            "sessionUpdate": "user_message_chunk", "content": {"type": "text", "text": text}}}})
+        chunk(sid, text)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--break", dest="broken", default="none", choices=sorted(BREAKS))
     broken = ap.parse_args().broken
-    sessions: set[str] = set()
+    sessions: dict[str, dict[str, Any]] = {}  # session id → {"cwd", "history"}
     counter = itertools.count(1)
     waiting: dict[str, Any] = {}  # session id → pending prompt request id
     my_ids = itertools.count(1000)
@@ -85,6 +107,9 @@ def main() -> None:
         except ValueError:
             if broken == "crash-on-invalid-json":
                 sys.exit(3)
+            if broken == "error-without-id":
+                send({"jsonrpc": "2.0", "error": {"code": -32700, "message": "Parse error"}})
+                continue
             error(None, -32700, "Parse error")
             continue
         if isinstance(msg, list):
@@ -98,8 +123,11 @@ def main() -> None:
         method = msg.get("method")
         rid = msg.get("id")
         params = msg.get("params") or {}
-        if "method" not in msg:
+        if "method" not in msg and ("result" in msg or "error" in msg):
             continue  # a response to one of our requests
+        if "method" not in msg:
+            error(None, -32600, "Invalid request: not a JSON-RPC message")
+            continue
         if not isinstance(method, str):
             error(rid if isinstance(rid, (int, str)) else None, -32600, "Invalid request: method")
             continue
@@ -114,9 +142,14 @@ def main() -> None:
             if broken == "version-error" and version != 1:
                 error(rid, -32602, "unsupported protocol version")
                 continue
-            reply(rid, {"protocolVersion": version if broken == "echo-version" else 1,
-                        "agentCapabilities": {"loadSession": False},
-                        "agentInfo": {"name": "broken-agent", "version": broken}})
+            result: dict[str, Any] = {
+                "protocolVersion": version if broken == "echo-version" else 1,
+                "agentCapabilities": {"loadSession": True, "sessionCapabilities": {
+                    "resume": {}, "close": {}, "list": {}, "delete": {}}},
+                "agentInfo": {"name": "broken-agent", "version": broken}}
+            if broken == "terminal-auth":
+                result["authMethods"] = [{"id": "login", "name": "Log in", "type": "terminal"}]
+            reply(rid, result)
         elif method == "session/new":
             if not isinstance(params.get("cwd"), str) or not isinstance(params.get("mcpServers"), list):
                 if broken == "invalid-params-ok":
@@ -124,9 +157,52 @@ def main() -> None:
                 else:
                     error(rid, -32602, "Invalid params")
                 continue
+            if broken == "new-fails":
+                print("broken-agent: no model configured", file=sys.stderr, flush=True)
+                error(rid, -32603, "Internal error")
+                continue
             sid = f"broken-{next(counter)}"
-            sessions.add(sid)
-            reply(rid, {"sessionId": sid})
+            sessions[sid] = {"cwd": params["cwd"], "history": []}
+            if broken == "update-before-new":
+                chunk(sid, "too early")
+            result = {"sessionId": sid, "modes": {"currentModeId": "ask" if broken != "bad-current-mode" else "yolo",
+                                                  "availableModes": [{"id": "ask", "name": "Ask"},
+                                                                     {"id": "code", "name": "Code"}]}}
+            if broken == "extra-root-key":
+                result["sessionSecret"] = "not declared"
+            if broken == "bool-config":
+                result["configOptions"] = [{"id": "fast", "name": "Fast", "type": "boolean", "currentValue": False}]
+            reply(rid, result)
+        elif method == "session/set_mode":
+            reply(rid, {})
+        elif method in ("session/load", "session/resume"):
+            sid = params.get("sessionId")
+            if sid not in sessions:
+                error(rid, -32002, "Resource not found: session")
+                continue
+            history = sessions[sid]["history"]
+            if (method == "session/load" and broken != "load-late-history") or broken == "resume-replays":
+                replay(sid, history)
+            reply(rid, {})
+            if method == "session/load" and broken == "load-late-history":
+                replay(sid, history)
+        elif method == "session/list":
+            cwd = params.get("cwd")
+            found = [{"sessionId": k, "cwd": v["cwd"]} for k, v in sessions.items() if cwd in (None, v["cwd"])]
+            reply(rid, {"sessions": None if broken == "list-null" and not found else found})
+        elif method == "session/delete":
+            if params.get("sessionId") not in sessions and broken == "delete-unknown-error":
+                error(rid, -32002, "Resource not found: session")
+                continue
+            sessions.pop(params.get("sessionId"), None)
+            reply(rid, {})
+        elif method == "session/close":
+            sid = params.get("sessionId")
+            pending = waiting.pop(sid, None) if broken != "close-no-cancel" else None
+            if pending is not None:
+                reply(pending, stop_reason("cancelled"))
+            sessions.pop(sid, None)
+            reply(rid, {})
         elif method == "session/prompt":
             sid = params.get("sessionId")
             prompt = params.get("prompt")
@@ -137,6 +213,9 @@ def main() -> None:
                 error(rid, -32002, "Resource not found: session")
                 continue
             text = next((b.get("text", "") for b in prompt if isinstance(b, dict) and b.get("type") == "text"), "")
+            sessions[sid]["history"].append(text)
+            if broken == "bad-utf8":
+                out.write(b'{"jsonrpc": "2.0", "method": "_x", "params": {"t": "\xff\xfe"}}\n')
             if broken == "ghost-session-update":
                 chunk("ghost-session", "boo")
             if broken == "tool-update-unknown":
@@ -159,6 +238,10 @@ def main() -> None:
             reply(rid, stop_reason("end_turn"))
             if broken == "updates-after-response":
                 chunk(sid, "one more thing")
+        elif not is_request and broken == "answer-notification":
+            send({"jsonrpc": "2.0", "id": None, "result": None})
+            if method == "session/cancel" and params.get("sessionId") in waiting:
+                reply(waiting.pop(params["sessionId"]), stop_reason("cancelled"))
         elif method == "session/cancel":
             if broken == "ignore-cancel":
                 continue
@@ -176,6 +259,8 @@ def main() -> None:
         elif method.startswith("_"):
             if broken != "ext-silent":
                 error(rid, -32601, f"Method not found: {method}")
+        elif broken == "multiline-error":
+            error(rid, -32601, f"Method not found:\n{method}")
         elif broken != "no-reply-unknown":
             error(rid, -32601, f"Method not found: {method}")
     if broken == "late-exit":
