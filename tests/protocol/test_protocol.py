@@ -6,6 +6,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -103,42 +104,41 @@ def _app() -> AgentApp:
     return app
 
 
-@pytest.mark.usefixtures("toy")
-async def test_a_second_version_is_served_and_selected_by_initialize() -> None:
+async def _converse(protocol_version: int, check: Any = None) -> tuple[Any, Any, str]:
+    """Connect a client asking for ``protocol_version`` to the app, open a session and prompt
+    it: (the client's protocol, the agent's protocol, the reply). ``check(client, agent)`` runs
+    before the client closes."""
     app = _app()
     ours, theirs = memory_pair()
     agent = app.connection(theirs)
     client = Client(ours)
     async with agent:
         try:
-            await client.start(protocol_version=99)
-            assert client.connection.protocol is TOY and agent.protocol is TOY
-            assert "session/ask" in agent.router.requests and "session/prompt" not in agent.router.requests
-            session = await client.new_session()  # sent as session/open
-            texts = [u.content.text async for u in session.prompt("hi")]  # sent as session/ask
-            assert "".join(texts) == "v99: hi"
-            # the v1 names are not served in the toy version
-            with pytest.raises(MethodNotFound):
-                await client.connection.request_json("session/prompt", b'{"sessionId":"x","prompt":[]}')
+            await client.start(protocol_version=protocol_version)
+            session = await client.new_session()
+            texts = [u.content.text async for u in session.prompt("hi")]
+            if check is not None:
+                await check(client, agent)
+            return client.connection.protocol, agent.protocol, "".join(texts)
         finally:
             await client.aclose()
+
+
+@pytest.mark.usefixtures("toy")
+async def test_a_second_version_is_served_and_selected_by_initialize() -> None:
+    async def check(client: Client, agent: Any) -> None:
+        assert "session/ask" in agent.router.requests and "session/prompt" not in agent.router.requests
+        # the v1 names are not served in the toy version
+        with pytest.raises(MethodNotFound):
+            await client.connection.request_json("session/prompt", b'{"sessionId":"x","prompt":[]}')
+
+    # session/new went out as session/open, session/prompt as session/ask
+    assert await _converse(99, check) == (TOY, TOY, "v99: hi")
 
 
 @pytest.mark.usefixtures("toy")
 async def test_the_same_app_serves_v1_to_a_v1_client() -> None:
-    app = _app()
-    ours, theirs = memory_pair()
-    agent = app.connection(theirs)
-    client = Client(ours)
-    async with agent:
-        try:
-            await client.start()
-            assert client.connection.protocol is V1 and agent.protocol is V1
-            session = await client.new_session()
-            texts = [u.content.text async for u in session.prompt("hi")]
-            assert "".join(texts) == "v1: hi"
-        finally:
-            await client.aclose()
+    assert await _converse(1) == (V1, V1, "v1: hi")
 
 
 async def test_an_unknown_version_falls_back_to_the_latest_supported() -> None:

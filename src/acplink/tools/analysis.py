@@ -51,7 +51,7 @@ class Finding:
 
 
 @dataclass
-class ToolCall:
+class TraceToolCall:
     id: str
     session_id: str
     title: str | None = None
@@ -124,7 +124,7 @@ class Timeline:
     client_capabilities: Any = None
     agent_capabilities: Any = None
     sessions: dict[str, TraceSession] = field(default_factory=dict)
-    tool_calls: dict[str, ToolCall] = field(default_factory=dict)
+    tool_calls: dict[str, TraceToolCall] = field(default_factory=dict)
     permissions: list[Permission] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
@@ -332,7 +332,7 @@ class _Analyzer:
             tc = self.t.tool_calls.get(tid)
             if kind == "tool_call" or tc is not None:
                 if tc is None:
-                    tc = self.t.tool_calls[tid] = ToolCall(tid, sid, first=mono)
+                    tc = self.t.tool_calls[tid] = TraceToolCall(tid, sid, first=mono)
                     if turn is not None:
                         turn.tool_calls.append(tid)
                         turn.add("tool", tid)
