@@ -154,3 +154,28 @@ async def test_an_unknown_version_falls_back_to_the_latest_supported() -> None:
             assert client.connection.protocol is V1
         finally:
             await client.aclose()
+
+
+def _is_flag(model: Any, path: str) -> bool:
+    """Whether the capability at ``path`` of the capabilities ``model`` is a boolean field."""
+    field_type: Any = None
+    for part in path.split("."):
+        fields = getattr(model, "model_fields", {})
+        info = next((f for n, f in fields.items() if (f.alias or n) == part), None)
+        assert info is not None, path
+        field_type = info.annotation
+        model = next((a for a in (*getattr(field_type, "__args__", ()), field_type) if hasattr(a, "model_fields")),
+                     None)
+    return field_type is bool or bool in getattr(field_type, "__args__", ())
+
+
+def test_the_capability_flags_are_the_boolean_capabilities_of_the_schema() -> None:
+    # (the agent advertises without building models: the protocol object knows which are flags)
+    caps = {m.capability for m in V1.table.methods if m.capability}
+    models = {"agent": schema_v1.AgentCapabilities, "client": schema_v1.ClientCapabilities}
+    flags = {c for c in caps if _is_flag(models[c.split(":")[0]], c.split(":", 1)[1])}
+    assert flags == V1.capability_flags
+    wire: dict[str, Any] = {}
+    V1.advertise(wire, "agent:loadSession")
+    V1.advertise(wire, "agent:sessionCapabilities.list")
+    assert wire == {"loadSession": True, "sessionCapabilities": {"list": {}}}

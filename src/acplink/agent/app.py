@@ -29,7 +29,6 @@ from ..connection.agent_side import AgentSideConnection
 from ..connection.base import RawJSON, Router
 from ..errors import InternalError, InvalidParams, ResourceNotFound, UsageError
 from ..protocol import PROTOCOL_VERSION, V1, Protocol, get_protocol, negotiate
-from ..protocol.rules import advertise_path
 from ..schema import _generated as s
 from .context import AgentSession, Context, PromptContext
 
@@ -200,7 +199,7 @@ class AgentBase:
         for method, kind in registered:
             info = protocol.info(method, kind)
             if info is not None and info.capability and info.capability.startswith("agent:"):
-                advertise_path(out, s.AgentCapabilities, info.capability.split(":", 1)[1])
+                protocol.advertise(out, info.capability)
         return out
 
     def _initialize_wire(self, meta: dict[str, Any] | None, version: int | None = None) -> dict[str, Any]:

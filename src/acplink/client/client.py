@@ -27,7 +27,6 @@ from ..errors import (
     UsageError,
 )
 from ..protocol import PROTOCOL_VERSION, Protocol
-from ..protocol.rules import advertise_path
 from ..schema import _generated as s
 from ..transports.base import Transport
 from ..transports.memory import memory_pair
@@ -204,7 +203,7 @@ class Client:
         for method, kind in self.handlers:
             info = proto.info(method, kind)
             if info is not None and info.capability and info.capability.startswith("client:"):
-                advertise_path(caps, s.ClientCapabilities, info.capability.split(":", 1)[1])
+                proto.advertise(caps, info.capability)
         return s.ClientCapabilities.model_validate(caps)
 
     async def start(self, *, initialize: bool = True, protocol_version: int = PROTOCOL_VERSION) -> Client:

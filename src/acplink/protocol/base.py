@@ -42,6 +42,8 @@ class Protocol:
     before_initialize: frozenset[str]
     #: client calls a prompt turn typically makes: (name, client capability path or None)
     client_calls: tuple[tuple[str, str | None], ...] = ()
+    #: the capabilities of the table that are booleans (the others are objects, ``{}`` advertises)
+    capability_flags: frozenset[str] = frozenset()
     #: the names whose result opens a session on the client's connection
     session_openers: frozenset[str] = frozenset()
     #: where the agent's capabilities are in the ``initialize`` result, the client's in its params
@@ -91,6 +93,11 @@ class Protocol:
     def handled_by(self, side: str) -> Iterator[MethodInfo]:
         """The methods ``side`` ("agent" or "client") handles."""
         return iter(self.table.agent_methods() if side == "agent" else self.table.client_methods())
+
+    def advertise(self, caps: dict[str, Any], capability: str) -> None:
+        """Advertise ``capability`` (``"agent:<path>"`` / ``"client:<path>"``, as in the table) in
+        the wire dict ``caps`` of that side's capabilities."""
+        rules.advertise_path(caps, capability.split(":", 1)[1], capability in self.capability_flags)
 
     def may_precede_initialize(self, method: str) -> bool:
         """Whether ``method`` may be requested before the ``initialize`` response."""

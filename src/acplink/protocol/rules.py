@@ -16,7 +16,6 @@ raises its own error or records its own finding.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -76,10 +75,10 @@ def advertises(capabilities: Any, path: str) -> bool:
     return node is not None and node is not False
 
 
-def advertise_path(caps: dict[str, Any], model: Any, path: str) -> None:
-    """Advertise the capability at dotted wire ``path`` in the wire dict ``caps`` (of the
-    capabilities ``model``): ``true`` where the schema has a flag, ``{}`` (an object: advertised)
-    elsewhere; what is already there stays."""
+def advertise_path(caps: dict[str, Any], path: str, flag: bool) -> None:
+    """Advertise the capability at dotted wire ``path`` in the wire dict ``caps``: ``true`` when
+    the schema has a flag there (``flag``), ``{}`` (an object: advertised) otherwise; what is
+    already there stays."""
     *parents, leaf = path.split(".")
     node = caps
     for part in parents:
@@ -88,22 +87,7 @@ def advertise_path(caps: dict[str, Any], model: Any, path: str) -> None:
             child = node[part] = {}
         node = child
     if not isinstance(node.get(leaf), dict):
-        node[leaf] = True if _is_flag(model, path) else {}
-
-
-@lru_cache(maxsize=256)
-def _is_flag(model: Any, path: str) -> bool:
-    """Whether the capability at ``path`` of the capabilities ``model`` is a boolean."""
-    field_type: Any = None
-    for part in path.split("."):
-        fields = getattr(model, "model_fields", {})
-        info = next((f for n, f in fields.items() if (f.alias or n) == part), None)
-        if info is None:
-            return False
-        field_type = info.annotation
-        model = next((a for a in (*getattr(field_type, "__args__", ()), field_type) if hasattr(a, "model_fields")),
-                     None)
-    return field_type is bool or bool in getattr(field_type, "__args__", ())
+        node[leaf] = True if flag else {}
 
 
 def required_capability(method: str, table: MethodTable = _V1_TABLE) -> tuple[str, str] | None:

@@ -63,6 +63,8 @@ V1 = Protocol(
         ("request_permission", None),
         ("write_text_file", "fs.writeTextFile"),
     ),
+    capability_flags=frozenset({"agent:loadSession", "agent:mcpCapabilities.acp", "client:fs.readTextFile",
+                                "client:fs.writeTextFile", "client:terminal"}),
     session_openers=frozenset({"new_session", "load_session", "resume_session", "fork_session"}),
 )
 
