@@ -17,7 +17,7 @@ from typing import Any
 from ..connection.rules import advertises, missing_capability, required_capability
 from ..errors import AcpError
 from ..schema import _generated as s
-from ..schema.parse import parse
+from ..schema._parse import parse
 from . import checks_kit as kit
 from .check_helpers import (
     _busy_turn_retrying,
