@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._tasks import TaskSet
 from ..errors import ConnectionClosed, InternalError, RequestCancelled, RequestError
+from ..protocol import get_protocol, known_versions
 from ..rpc.engine import IncomingNotification, IncomingRequest, IncomingResponse
 from ._calls import resolve
 
@@ -41,8 +42,8 @@ log = logging.getLogger("acplink.rpc")
 #: process, the model): they take no ``max_running_requests`` slot, so that a few dozen of
 #: them waiting cannot hold back a quick request they depend on (``terminal/kill`` ending a
 #: ``terminal/wait_for_exit``). Their answers are small.
-LONG_RUNNING = frozenset({"session/prompt", "session/request_permission", "terminal/wait_for_exit",
-                          "elicitation/create"})
+LONG_RUNNING: frozenset[str] = frozenset().union(
+    *(get_protocol(v).long_running for v in known_versions()))
 
 _CANCELLED_BY_PEER = "cancelled by the peer ($/cancel_request)"
 

@@ -48,6 +48,9 @@ class Protocol:
     session_openers: frozenset[str] = frozenset()
     #: where the agent's capabilities are in the ``initialize`` result, the client's in its params
     capabilities_field: tuple[str, str] = ("agentCapabilities", "clientCapabilities")
+    #: requests that may wait a long time on something outside the connection (the user, a
+    #: process, the model): the peer runs them outside its ``max_running_requests`` slots
+    long_running: frozenset[str] = frozenset()
     #: the stubs' method names that this version sends under another name (``{stub name: wire}``)
     outbound: Mapping[str, str] = field(default_factory=dict)
 

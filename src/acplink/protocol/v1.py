@@ -66,6 +66,8 @@ V1 = Protocol(
     capability_flags=frozenset({"agent:loadSession", "agent:mcpCapabilities.acp", "client:fs.readTextFile",
                                 "client:fs.writeTextFile", "client:terminal"}),
     session_openers=frozenset({"new_session", "load_session", "resume_session", "fork_session"}),
+    long_running=frozenset({"session/prompt", "session/request_permission", "terminal/wait_for_exit",
+                            "elicitation/create"}),
 )
 
 register_protocol(V1)
