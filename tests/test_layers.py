@@ -16,6 +16,7 @@ RANK = {
     "runtime": 0,
     "_text": 0,
     "schema": 1,
+    "protocol": 1,
     "rpc": 2,
     "transports": 3,
     "connection": 4,
