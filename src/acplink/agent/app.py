@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, TypeVar, cast
 
 import orjson
@@ -84,6 +84,7 @@ class AgentBase:
         legacy_models: bool = False,
         cancel_grace: float = 2.0,
         max_sessions: int = 1000,
+        protocols: Collection[int] = (1,),
     ) -> None:
         self.name = name
         self.version = version
@@ -104,6 +105,9 @@ class AgentBase:
         self.cancel_grace = cancel_grace
         #: most sessions held at once (``self.sessions``); closed and deleted sessions free their slot
         self.max_sessions = max_sessions
+        #: the ACP versions served, ``initialize`` choosing one per connection (``(1, 2)``: v1
+        #: and the v2 draft; see docs/v2.md)
+        self.protocols = tuple(protocols)
         self.handlers: dict[str, Callable[..., Awaitable[Any]]] = {}
         self.extensions: dict[tuple[str, str], Callable[..., Awaitable[Any]]] = {}
         self.sessions: dict[str, AgentSession] = {}
@@ -377,11 +381,20 @@ class AgentBase:
 
         return call
 
-    def connection(self, transport: Any, **kw: Any) -> AgentSideConnection:
-        """A connection serving this app over ``transport`` (not started)."""
+    def connection(self, transport: Any, *, protocols: Collection[int] | None = None,
+                   **kw: Any) -> AgentSideConnection:
+        """A connection serving this app over ``transport`` (not started). ``protocols``: the
+        ACP versions served (default: the app's), ``initialize`` choosing one."""
+        protocols = self.protocols if protocols is None else tuple(protocols)
         ref: list[AgentSideConnection] = []
         kw.setdefault("cancel_grace", self.cancel_grace)
-        conn = AgentSideConnection(transport, self.router(ref), **kw)
+        if 2 in protocols:
+            from ._v2_conn import VersionedAgentConnection
+
+            conn: AgentSideConnection = VersionedAgentConnection(transport, self.router(ref), app=self,
+                                                                 versions=protocols, **kw)
+        else:
+            conn = AgentSideConnection(transport, self.router(ref), **kw)
         ref.append(conn)
         return conn
 

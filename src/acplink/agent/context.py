@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args
 
@@ -46,6 +46,11 @@ class AgentSession:
     #: tool calls started in this session (id → last status)
     tool_calls: dict[str, str] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
+    #: the conversation as served over ACP v2 (``{"role", "messageId", "content"}``), replayed by
+    #: ``session/resume``; an app that stores sessions keeps it with them
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    #: tool-call / terminal id → its cancel hook (``start_tool_call(on_cancel=...)``; v2 only)
+    cancel_hooks: dict[str, Callable[[], Any]] = field(default_factory=dict)
 
 
 class Context(Generic[P]):
@@ -278,9 +283,12 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
 
     async def start_tool_call(self, title: str, *, kind: s.ToolKind = "other",
                               status: s.ToolCallStatus = "pending", tool_call_id: str | None = None,
-                              **fields: Any) -> ToolCallHandle:
-        """Announce a tool call; returns a handle to update it."""
+                              on_cancel: Callable[[], Any] | None = None, **fields: Any) -> ToolCallHandle:
+        """Announce a tool call; returns a handle to update it. ``on_cancel`` (sync or async,
+        no arguments) makes the call cancellable by the client on ACP v2 (``tool_call/cancel``)."""
         tcid = tool_call_id or f"call_{uuid.uuid4().hex[:12]}"
+        if on_cancel is not None:
+            self.session.cancel_hooks[tcid] = on_cancel
         await self.send_update(s.ToolCall(tool_call_id=tcid, title=title, kind=kind, status=status, **fields))
         self.session.tool_calls[tcid] = status
         return ToolCallHandle(self, tcid, title=title, kind=kind)

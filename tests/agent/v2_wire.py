@@ -1,0 +1,107 @@
+"""A raw JSON-RPC peer for the v2 agent tests: writes messages, reads what the agent sends."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import orjson
+
+from acplink.agent.app import AgentBase
+from acplink.transports.memory import memory_pair
+
+INIT2 = {"protocolVersion": 2, "info": {"name": "raw", "version": "1"}}
+
+
+class RawClient:
+    def __init__(self, transport: Any) -> None:
+        self.transport = transport
+        self.inbox: asyncio.Queue[Any] = asyncio.Queue()
+        self.buf = b""
+        self.next_id = 0
+        #: every message received, in order
+        self.log: list[Any] = []
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        while b"\n" in self.buf:
+            line, self.buf = self.buf.split(b"\n", 1)
+            if line.strip():
+                msg = orjson.loads(line)
+                self.log.append(msg)
+                self.inbox.put_nowait(msg)
+
+    def message_received(self, message: bytes, meta: Any = None) -> None:
+        self.data_received(message.rstrip(b"\n") + b"\n")
+
+    def eof_received(self, exc: BaseException | None) -> None:
+        self.inbox.put_nowait(None)
+
+    def write_paused(self) -> None: ...
+
+    def send_failed(self, exc: BaseException) -> None: ...
+
+    def send(self, msg: Any) -> None:
+        data = orjson.dumps(msg) + b"\n"
+        if hasattr(self.transport, "send"):
+            self.transport.send(data)
+        else:
+            self.transport.write(data)
+        flush = getattr(self.transport, "flush", None)
+        if flush is not None:
+            flush()
+
+    def request(self, method: str, params: Any = None) -> int:
+        self.next_id += 1
+        msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
+        if params is not None:
+            msg["params"] = params
+        self.send(msg)
+        return self.next_id
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    async def recv(self, timeout: float = 10) -> Any:
+        return await asyncio.wait_for(self.inbox.get(), timeout)
+
+    async def until(self, pred: Any, timeout: float = 10) -> list[Any]:
+        """Messages received until one satisfies ``pred`` (included), answering the agent's
+        own requests with ``self.answer``."""
+        out = []
+        while True:
+            msg = await self.recv(timeout)
+            out.append(msg)
+            if pred(msg):
+                return out
+
+    async def call(self, method: str, params: Any = None) -> tuple[Any, list[Any]]:
+        """Send a request; (its response, the messages before it)."""
+        rid = self.request(method, params)
+        msgs = await self.until(lambda m: m.get("id") == rid and "method" not in m)
+        return msgs[-1], msgs[:-1]
+
+
+def updates(msgs: list[Any]) -> list[dict[str, Any]]:
+    return [m["params"]["update"] for m in msgs if m.get("method") == "session/update"]
+
+
+def idle(msg: Any) -> bool:
+    return (msg.get("method") == "session/update" and msg["params"]["update"].get("sessionUpdate") == "state_update"
+            and msg["params"]["update"].get("state") == "idle")
+
+
+@asynccontextmanager
+async def served(app: AgentBase, protocols: tuple[int, ...] = (1, 2), **kw: Any) -> AsyncIterator[RawClient]:
+    a, b = memory_pair()
+    conn = app.connection(a, protocols=protocols, **kw)
+    client = RawClient(b)
+    await b.start(client)
+    await conn.start()
+    try:
+        yield client
+    finally:
+        await conn.aclose()
+        await b.aclose()
