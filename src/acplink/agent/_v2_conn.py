@@ -54,6 +54,8 @@ class VersionedAgentConnection(AgentSideConnection):
         self.app = app
         self.version_router = VersionRouter(versions)
         self.v2 = V2Turns(self)
+        #: a prompt handler may return a ``_``-prefixed stop reason (kept on v2 only)
+        self.custom_stop_reasons = False
 
     @property
     def protocol(self) -> int | None:
@@ -123,6 +125,7 @@ class VersionedAgentConnection(AgentSideConnection):
         if methods:
             body["authMethods"] = wire.auth_methods(methods)
         self.protocol_version = v2.PROTOCOL_VERSION
+        self.custom_stop_reasons = True
         self.own_capabilities = body["capabilities"]
         self.initialized = True
         return body

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ..connection.base import RawJSON
 from ..errors import InvalidParams, RequestCancelled, RequestError
 from ..protocol.v2 import Method, Update
 from ..schema.registry import method_info
@@ -140,7 +141,8 @@ class V2Turns:
         try:
             await go.wait()
             result = await self.conn.router.requests[Method.SESSION_PROMPT](v1)
-            reason = getattr(result, "stop_reason", None) or "end_turn"
+            reason = (result.value().get("stopReason") if isinstance(result, RawJSON)
+                      else getattr(result, "stop_reason", None)) or "end_turn"
         except asyncio.CancelledError:
             turn = self.conn.turns.get(st.session_id)
             if self.conn.closed or turn is None or not turn.cancelled:

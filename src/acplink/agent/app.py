@@ -287,6 +287,8 @@ class AgentBase:
             if res is None:
                 return s.PromptResponse(stop_reason="end_turn")
             if isinstance(res, str):
+                if res.startswith("_") and getattr(c, "custom_stop_reasons", False):
+                    return RawJSON(orjson.dumps({"stopReason": res}))  # (v2: stop reasons are open)
                 return s.PromptResponse(stop_reason=cast("s.StopReason", res))  # (checked by the model)
             if isinstance(res, s.PromptResponse):
                 return res
