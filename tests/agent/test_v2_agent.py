@@ -7,53 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from v2_wire import INIT2, RawClient, idle, served, updates
+from v2_wire import INIT2, RawClient, idle, make_app, served, updates
 
-from acplink import AgentApp, PromptContext
 from acplink.demo.agent import DemoStore, create_demo_agent
-from acplink.schema import _generated as s
-
-
-def make_app() -> AgentApp:
-    app = AgentApp("t2", "1.0", modes=[s.SessionMode(id="ask", name="Ask"), s.SessionMode(id="auto", name="Auto")],
-                   protocols=(1, 2))
-
-    @app.prompt
-    async def prompt(ctx: PromptContext) -> str | None:
-        text = ctx.text
-        if text == "fail":
-            raise RuntimeError("boom")
-        if text == "perm":
-            tool = await ctx.start_tool_call("Edit x", kind="edit")
-            answer = await ctx.request_permission(tool)
-            await ctx.send_text(f"picked {answer.option_id}")
-            return None
-        if text == "tool":
-            tool = await ctx.start_tool_call("Look", kind="read", tool_call_id="t1")
-            await tool.complete(content=[s.Content(content=s.TextContent(text="found"))])
-            return None
-        if text == "plan":
-            await ctx.send_plan(["one", "two"])
-            return None
-        if text == "read":
-            try:
-                await ctx.read_file("/etc/hostname")
-            except Exception as exc:
-                await ctx.send_text(str(exc))
-            return None
-        if text.startswith("slow"):
-            for _ in range(200):
-                if ctx.cancelled:
-                    return "cancelled"
-                await ctx.send_text(".")
-                await asyncio.sleep(0.01)
-            return None
-        if text == "custom":
-            return "_mine"  # type: ignore[return-value]
-        await ctx.send_text(f"echo {text}")
-        return None
-
-    return app
 
 
 async def start(c: RawClient) -> str:
