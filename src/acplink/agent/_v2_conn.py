@@ -10,7 +10,7 @@ v1-shaped handlers are reached through :mod:`._v2_wire`'s rewriting.
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection
+from collections.abc import Awaitable, Collection
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -18,19 +18,14 @@ import orjson
 from ..connection.agent_side import AgentSideConnection
 from ..connection.base import Router
 from ..connection.peer import DONE
-from ..errors import (
-    CapabilityError,
-    InvalidParams,
-    InvalidRequest,
-    MethodNotFound,
-    RequestError,
-)
+from ..errors import CapabilityError, InvalidParams, MethodNotFound
 from ..protocol import v2
-from ..protocol.router import Reply, Select, VersionRouter
+from ..protocol.router import VersionRouter, downgrade_initialize
 from ..schema import _generated as s
 from ..schema.registry import method_info
 from . import _v2_wire as wire
 from ._v2_turns import V2Turns
+from .versions import DualAgentConnection
 
 if TYPE_CHECKING:
     from .app import AgentBase
@@ -45,69 +40,39 @@ M = v2.Method
 _SAME = {M.SESSION_FORK: "session/fork"}
 
 
-class VersionedAgentConnection(AgentSideConnection):
+class VersionedAgentConnection(DualAgentConnection):
     """Serves ``app`` as v1 or v2 (``versions``), whichever ``initialize`` selects."""
 
     def __init__(self, transport: Any, router: Router, *, app: AgentBase, versions: Collection[int] = (1, 2),
                  **kw: Any) -> None:
-        super().__init__(transport, router, **kw)
+        super().__init__(transport, router, Router(), **kw)
+        self.version_router = VersionRouter(versions)  # (the app's handlers serve both versions)
         self.app = app
-        self.version_router = VersionRouter(versions)
         self.v2 = V2Turns(self)
         #: a prompt handler may return a ``_``-prefixed stop reason (kept on v2 only)
         self.custom_stop_reasons = False
-
-    @property
-    def protocol(self) -> int | None:
-        """The protocol version of this connection (None before ``initialize``)."""
-        return self.version_router.selected
 
     async def aclose(self) -> None:
         await self.v2.aclose()
         await super().aclose()
 
-    async def gate(self, method: str) -> None:
-        if self.version_router.selected is None and method != M.INITIALIZE:
-            raise InvalidRequest("Invalid request: first ACP request must be initialize")
-        if self.version_router.selected == 1:
-            await super().gate(method)
-
-    # -- inbound -----------------------------------------------------------------------------
-
     async def handle_request(self, method: str, params: Any) -> bytes:
-        selected = self.version_router.selected
-        if method == M.INITIALIZE:
-            if selected is None:
-                decision = self.version_router.route({"jsonrpc": "2.0", "id": 0, "method": method, "params": params})
-                if isinstance(decision, Reply):
-                    raise RequestError.from_wire(decision.message["error"])
-                assert isinstance(decision, Select)
-                params = decision.initialize["params"]
-            else:
-                refused = self.version_router.repeat(0, params)
-                if refused is not None:
-                    raise RequestError.from_wire(refused["error"])
-            if self.version_router.selected == 2:
-                return orjson.dumps(self._v2_initialize(params))
-            return await super().handle_request(method, params)
-        if selected != 2 or method.startswith("_"):
-            return await super().handle_request(method, params)
-        self.version_router.request_seen(method)
-        result = await self._v2_request(method, params)
-        return orjson.dumps(result)
+        if method.startswith("_") and self.version_router.selected == 2:
+            return await AgentSideConnection.handle_request(self, method, params)  # extensions: as on v1
+        return await super().handle_request(method, params)
 
-    def handle_notification(self, method: str, params: Any, typed: bool = False) -> Any:
-        if self.version_router.selected == 2 and not method.startswith("_"):
-            if method == M.SESSION_CANCEL and isinstance(params, dict) and isinstance(params.get("sessionId"), str):
-                self.v2.cancel(params["sessionId"])
-            return DONE
-        return super().handle_notification(method, params, typed)
+    def v2_notification(self, method: str, params: Any) -> Awaitable[None]:
+        if method.startswith("_"):
+            return AgentSideConnection.handle_notification(self, method, params)
+        if method == M.SESSION_CANCEL and isinstance(params, dict) and isinstance(params.get("sessionId"), str):
+            self.v2.cancel(params["sessionId"])
+        return DONE
 
-    def _v2_initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+    async def v2_initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         app = self.app
         caps = params.get("capabilities")
         # what a v2 client can do, seen through v1 eyes (the app reads v1 capabilities)
-        downgraded = VersionRouter((1,))._rewrite(0, params, 2, 1)["clientCapabilities"]
+        downgraded = downgrade_initialize(params)["clientCapabilities"]
         self.peer_capabilities = s.ClientCapabilities.model_validate(downgraded)
         self.client_capabilities_v2 = caps if isinstance(caps, dict) else {}
         info = params.get("info")
@@ -124,10 +89,8 @@ class VersionedAgentConnection(AgentSideConnection):
         methods = [m.to_wire() if hasattr(m, "to_wire") else m for m in app.auth_methods]
         if methods:
             body["authMethods"] = wire.auth_methods(methods)
-        self.protocol_version = v2.PROTOCOL_VERSION
         self.custom_stop_reasons = True
         self.own_capabilities = body["capabilities"]
-        self.initialized = True
         return body
 
     async def _v1(self, method: str, params: Any) -> dict[str, Any] | None:
@@ -141,7 +104,7 @@ class VersionedAgentConnection(AgentSideConnection):
         out = orjson.loads(self._result_json(info, method, result))
         return out if isinstance(out, dict) else {}
 
-    async def _v2_request(self, method: str, params: Any) -> Any:
+    async def v2_request(self, method: str, params: Any) -> Any:
         p = params if isinstance(params, dict) else {}
         if method == M.SESSION_PROMPT:
             return await self.v2.prompt(wire.prompt_from_v2(params))

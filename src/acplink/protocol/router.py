@@ -34,7 +34,7 @@ from typing import Any
 
 from .v2 import UNSUPPORTED_PROTOCOL_VERSION
 
-__all__ = ["Decision", "Ignore", "Reply", "Select", "VersionRouter", "error_response"]
+__all__ = ["Decision", "Ignore", "Reply", "Select", "VersionRouter", "downgrade_initialize", "error_response"]
 
 MAX_PROTOCOL_VERSION = 0xFFFF
 _UNKNOWN_INFO = {"name": "unknown", "version": "unknown"}
@@ -231,6 +231,12 @@ class VersionRouter:
 def _bad_version(rid: Any) -> dict[str, Any]:
     return error_response(rid, INVALID_PARAMS,
                           "Invalid params: initialize.protocolVersion must be an integer from 0 to 65535")
+
+
+def downgrade_initialize(params: dict[str, Any]) -> dict[str, Any]:
+    """A v2 ``initialize``'s params in v1's shape (what the router hands a v1 implementation)."""
+    info = params.get("info")
+    return _v2_to_v1(params, info if _valid_info(info) else None)
 
 
 def _v2_to_v1(params: dict[str, Any], info: dict[str, Any] | None) -> dict[str, Any]:

@@ -1,0 +1,97 @@
+"""Serving two protocol versions on one connection: the low-level version router.
+
+:class:`DualAgentConnection` takes two implementations, one per version: ``v1``, a
+:class:`~acplink.connection.base.Router` of typed v1 handlers (exactly what an
+:class:`~acplink.connection.agent_side.AgentSideConnection` takes), and ``v2``, a ``Router``
+whose handlers take the v2 params as plain JSON and return JSON (v2 is a draft: acplink
+validates its envelope, not its shapes). Before ``initialize`` only ``initialize`` is
+accepted; :class:`~acplink.protocol.router.VersionRouter` picks the version with the TS
+SDK's rules, the ``initialize`` params rewritten for it, and the connection stays on it.
+The high-level :class:`~acplink.AgentApp` is served on top of this (``protocols=(1, 2)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable
+from typing import Any
+
+import orjson
+
+from ..connection.agent_side import AgentSideConnection
+from ..connection.base import Router
+from ..connection.peer import DONE
+from ..errors import InvalidRequest, MethodNotFound, RequestError
+from ..protocol.router import Reply, Select, VersionRouter
+from ..protocol.v2 import PROTOCOL_VERSION, Method
+
+__all__ = ["DualAgentConnection"]
+
+
+class DualAgentConnection(AgentSideConnection):
+    """An agent connection with a v1 and a v2 implementation (either may be None)."""
+
+    def __init__(self, transport: Any, v1: Router | None, v2: Router | None, **kw: Any) -> None:
+        versions = [v for v, impl in ((1, v1), (2, v2)) if impl is not None]
+        super().__init__(transport, v1 if v1 is not None else Router(), **kw)
+        self.v2_router = v2 if v2 is not None else Router()
+        self.version_router = VersionRouter(versions)
+
+    @property
+    def protocol(self) -> int | None:
+        """The protocol version of this connection (None before ``initialize``)."""
+        return self.version_router.selected
+
+    async def handle_request(self, method: str, params: Any) -> bytes:
+        selected = self.version_router.selected
+        if method == Method.INITIALIZE:
+            if selected is None:
+                decision = self.version_router.route({"jsonrpc": "2.0", "id": 0, "method": method, "params": params})
+                if isinstance(decision, Reply):
+                    raise RequestError.from_wire(decision.message["error"])
+                assert isinstance(decision, Select)
+                params = decision.initialize["params"]
+            else:
+                refused = self.version_router.repeat(0, params)
+                if refused is not None:
+                    raise RequestError.from_wire(refused["error"])
+            if self.version_router.selected == 2:
+                result = await self.v2_initialize(params)
+                self.protocol_version = PROTOCOL_VERSION
+                self.initialized = True
+                return orjson.dumps(result)
+            return await super().handle_request(method, params)
+        if selected is None:
+            raise InvalidRequest("Invalid request: first ACP request must be initialize")
+        if selected == 1:
+            return await super().handle_request(method, params)
+        self.version_router.request_seen(method)
+        return orjson.dumps(await self.v2_request(method, params))
+
+    def handle_notification(self, method: str, params: Any, typed: bool = False) -> Awaitable[None]:
+        if self.version_router.selected == 2:
+            return self.v2_notification(method, params)
+        return super().handle_notification(method, params, typed)
+
+    # -- the v2 implementation (a subclass may serve v2 itself) --------------------------------
+
+    async def v2_initialize(self, params: dict[str, Any]) -> Any:
+        """Answer a v2 ``initialize`` (params already checked and rewritten by the router)."""
+        return await self.v2_request(Method.INITIALIZE, params)
+
+    async def v2_request(self, method: str, params: Any) -> Any:
+        handler = self.v2_router.requests.get(method)
+        if handler is None:
+            raise MethodNotFound(f"Method not found: {method}", {"method": method})
+        return await handler(params)
+
+    def v2_notification(self, method: str, params: Any) -> Awaitable[None]:
+        handler = self.v2_router.notifications.get(method)
+        return handler(params) if handler is not None else DONE
+
+    async def v2_notify(self, method: str, params: Any) -> None:
+        """Send a v2 notification (plain JSON params)."""
+        await self.peer.notify(method, orjson.dumps(params))
+
+    async def v2_call(self, method: str, params: Any, *, timeout: float | None = None) -> Any:
+        """Send a v2 request (plain JSON params); its result as plain JSON."""
+        return await self.peer.request(method, orjson.dumps(params), timeout=timeout)
