@@ -3,17 +3,14 @@ Router) behind one connection, the version chosen by initialize."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
 import pytest
-from v2_wire import INIT2, RawClient
+from v2_wire import INIT2, wired
 
 from acplink.agent.versions import DualAgentConnection
 from acplink.connection.base import Router
 from acplink.schema import _generated as s
-from acplink.transports.memory import memory_pair
 
 
 def v1_router() -> Router:
@@ -49,18 +46,8 @@ def v2_router(seen: list[Any]) -> Router:
     return r
 
 
-@asynccontextmanager
-async def dual(v1: Router | None, v2: Router | None) -> AsyncIterator[RawClient]:
-    a, b = memory_pair()
-    conn = DualAgentConnection(a, v1, v2)
-    client = RawClient(b)
-    await b.start(client)
-    await conn.start()
-    try:
-        yield client
-    finally:
-        await conn.aclose()
-        await b.aclose()
+def dual(v1: Router | None, v2: Router | None) -> Any:
+    return wired(lambda t: DualAgentConnection(t, v1, v2))
 
 
 @pytest.mark.parametrize(("init", "name", "sid"), [

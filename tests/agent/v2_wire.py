@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -96,9 +96,10 @@ def idle(msg: Any) -> bool:
 
 
 @asynccontextmanager
-async def served(app: AgentBase, protocols: tuple[int, ...] = (1, 2), **kw: Any) -> AsyncIterator[RawClient]:
+async def wired(make: Callable[[Any], Any]) -> AsyncIterator[RawClient]:
+    """A raw client talking to the connection ``make(transport)`` over an in-memory pair."""
     a, b = memory_pair()
-    conn = app.connection(a, protocols=protocols, **kw)
+    conn = make(a)
     client = RawClient(b)
     await b.start(client)
     await conn.start()
@@ -107,6 +108,10 @@ async def served(app: AgentBase, protocols: tuple[int, ...] = (1, 2), **kw: Any)
     finally:
         await conn.aclose()
         await b.aclose()
+
+
+def served(app: AgentBase, protocols: tuple[int, ...] = (1, 2), **kw: Any) -> Any:
+    return wired(lambda t: app.connection(t, protocols=protocols, **kw))
 
 
 def make_app() -> AgentApp:
