@@ -15,7 +15,7 @@ from ..client.permissions import PermissionPolicy
 from ..client.session import PromptTurn, Session
 from ..errors import AcpError, RequestError, TransportError
 from ..schema import _generated as s
-from ..schema.parse import dump
+from ..schema._parse import dump
 from .common import (
     StartupTimeout,
     add_client_options,
