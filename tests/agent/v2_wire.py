@@ -25,6 +25,8 @@ class RawClient:
         self.next_id = 0
         #: every message received, in order
         self.log: list[Any] = []
+        #: the method of each request sent, by id
+        self.sent: dict[Any, str] = {}
 
     def data_received(self, data: bytes) -> None:
         self.buf += data
@@ -57,6 +59,7 @@ class RawClient:
 
     def request(self, method: str, params: Any = None) -> int:
         self.next_id += 1
+        self.sent[self.next_id] = method
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": self.next_id, "method": method}
         if params is not None:
             msg["params"] = params
@@ -105,9 +108,33 @@ async def wired(make: Callable[[Any], Any]) -> AsyncIterator[RawClient]:
     await conn.start()
     try:
         yield client
+        check_v2(client)
     finally:
         await conn.aclose()
         await b.aclose()
+
+
+def check_v2(client: RawClient) -> None:
+    """On a v2 connection, everything the agent sent is valid against the v2 models: its
+    notifications, its requests, and the results of our requests."""
+    init = next((m for m in client.log if client.sent.get(m.get("id")) == "initialize" and "result" in m), None)
+    if init is None or init["result"].get("protocolVersion") != 2:
+        return
+    from acplink.schema import parse, v2
+
+    for m in client.log:
+        if "method" in m:
+            info = v2.method_info(m["method"], "request" if "id" in m else "notification")
+            assert info is not None, f"not a v2 method: {m['method']}"
+            parse(info.params_type, m.get("params") or {}, name=info.params_name)
+            update = (m.get("params") or {}).get("update") or {}
+            if str(update.get("sessionUpdate", "")).endswith("_chunk"):
+                # (checked here too: the generated union takes a chunk without one for an idle state)
+                assert update.get("messageId"), f"a chunk without messageId: {update}"
+        elif "result" in m and m.get("id") in client.sent:
+            info = v2.method_info(client.sent[m["id"]])
+            if info is not None and info.result_type is not None:
+                parse(info.result_type, m["result"], name=info.result_name)
 
 
 def served(app: AgentBase, protocols: tuple[int, ...] = (1, 2), **kw: Any) -> Any:

@@ -107,7 +107,7 @@ def test_v2_request_downgraded_for_a_v1_only_app() -> None:
     assert params["_meta"] == {"k": 1}
     # the downgraded params are a valid v1 initialize
     from acplink.schema import InitializeRequest
-    from acplink.schema.parse import parse
+    from acplink.schema import parse
 
     assert parse(InitializeRequest, params).client_info is not None
 

@@ -4,7 +4,7 @@
 :class:`~acplink.connection.base.Router` of typed v1 handlers (exactly what an
 :class:`~acplink.connection.agent_side.AgentSideConnection` takes), and ``v2``, a ``Router``
 whose handlers take the v2 params as plain JSON and return JSON (v2 is a draft: acplink
-validates its envelope, not its shapes). Before ``initialize`` only ``initialize`` is
+checks the params against the v2 models, then hands over the plain JSON). Before ``initialize`` only ``initialize`` is
 accepted; :class:`~acplink.protocol.router.VersionRouter` picks the version with the TS
 SDK's rules, the ``initialize`` params rewritten for it, and the connection stays on it.
 The high-level :class:`~acplink.AgentApp` is served on top of this (``protocols=(1, 2)``).
@@ -12,6 +12,7 @@ The high-level :class:`~acplink.AgentApp` is served on top of this (``protocols=
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Awaitable
 from typing import Any
 
@@ -20,9 +21,12 @@ import orjson
 from ..connection.agent_side import AgentSideConnection
 from ..connection.base import Router
 from ..connection.peer import DONE
-from ..errors import InvalidRequest, MethodNotFound, RequestError
+from ..errors import InvalidParams, InvalidRequest, MethodNotFound, RequestError, SchemaValidationError
 from ..protocol.router import Reply, Select, VersionRouter
 from ..protocol.v2 import PROTOCOL_VERSION, Method
+from ..schema import parse
+
+log = logging.getLogger("acplink.agent")
 
 __all__ = ["DualAgentConnection"]
 
@@ -65,12 +69,30 @@ class DualAgentConnection(AgentSideConnection):
         if selected == 1:
             return await super().handle_request(method, params)
         self.version_router.request_seen(method)
+        self.v2_check(method, "request", params)
         return orjson.dumps(await self.v2_request(method, params))
 
     def handle_notification(self, method: str, params: Any, typed: bool = False) -> Awaitable[None]:
         if self.version_router.selected == 2:
+            try:
+                self.v2_check(method, "notification", params)
+            except InvalidParams as exc:
+                log.warning("v2: ignored a %s notification: %s", method, exc.message)
+                return DONE
             return self.v2_notification(method, params)
         return super().handle_notification(method, params, typed)
+
+    def v2_check(self, method: str, kind: str, params: Any) -> None:
+        """Check v2 params against the v2 model of ``method`` (``-32602`` naming the path);
+        the handlers still get the plain JSON."""
+        from ..schema import v2 as models
+
+        info = models.method_info(method, kind)
+        if info is not None:
+            try:
+                parse(info.params_type, params if params is not None else {}, name=info.params_name)
+            except SchemaValidationError as exc:
+                raise InvalidParams(f"Invalid params for {method}: {exc.message}", exc.data) from None
 
     # -- the v2 implementation (a subclass may serve v2 itself) --------------------------------
 
