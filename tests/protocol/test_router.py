@@ -106,8 +106,7 @@ def test_v2_request_downgraded_for_a_v1_only_app() -> None:
     assert caps["elicitation"] == {"form": {}} and caps["auth"] == {"terminal": True}
     assert params["_meta"] == {"k": 1}
     # the downgraded params are a valid v1 initialize
-    from acplink.schema import InitializeRequest
-    from acplink.schema import parse
+    from acplink.schema import InitializeRequest, parse
 
     assert parse(InitializeRequest, params).client_info is not None
 
