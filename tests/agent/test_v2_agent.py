@@ -279,3 +279,32 @@ async def test_demo_tool_call_cancel_and_auth(tmp_path: Path) -> None:
         assert r["error"]["code"] == -32602  # already final
         r, _ = await c.call("session/delete", {"sessionId": "sess_unknown"})
         assert r["result"] == {}  # deleting an unknown session succeeds
+
+
+async def test_display_terminal_and_terminal_cancel() -> None:
+    async with served(make_app()) as c:
+        sid = await start(c)
+        c.request("session/prompt", {"sessionId": sid, "prompt": text("term")})
+        msgs = await c.until(lambda m: m.get("method") == "session/update"
+                             and m["params"]["update"]["sessionUpdate"] == "terminal_output_chunk")
+        first = next(u for u in updates(msgs) if u["sessionUpdate"] == "terminal_update")
+        assert first == {"sessionUpdate": "terminal_update", "terminalId": "term1", "command": "make", "cwd": "/tmp",
+                         "capabilities": {"cancel": {}}}
+        assert updates(msgs)[-1]["data"] == "building\n"
+        r, _ = await c.call("terminal/cancel", {"sessionId": sid, "terminalId": "term1"})
+        assert r["result"] == {}
+        rest = updates(await c.until(idle))
+        exit_update = next(u for u in rest if u["sessionUpdate"] == "terminal_update")
+        assert exit_update["exitStatus"] == {"exitCode": None, "signal": "SIGTERM"}
+        assert rest[-1]["stopReason"] == "end_turn"
+        r, _ = await c.call("terminal/cancel", {"sessionId": sid, "terminalId": "term1"})
+        assert r["error"]["code"] == -32602  # exited: nothing to cancel
+
+
+async def test_display_terminal_is_v2_only() -> None:
+    async with served(make_app()) as c:
+        await c.call("initialize", {"protocolVersion": 1})
+        r, _ = await c.call("session/new", {"cwd": "/tmp", "mcpServers": []})
+        r, before = await c.call("session/prompt", {"sessionId": r["result"]["sessionId"], "prompt": text("term")})
+        said = "".join(u["content"]["text"] for u in updates(before) if u["sessionUpdate"] == "agent_message_chunk")
+        assert "ACP v2 feature" in said

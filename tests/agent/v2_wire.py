@@ -114,6 +114,9 @@ async def wired(make: Callable[[Any], Any]) -> AsyncIterator[RawClient]:
         await b.aclose()
 
 
+MESSAGE_CHUNKS = ("user_message_chunk", "agent_message_chunk", "agent_thought_chunk", "session_message_chunk")
+
+
 def check_v2(client: RawClient) -> None:
     """On a v2 connection, everything the agent sent is valid against the v2 models: its
     notifications, its requests, and the results of our requests."""
@@ -128,7 +131,7 @@ def check_v2(client: RawClient) -> None:
             assert info is not None, f"not a v2 method: {m['method']}"
             parse(info.params_type, m.get("params") or {}, name=info.params_name)
             update = (m.get("params") or {}).get("update") or {}
-            if str(update.get("sessionUpdate", "")).endswith("_chunk"):
+            if update.get("sessionUpdate") in MESSAGE_CHUNKS:
                 # (checked here too: the generated union takes a chunk without one for an idle state)
                 assert update.get("messageId"), f"a chunk without messageId: {update}"
         elif "result" in m and m.get("id") in client.sent:
@@ -174,6 +177,20 @@ def make_app() -> AgentApp:
                     return "cancelled"
                 await ctx.send_text(".")
                 await asyncio.sleep(0.01)
+            return None
+        if text == "term":
+            stop = asyncio.Event()
+            try:
+                term = await ctx.display_terminal("make", terminal_id="term1", on_cancel=stop.set)
+            except Exception as exc:
+                await ctx.send_text(str(exc))
+                return None
+            await term.write("building\n")
+            try:
+                await asyncio.wait_for(stop.wait(), 5)
+            except TimeoutError:
+                pass
+            await term.exit(None if stop.is_set() else 0, signal="SIGTERM" if stop.is_set() else None)
             return None
         if text == "custom":
             return "_mine"  # type: ignore[return-value]

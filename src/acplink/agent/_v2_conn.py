@@ -181,6 +181,12 @@ class VersionedAgentConnection(DualAgentConnection):
 
     # -- outbound (what the app's contexts call) -----------------------------------------------
 
+    async def send_v2_update(self, session_id: str, update: dict[str, Any]) -> None:
+        """Send a v2 ``session/update`` as it is (v2-only entities such as display terminals)."""
+        if self.version_router.selected != 2:
+            raise CapabilityError("this connection speaks ACP v1: v2 updates cannot be sent")
+        await self.v2.send_raw(session_id, update)
+
     def _modes(self) -> list[dict[str, Any]]:
         return [m.to_wire() for m in self.app.modes]
 

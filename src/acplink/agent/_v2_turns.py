@@ -78,6 +78,9 @@ class V2Turns:
         st.state = state
         await self._send(st.session_id, {"sessionUpdate": Update.STATE_UPDATE, "state": state, **extra})
 
+    async def send_raw(self, sid: str, update: dict[str, Any]) -> None:
+        await self._send(sid, update)
+
     async def send_update(self, sid: str, update: dict[str, Any]) -> None:
         """An update the app sent (v1-shaped): rewritten for v2, recorded for replay, sent."""
         st = self._get(sid)

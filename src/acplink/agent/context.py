@@ -17,6 +17,7 @@ from ..schema._parse import parse
 if TYPE_CHECKING:
     from ..connection.agent_side import AgentSideConnection, Turn
     from .app import AgentBase
+    from .display_terminal import DisplayTerminal
 
 __all__ = [
     "AgentSession",
@@ -375,6 +376,15 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
         handle = TerminalHandle(self, resp.terminal_id)
         self._terminals.add(handle)
         return handle
+
+    async def display_terminal(self, command: str, *, cwd: str | None = None, terminal_id: str | None = None,
+                               on_cancel: Callable[[], Any] | None = None) -> DisplayTerminal:
+        """Show a command the agent runs itself (ACP v2 only: ``terminal_update`` and
+        ``terminal_output_chunk``); ``on_cancel`` lets the client stop it (``terminal/cancel``)."""
+        from .display_terminal import open_display_terminal
+
+        return await open_display_terminal(self.connection, self.session, command, cwd=cwd,
+                                           terminal_id=terminal_id, on_cancel=on_cancel)
 
     async def elicit(self, message: str, requested_schema: dict[str, Any]) -> Any:
         """Ask the user for structured input (``elicitation/create``, form mode)."""
