@@ -78,7 +78,9 @@ async def test_v1_only_takes_a_v2_request_downgraded() -> None:
 
 
 async def test_v2_only_refuses_version_1() -> None:
-    async with dual(None, v2_router([])) as c:
+    seen: list[Any] = []
+    async with dual(None, v2_router(seen)) as c:
+        c.notify("session/cancel", {"sessionId": "early"})  # before initialize: ignored
         r, _ = await c.call("initialize", {"protocolVersion": 1})
         assert r["error"]["code"] == -32022 and r["error"]["data"] == {"requested": 1, "supported": [2]}
         r, _ = await c.call("session/new", {"cwd": "/w"})
@@ -87,3 +89,4 @@ async def test_v2_only_refuses_version_1() -> None:
         assert r["result"]["info"]["name"] == "two"
         r, _ = await c.call("initialize", {"protocolVersion": 1})
         assert r["error"]["code"] == -32600  # a repeat must keep the chosen version
+    assert ("cancel", {"sessionId": "early"}) not in seen

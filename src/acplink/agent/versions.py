@@ -73,6 +73,8 @@ class DualAgentConnection(AgentSideConnection):
         return orjson.dumps(await self.v2_request(method, params))
 
     def handle_notification(self, method: str, params: Any, typed: bool = False) -> Awaitable[None]:
+        if self.version_router.selected is None:
+            return DONE  # before initialize, notifications are ignored
         if self.version_router.selected == 2:
             try:
                 self.v2_check(method, "notification", params)
