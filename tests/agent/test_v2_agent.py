@@ -209,6 +209,8 @@ async def test_list_default_and_modes_as_config_option() -> None:
     ("authenticate", {"methodId": "x"}, -32601),
     ("session/load", {"sessionId": "S", "cwd": "/", "mcpServers": []}, -32601),
     ("session/set_mode", {"sessionId": "S", "modeId": "auto"}, -32601),
+    ("fs/read_text_file", {"sessionId": "S", "path": "/etc/hostname"}, -32601),
+    ("session/new", {"cwd": 5}, -32602),  # checked against the v2 model
     ("auth/login", {"methodId": "x"}, -32601),  # this app offers no auth methods
     ("initialize", {"protocolVersion": 1}, -32600),  # a repeat asking for 1 on v2
     ("tool_call/cancel", {"sessionId": "S", "toolCallId": "nope"}, -32602),
@@ -308,3 +310,11 @@ async def test_display_terminal_is_v2_only() -> None:
         r, before = await c.call("session/prompt", {"sessionId": r["result"]["sessionId"], "prompt": text("term")})
         said = "".join(u["content"]["text"] for u in updates(before) if u["sessionUpdate"] == "agent_message_chunk")
         assert "ACP v2 feature" in said
+
+
+async def test_null_id_on_v2_is_invalid_request() -> None:
+    async with served(make_app()) as c:
+        await start(c)
+        c.send({"jsonrpc": "2.0", "id": None, "method": "session/list", "params": {}})
+        r = await c.recv()
+        assert r["id"] is None and r["error"]["code"] == -32600
