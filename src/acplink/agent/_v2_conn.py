@@ -19,7 +19,7 @@ from ..connection.agent_side import AgentSideConnection
 from ..connection.base import Router
 from ..connection.peer import DONE
 from ..errors import CapabilityError, InvalidParams, MethodNotFound
-from ..protocol import v2
+from ..protocol import V1, v2
 from ..protocol.router import VersionRouter, downgrade_initialize
 from ..schema import _generated as s
 from ..schema.registry import method_info
@@ -37,7 +37,7 @@ log = logging.getLogger("acplink.agent")
 M = v2.Method
 
 #: v2 methods answered by the v1 handler of the same name, params unchanged
-_SAME = {M.SESSION_FORK: "session/fork"}
+_SAME = {M.SESSION_FORK: "fork_session"}
 
 
 class VersionedAgentConnection(DualAgentConnection):
@@ -69,6 +69,8 @@ class VersionedAgentConnection(DualAgentConnection):
         return DONE
 
     async def v2_initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        # (the app's handlers are v1-shaped: the connection keeps the v1 protocol object for
+        # them, and rewrites what they send; see _v2_wire)
         app = self.app
         caps = params.get("capabilities")
         # what a v2 client can do, seen through v1 eyes (the app reads v1 capabilities)
@@ -93,9 +95,10 @@ class VersionedAgentConnection(DualAgentConnection):
         self.own_capabilities = body["capabilities"]
         return body
 
-    async def _v1(self, method: str, params: Any) -> dict[str, Any] | None:
-        """Call the app's v1 handler of ``method`` (None when it has none) with ``params``
-        checked against the v1 model; its result as wire JSON."""
+    async def _v1(self, name: str, params: Any) -> dict[str, Any] | None:
+        """Call the app's v1 handler of the method acplink calls ``name`` (None when it has
+        none) with ``params`` checked against the v1 model; its result as wire JSON."""
+        method = V1.wire(name)
         handler = self.router.requests.get(method)
         if handler is None:
             return None
@@ -109,7 +112,7 @@ class VersionedAgentConnection(DualAgentConnection):
         if method == M.SESSION_PROMPT:
             return await self.v2.prompt(wire.prompt_from_v2(params))
         if method == M.SESSION_NEW:
-            res = await self._v1("session/new", {"mcpServers": [], **_pick(p, "cwd", "mcpServers",
+            res = await self._v1("new_session", {"mcpServers": [], **_pick(p, "cwd", "mcpServers",
                                                                            "additionalDirectories", "_meta")})
             assert res is not None
             return self._setup_result(res, res["sessionId"], sessionId=res["sessionId"])
@@ -118,7 +121,7 @@ class VersionedAgentConnection(DualAgentConnection):
         if method == M.SESSION_CLOSE:
             return await self.v2.close(p)
         if method == M.SESSION_LIST:
-            res = await self._v1("session/list", _pick(p, "cwd", "cursor", "_meta"))
+            res = await self._v1("list_sessions", _pick(p, "cwd", "cursor", "_meta"))
             if res is None:
                 res = {"sessions": [{"sessionId": x.session_id, "cwd": x.cwd, "title": x.title, "updatedAt": x.updated_at}
                                     for x in self.app.sessions.values()
@@ -130,9 +133,9 @@ class VersionedAgentConnection(DualAgentConnection):
         if method == M.SESSION_DELETE and "delete_session" in self.app.handlers:
             sid = _session_id(p)
             await self.v2.close({"sessionId": sid})
-            await self._v1("session/delete", {"sessionId": sid})
+            await self._v1("delete_session", {"sessionId": sid})
             return {}
-        if method in _SAME and method in self.router.requests:
+        if method in _SAME and V1.wire(_SAME[method]) in self.router.requests:
             res = await self._v1(_SAME[method], {"mcpServers": [], **p})
             assert res is not None
             return self._setup_result(res, res["sessionId"], sessionId=res["sessionId"])
@@ -172,8 +175,8 @@ class VersionedAgentConnection(DualAgentConnection):
         sess = self.app.get_session(sid)
         config_id, value = p.get("configId"), p.get("value")
         if config_id == wire.MODE_CONFIG_ID and self.app.modes:
-            await self._v1("session/set_mode", {"sessionId": sid, "modeId": value})
-        elif await self._v1("session/set_config_option", {"sessionId": sid, "configId": config_id, "value": value}) is None:
+            await self._v1("set_mode", {"sessionId": sid, "modeId": value})
+        elif await self._v1("set_config_option", {"sessionId": sid, "configId": config_id, "value": value}) is None:
             raise InvalidParams(f"unknown config option {config_id!r}")
         options = [o.to_wire() if hasattr(o, "to_wire") else o for o in self.app.current_config(sess)]
         modes = [m.to_wire() for m in self.app.modes]

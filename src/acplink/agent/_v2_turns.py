@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..connection.base import RawJSON
 from ..errors import InvalidParams, RequestCancelled, RequestError
+from ..protocol import V1
 from ..protocol.v2 import Method, Update
 from ..schema.registry import method_info
 from . import _v2_wire as wire
@@ -107,7 +108,7 @@ class V2Turns:
     async def prompt(self, params: dict[str, Any]) -> dict[str, Any]:
         sid = params["sessionId"]
         sess = self.conn.app.get_session(sid)
-        v1 = self.conn._params(method_info("session/prompt", "request"), Method.SESSION_PROMPT,
+        v1 = self.conn._params(method_info(V1.wire("prompt"), "request"), Method.SESSION_PROMPT,
                                {"sessionId": sid, "prompt": params["prompt"]})
         st = self._get(sid)
         if st.task is None and not st.held:
@@ -143,7 +144,7 @@ class V2Turns:
         extra: dict[str, Any] = {}
         try:
             await go.wait()
-            result = await self.conn.router.requests[Method.SESSION_PROMPT](v1)
+            result = await self.conn.router.requests[V1.wire("prompt")](v1)
             reason = (result.value().get("stopReason") if isinstance(result, RawJSON)
                       else getattr(result, "stop_reason", None)) or "end_turn"
         except asyncio.CancelledError:
@@ -204,7 +205,7 @@ class V2Turns:
             await asyncio.wait({task})  # its idle `cancelled` goes out before our answer
         self.sessions.pop(sid, None)
         if sid in self.conn.app.sessions:
-            await self.conn._v1("session/close", {"sessionId": sid})
+            await self.conn._v1("close_session", {"sessionId": sid})
             self.conn.app.sessions.pop(sid, None)
         return {}
 
@@ -216,7 +217,7 @@ class V2Turns:
             raise InvalidParams("Invalid params for session/resume: sessionId and cwd are required")
         v1_params = {"mcpServers": [], **{k: p[k] for k in ("sessionId", "cwd", "mcpServers", "additionalDirectories", "_meta")
                      if p.get(k) is not None}}
-        res = await self.conn._v1("session/resume", v1_params)
+        res = await self.conn._v1("resume_session", v1_params)
         sess = self.conn.app.get_session(sid)  # (the default: a session this process holds)
         if p.get("replayFrom") is not None:
             for entry in sess.messages:

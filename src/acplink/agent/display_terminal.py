@@ -50,7 +50,7 @@ class DisplayTerminal:
 async def open_display_terminal(connection: Any, session: AgentSession, command: str, *, cwd: str | None,
                                 terminal_id: str | None, on_cancel: Callable[[], Any] | None) -> DisplayTerminal:
     send_v2 = getattr(connection, "send_v2_update", None)
-    if send_v2 is None or getattr(connection, "protocol", None) != 2:
+    if send_v2 is None or getattr(connection, "protocol_version", None) != 2:
         raise CapabilityError("agent-owned display terminals are an ACP v2 feature; this connection speaks v1 "
                               "(use ctx.run for a client terminal)")
     tid = terminal_id or f"term_{uuid.uuid4().hex[:12]}"

@@ -22,8 +22,9 @@ from ..connection.agent_side import AgentSideConnection
 from ..connection.base import Router
 from ..connection.peer import DONE
 from ..errors import InvalidParams, InvalidRequest, MethodNotFound, RequestError, SchemaValidationError
-from ..protocol.router import Reply, Select, VersionRouter
+from ..protocol.router import Reply, Select, VersionRouter, downgrade_initialize
 from ..protocol.v2 import PROTOCOL_VERSION, Method
+from ..protocol.v2 import protocol as v2_protocol
 from ..schema import parse
 
 log = logging.getLogger("acplink.agent")
@@ -40,11 +41,6 @@ class DualAgentConnection(AgentSideConnection):
         self.v2_router = v2 if v2 is not None else Router()
         self.version_router = VersionRouter(versions)
 
-    @property
-    def protocol(self) -> int | None:
-        """The protocol version of this connection (None before ``initialize``)."""
-        return self.version_router.selected
-
     async def handle_request(self, method: str, params: Any) -> bytes:
         selected = self.version_router.selected
         if method == Method.INITIALIZE:
@@ -58,6 +54,8 @@ class DualAgentConnection(AgentSideConnection):
                 refused = self.version_router.repeat(0, params)
                 if refused is not None:
                     raise RequestError.from_wire(refused["error"])
+                if selected == 1 and params.get("protocolVersion") != 1:  # (a repeat stays on v1)
+                    params = downgrade_initialize(params) if "info" in params else {**params, "protocolVersion": 1}
             if self.version_router.selected == 2:
                 result = await self.v2_initialize(params)
                 self.protocol_version = PROTOCOL_VERSION
@@ -99,7 +97,9 @@ class DualAgentConnection(AgentSideConnection):
     # -- the v2 implementation (a subclass may serve v2 itself) --------------------------------
 
     async def v2_initialize(self, params: dict[str, Any]) -> Any:
-        """Answer a v2 ``initialize`` (params already checked and rewritten by the router)."""
+        """Answer a v2 ``initialize`` (params already checked and rewritten by the router); the
+        connection uses the v2 protocol object from then on."""
+        self.select_protocol(v2_protocol().version)
         return await self.v2_request(Method.INITIALIZE, params)
 
     async def v2_request(self, method: str, params: Any) -> Any:

@@ -11,10 +11,13 @@ side read their v2 names from this module instead of spelling them.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Any, Final
+
+from .base import Protocol, register_protocol
 
 __all__ = [
     "AGENT_METHODS",
+    "NAMES",
     "CLIENT_METHODS",
     "PROTOCOL_VERSION",
     "STATES",
@@ -24,6 +27,7 @@ __all__ = [
     "V1_ONLY_METHODS",
     "Method",
     "Update",
+    "protocol",
 ]
 
 #: The protocol version number of ACP v2.
@@ -140,3 +144,77 @@ STATES: Final = ("running", "requires_action", "idle", "unknown")
 
 #: the known stop reasons of an idle ``state_update`` (open: ``_``-prefixed ones are custom)
 STOP_REASONS: Final = ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", "error")
+
+
+# -- the protocol object ------------------------------------------------------------------------
+# Built on first use (``protocol()`` or the module attribute ``V2``): it names the v2 models,
+# whose package is big, and v2 is opt-in, so neither ``import acplink`` nor a v1-only agent
+# pays for it.
+
+#: acplink's name of each v2 method → (wire method, kind)
+NAMES: Final[dict[str, tuple[str, str]]] = {
+    # handled by the agent: the hooks of AgentApp (v1 hook names where the method survived)
+    "initialize": (Method.INITIALIZE, "request"),
+    "authenticate": (Method.AUTH_LOGIN, "request"),
+    "logout": (Method.AUTH_LOGOUT, "request"),
+    "auth_status": (Method.AUTH_STATUS, "request"),
+    "list_providers": (Method.PROVIDERS_LIST, "request"),
+    "set_provider": (Method.PROVIDERS_SET, "request"),
+    "disable_provider": (Method.PROVIDERS_DISABLE, "request"),
+    "new_session": (Method.SESSION_NEW, "request"),
+    "list_sessions": (Method.SESSION_LIST, "request"),
+    "resume_session": (Method.SESSION_RESUME, "request"),
+    "close_session": (Method.SESSION_CLOSE, "request"),
+    "delete_session": (Method.SESSION_DELETE, "request"),
+    "fork_session": (Method.SESSION_FORK, "request"),
+    "archive_session": (Method.SESSION_ARCHIVE, "request"),
+    "unarchive_session": (Method.SESSION_UNARCHIVE, "request"),
+    "session_status": (Method.SESSION_STATUS, "request"),
+    "set_title": (Method.SESSION_SET_TITLE, "request"),
+    "set_config_option": (Method.SESSION_SET_CONFIG_OPTION, "request"),
+    "prompt": (Method.SESSION_PROMPT, "request"),
+    "cancel": (Method.SESSION_CANCEL, "notification"),
+    "cancel_tool_call": (Method.TOOL_CALL_CANCEL, "request"),
+    "cancel_terminal": (Method.TERMINAL_CANCEL, "request"),
+    # handled by the client: the handlers of Client
+    "session_update": (Method.SESSION_UPDATE, "notification"),
+    "request_permission": (Method.REQUEST_PERMISSION, "request"),
+    "create_elicitation": (Method.ELICITATION_CREATE, "request"),
+    "complete_elicitation": (Method.ELICITATION_COMPLETE, "notification"),
+    "auth_status_update": (Method.AUTH_STATUS_UPDATE, "notification"),
+    "mcp_message": (Method.MCP_MESSAGE, "request"),
+    # either side
+    "cancel_request": (Method.CANCEL_REQUEST, "notification"),
+}
+
+
+def protocol() -> Protocol:
+    """The v2 protocol object (built and registered on first use)."""
+    global _V2
+    if _V2 is None:
+        from ..schema import v2 as models
+        from ..schema.v2._stubs import AgentMethods, ClientMethods
+
+        _V2 = Protocol(
+            version=PROTOCOL_VERSION,
+            table=models.TABLE,
+            models=models,
+            agent_stubs=AgentMethods,
+            client_stubs=ClientMethods,
+            names=NAMES,
+            before_initialize=frozenset({Method.INITIALIZE}),
+            client_calls=(("request_permission", None),),  # (no fs or terminal methods in v2)
+            session_openers=frozenset({"new_session", "resume_session", "fork_session"}),
+            capabilities_field=("capabilities", "capabilities"),
+        )
+        register_protocol(_V2)
+    return _V2
+
+
+_V2: Protocol | None = None
+
+
+def __getattr__(name: str) -> Any:
+    if name == "V2":
+        return protocol()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
