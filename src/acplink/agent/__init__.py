@@ -3,6 +3,7 @@
 from .app import HOOKS, Agent, AgentApp, AgentBase
 from .context import AgentSession, Context, PermissionAnswer, PromptContext, TerminalHandle, ToolCallHandle
 from .serve import run_agent, serve
+from .versions import DualAgentConnection
 
 __all__ = [
     "HOOKS",
@@ -11,6 +12,7 @@ __all__ = [
     "AgentBase",
     "AgentSession",
     "Context",
+    "DualAgentConnection",
     "PermissionAnswer",
     "PromptContext",
     "TerminalHandle",

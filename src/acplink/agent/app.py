@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Sequence
 from typing import Any, TypeVar, cast
 
 import orjson
@@ -95,6 +95,10 @@ class AgentBase:
         self.cancel_grace = cancel_grace
         #: most sessions held at once (``self.sessions``); closed and deleted sessions free their slot
         self.max_sessions = max_sessions
+        if 2 in self.protocols:  # the v2 draft (docs/v2.md): its protocol object is built on demand
+            from ..protocol.v2 import protocol as _v2_protocol
+
+            _v2_protocol()
         self.handlers: dict[str, Callable[..., Awaitable[Any]]] = {}
         self.extensions: dict[tuple[str, str], Callable[..., Awaitable[Any]]] = {}
         #: handlers of wire methods without a hook (``app.on("providers/list")``): (method, kind)
@@ -314,6 +318,8 @@ class AgentBase:
             if res is None:
                 return s.PromptResponse(stop_reason="end_turn")
             if isinstance(res, str):
+                if res.startswith("_") and getattr(c, "custom_stop_reasons", False):
+                    return RawJSON(orjson.dumps({"stopReason": res}))  # (v2: stop reasons are open)
                 return s.PromptResponse(stop_reason=cast("s.StopReason", res))  # (checked by the model)
             if isinstance(res, s.PromptResponse):
                 return res
@@ -419,11 +425,20 @@ class AgentBase:
 
         return call
 
-    def connection(self, transport: Any, **kw: Any) -> AgentSideConnection:
-        """A connection serving this app over ``transport`` (not started)."""
+    def connection(self, transport: Any, *, protocols: Collection[int] | None = None,
+                   **kw: Any) -> AgentSideConnection:
+        """A connection serving this app over ``transport`` (not started). ``protocols``: the
+        ACP versions served (default: the app's), ``initialize`` choosing one."""
+        protocols = self.protocols if protocols is None else tuple(protocols)
         ref: list[AgentSideConnection] = []
         kw.setdefault("cancel_grace", self.cancel_grace)
-        conn = AgentSideConnection(transport, lambda protocol: self.router(ref, protocol), **kw)
+        if 2 in protocols:  # v1 and the v2 draft, the version chosen by initialize (docs/v2.md)
+            from ._v2_conn import VersionedAgentConnection
+
+            conn: AgentSideConnection = VersionedAgentConnection(transport, self.router(ref), app=self,
+                                                                 versions=protocols, **kw)
+        else:
+            conn = AgentSideConnection(transport, lambda protocol: self.router(ref, protocol), **kw)
         ref.append(conn)
         return conn
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, get_args
 
@@ -17,6 +17,7 @@ from ..schema._parse import parse
 if TYPE_CHECKING:
     from ..connection.agent_side import AgentSideConnection, Turn
     from .app import AgentBase
+    from .display_terminal import DisplayTerminal
 
 __all__ = [
     "AgentSession",
@@ -47,6 +48,11 @@ class AgentSession:
     #: tool calls started in this session (id → last status)
     tool_calls: dict[str, str] = field(default_factory=dict)
     data: dict[str, Any] = field(default_factory=dict)
+    #: the conversation as served over ACP v2 (``{"role", "messageId", "content"}``), replayed by
+    #: ``session/resume``; an app that stores sessions keeps it with them
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    #: tool-call / terminal id → its cancel hook (``start_tool_call(on_cancel=...)``; v2 only)
+    cancel_hooks: dict[str, Callable[[], Any]] = field(default_factory=dict)
 
 
 class Context(Generic[P]):
@@ -292,9 +298,12 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
 
     async def start_tool_call(self, title: str, *, kind: s.ToolKind = "other",
                               status: s.ToolCallStatus = "pending", tool_call_id: str | None = None,
-                              **fields: Any) -> ToolCallHandle:
-        """Announce a tool call; returns a handle to update it."""
+                              on_cancel: Callable[[], Any] | None = None, **fields: Any) -> ToolCallHandle:
+        """Announce a tool call; returns a handle to update it. ``on_cancel`` (sync or async,
+        no arguments) makes the call cancellable by the client on ACP v2 (``tool_call/cancel``)."""
         tcid = tool_call_id or f"call_{uuid.uuid4().hex[:12]}"
+        if on_cancel is not None:
+            self.session.cancel_hooks[tcid] = on_cancel
         await self.send_update(s.ToolCall(tool_call_id=tcid, title=title, kind=kind, status=status, **fields))
         self.session.tool_calls[tcid] = status
         return ToolCallHandle(self, tcid, title=title, kind=kind)
@@ -381,6 +390,15 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
         handle = TerminalHandle(self, resp.terminal_id)
         self._terminals.add(handle)
         return handle
+
+    async def display_terminal(self, command: str, *, cwd: str | None = None, terminal_id: str | None = None,
+                               on_cancel: Callable[[], Any] | None = None) -> DisplayTerminal:
+        """Show a command the agent runs itself (ACP v2 only: ``terminal_update`` and
+        ``terminal_output_chunk``); ``on_cancel`` lets the client stop it (``terminal/cancel``)."""
+        from .display_terminal import open_display_terminal
+
+        return await open_display_terminal(self.connection, self.session, command, cwd=cwd,
+                                           terminal_id=terminal_id, on_cancel=on_cancel)
 
     async def elicit(self, message: str, requested_schema: dict[str, Any]) -> Any:
         """Ask the user for structured input (``elicitation/create``, form mode)."""

@@ -9,6 +9,7 @@ client-facing feature of the protocol, so client authors can test against it:
     plan [STEPS...]      publish a plan and work through it (steps separated by ';')
     think TEXT           stream reasoning, then an answer
     slow [N]             stream N chunks slowly (try cancelling it)
+    wait [N]             a tool call that waits N seconds (ACP v2 clients can cancel just it)
     title TEXT           set the session title
     ask                  ask the user a question (elicitation), if the client supports it
     help                 this list
@@ -46,6 +47,7 @@ COMMANDS: list[tuple[str, str, str | None]] = [
     ("plan", "Publish a plan and work through it", "STEP; STEP; ..."),
     ("think", "Think out loud, then answer", "TEXT"),
     ("slow", "Stream slowly (try cancelling)", "N"),
+    ("wait", "A tool call that waits N seconds (cancel it alone on ACP v2)", "N"),
     ("title", "Set the session title", "TEXT"),
     ("ask", "Ask you a question (elicitation)", None),
     ("help", "List what the demo agent can do", None),
@@ -158,18 +160,20 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
         prompt_capabilities=s.PromptCapabilities(image=True, audio=True, embedded_context=True),
         auth_methods=[s.AuthMethodAgent(id="demo", name="Demo login", description="Always succeeds; no key needed")],
         modes=MODES, default_mode="ask", config_options=[STYLE], models=MODELS, legacy_models=legacy_models,
+        protocols=(1, 2),  # v1, and the v2 draft to clients that ask for it
     )
 
     def record(sess: Any) -> dict[str, Any]:
         return {"sessionId": sess.session_id, "cwd": sess.cwd, "title": sess.title,
                 "updatedAt": sess.updated_at or _now(), "history": sess.data.setdefault("history", []),
-                "mode": sess.mode_id, "config": sess.config, "model": sess.model_id}
+                "mode": sess.mode_id, "config": sess.config, "model": sess.model_id, "messages": sess.messages}
 
     def restore(rec: dict[str, Any], session_id: str, cwd: str) -> Any:
         sess = app.create_session(cwd, session_id=session_id)
         sess.title = rec.get("title")
         sess.updated_at = rec.get("updatedAt")
         sess.data["history"] = list(rec.get("history", []))
+        sess.messages = list(rec.get("messages", []))
         sess.mode_id = rec.get("mode") or sess.mode_id
         sess.config.update(rec.get("config") or {})
         sess.model_id = rec.get("model") or sess.model_id
@@ -283,6 +287,8 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
                         return "cancelled"
                     await reply.send(f"chunk {i + 1}/{n} ")
                     await asyncio.sleep(max(delay, 0.05))
+            elif cmd == "wait":
+                await do_wait(ctx, reply, int(rest) if rest.strip().isdigit() else 30)
             elif cmd == "title":
                 await ctx.send_title(rest.strip() or "untitled")
                 await reply.stream(f"Title set to {rest.strip()!r}.")
@@ -419,6 +425,24 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
             entries[i] = entries[i].model_copy(update={"status": "completed"})
             await ctx.send_plan(entries)
         await reply.stream("All steps done.")
+
+    async def do_wait(ctx: PromptContext, reply: _Reply, seconds: int) -> None:
+        stop = asyncio.Event()
+        tool = await ctx.start_tool_call(f"Wait {seconds}s", kind="other", status="in_progress",
+                                         on_cancel=stop.set)
+        stopped = asyncio.ensure_future(stop.wait())
+        turn_cancelled = asyncio.ensure_future(ctx.wait_cancelled())
+        try:
+            await asyncio.wait({stopped, turn_cancelled}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopped.cancel()
+            turn_cancelled.cancel()
+        if stop.is_set():
+            await tool.fail(content=[_text_content("Cancelled by the client.")])
+            await reply.stream("The wait was cancelled; the turn goes on.")
+        else:
+            await tool.complete()
+            await reply.stream(f"Waited {seconds}s." if not ctx.cancelled else "Stopped waiting.")
 
     async def do_ask(ctx: PromptContext, reply: _Reply) -> None:
         caps = ctx.client_capabilities
