@@ -156,6 +156,19 @@ def add_client_options(p: argparse.ArgumentParser) -> None:
                    help="the agent command line, after `--` (default: the built-in demo agent)")
 
 
+def add_protocol_option(p: argparse.ArgumentParser, default: str = "auto") -> None:
+    """``--protocol {auto,1,2}``: the ACP version to ask for (see docs/v2.md)."""
+    p.add_argument("--protocol", choices=("auto", "1", "2"), default=default,
+                   help=f"ACP version: 1, 2 (the v2 draft) or auto (2 when the agent agrees, else 1; "
+                        f"default {default})")
+
+
+def protocol_choice(args: argparse.Namespace) -> Any:
+    """The ``protocol=`` of ``connect()`` for ``--protocol`` (1 when the command has no such flag)."""
+    value = getattr(args, "protocol", "1")
+    return "auto" if value == "auto" else int(value)
+
+
 def given_command(args: argparse.Namespace) -> list[str]:
     """The agent command line the user gave after ``--`` (possibly empty)."""
     cmd = list(args.agent or [])
@@ -180,6 +193,7 @@ def open_client(args: argparse.Namespace, permission: PermissionPolicy, **kw: An
     # the agent's stderr is kept for error reports; with --debug it is shown as it comes
     kw.setdefault("stderr", _SafeStderr() if args.debug else "capture")
     cmd = agent_command(args)
+    kw.setdefault("protocol", protocol_choice(args))
     opening = connect(cmd, cwd=cwd, fs=not args.no_fs, permission=permission, debug=args.debug, **kw)
     limit = getattr(args, "startup_timeout", None) or DEFAULT_STARTUP_TIMEOUT
     return _Startup(opening, limit, cmd)

@@ -151,6 +151,8 @@ class PromptTurn:
 
     def __init__(self, session: Session, request: s.PromptRequest, *, timeout: float | None = None,
                  cancel_wait: float = CANCEL_WAIT) -> None:
+        #: the reply text of an update, else None (v2 turns read v2 updates)
+        self._text_of = _reply_text
         self.session = session
         self.request = request
         #: seconds a cancelled turn waits for the agent's answer
@@ -180,7 +182,7 @@ class PromptTurn:
 
     def _push(self, update: Any) -> None:
         self._updates.append(update)
-        text = _reply_text(update)
+        text = self._text_of(update)
         if text is not None:
             self._text.append(text)
         self._wakeup.set()
@@ -241,7 +243,7 @@ class PromptTurn:
     async def text_chunks(self) -> AsyncIterator[str]:
         """The text of the agent's reply as it streams (the turn's other updates are skipped)."""
         async for update in self:
-            text = _reply_text(update)
+            text = self._text_of(update)
             if text is not None:
                 yield text
 
