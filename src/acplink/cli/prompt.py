@@ -14,7 +14,7 @@ from ..client.client import Client
 from ..client.permissions import PermissionPolicy
 from ..client.session import PromptTurn, Session
 from ..client.state import SessionState
-from ..errors import AcpError, RequestError, TransportError
+from ..errors import AcpError, RequestError, SchemaValidationError, TransportError
 from ..schema import _generated as s
 from ..schema.parse import dump
 from .common import (
@@ -144,7 +144,8 @@ async def _stream(args: argparse.Namespace, client: Client, progress: _Progress)
         if not progress.ended_with_newline:
             out.write("\n")
         out.flush()
-        return fail(f"the agent failed the prompt: {exc}")
+        what = "sent an invalid update" if isinstance(exc, SchemaValidationError) else "failed the prompt"
+        return fail(f"the agent {what}: {exc}")
     if args.json:
         out.write(orjson.dumps({"sessionId": session.session_id, "stopReason": response.stop_reason}).decode()
                   + "\n")

@@ -80,6 +80,19 @@ class _Connection(ClientSideConnection):
                 self._owner._cancel_questions(sid)
         await super()._notify(method, params, fields)
 
+    # once initialize agreed on v2, the v2 link routes what the agent sends
+    def handle_notification(self, method: str, params: Any, typed: bool = False) -> Awaitable[None]:
+        v2 = self._owner.v2
+        if v2 is not None:
+            return v2.handle_notification(method, params, typed)
+        return super().handle_notification(method, params, typed)
+
+    async def handle_request(self, method: str, params: Any) -> bytes:
+        v2 = self._owner.v2
+        if v2 is not None:
+            return await v2.handle_request(method, params)
+        return await super().handle_request(method, params)
+
     async def _call(self, method: str, params: Any, fields: dict[str, Any], *, timeout: float | None = None) -> Any:
         if method == "session/prompt":
             self._owner._cancelled_turns.discard(_session_of(params, fields) or "")

@@ -1,8 +1,8 @@
 """The v2 traffic of a client connection, once ``initialize`` agreed on protocol 2.
 
 The connection starts as a v1 client connection (it owns the transport and the peer, and
-closes them); when the agent answers ``initialize`` with version 2, a :class:`V2Link` takes over
-the peer's inbound traffic: it routes the agent's v2 calls (``session/request_permission``,
+closes them); when the agent answers ``initialize`` with version 2, the connection hands the
+peer's inbound traffic to a :class:`V2Link`: it routes the agent's v2 calls (``session/request_permission``,
 ``elicitation/create``) and ``session/update`` notifications, and makes typed calls of the v2
 agent methods from the v2 method table (``acplink.schema.v2``).
 """
@@ -40,11 +40,10 @@ class V2Link:
         self.peer = peer
         #: the agent's ``initialize`` answer (an ``acplink.schema.v2.InitializeResponse``)
         self.init = init
-        self.sessions: dict[str, V2Session] = {}
         self._requests: dict[str, Callable[[Any], Awaitable[Any]]] = {Method.REQUEST_PERMISSION: self._on_permission}
         if client.elicitation is not None:
             self._requests[Method.ELICITATION_CREATE] = self._on_elicitation
-        peer.dispatcher = self
+        # (the client's connection hands the agent's traffic to this link from now on)
         # session/update decoded straight from its bytes into the v2 model (replaces v1's)
         validate = m.UpdateSessionNotification.__pydantic_validator__.validate_json
         peer.engine.add_fast_notification(Method.SESSION_UPDATE, validate)
@@ -157,7 +156,7 @@ class V2Link:
             except SchemaValidationError as exc:
                 self._bad_update(params, exc)
                 return DONE
-        sess = self.sessions.get(params.session_id)
+        sess = self.client.sessions.get(params.session_id)
         if sess is None:
             self.peer.warn_bad_input(f"session/update for unknown session {params.session_id!r} ignored")
             return DONE
@@ -170,7 +169,7 @@ class V2Link:
         """A ``session/update`` that does not match the v2 schema: the running turn of its
         session fails with the error (naming the path); otherwise it is logged and dropped."""
         sid = params.get("sessionId") if isinstance(params, dict) else None
-        sess = self.sessions.get(sid) if isinstance(sid, str) else None
+        sess = self.client.sessions.get(sid) if isinstance(sid, str) else None
         turn = sess._turn if sess is not None else None
         if isinstance(turn, V2PromptTurn):
             turn._fail(exc)
@@ -187,9 +186,9 @@ class V2Link:
             call = {"toolCallId": tool.tool_call_id, "title": tool.title or p.title, "kind": tool.kind}
         elif getattr(subject, "command", None) is not None:
             call = {"toolCallId": subject.tool_call_id or "", "title": p.title, "kind": "execute"}
-        known = self.sessions.get(p.session_id)
-        if known is not None and call["toolCallId"] in known.state.tool_calls and "kind" not in call:
-            call["kind"] = known.state.tool_calls[call["toolCallId"]].kind
+        known = self.client.sessions.get(p.session_id)
+        if isinstance(known, V2Session) and call["toolCallId"] in known.v2_state.tool_calls and "kind" not in call:
+            call["kind"] = known.v2_state.tool_calls[call["toolCallId"]].kind
         v1 = s.RequestPermissionRequest.model_validate({
             "sessionId": p.session_id, "toolCall": {k: v for k, v in call.items() if v is not None},
             "options": [o.to_wire() for o in p.options], "_meta": p.meta})

@@ -181,6 +181,17 @@ class V2PromptTurn(PromptTurn):
         elif self._last_echo is not None:  # the receipt is late: this idle may be ours
             self._idle_after_echo.setdefault(self._last_echo, update)
 
+    async def __anext__(self) -> Any:
+        # the receipt comes first: updates that arrived before it wait behind it
+        while self.receipt is None and not self._task.done():
+            self._wakeup.clear()
+            try:
+                await self._wakeup.wait()
+            except asyncio.CancelledError:
+                await self._stop_and_wait()
+                raise
+        return await super().__anext__()
+
     def _fail(self, exc: BaseException) -> None:
         """End the turn with an error (an invalid update, a session closed under it)."""
         if not self._idle.done():

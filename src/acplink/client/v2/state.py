@@ -16,6 +16,7 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Any
 
+from ...protocol.v2 import Update
 from ...schema import v2 as m
 from ..state import SubagentState, _patch
 
@@ -36,10 +37,16 @@ def _state_types() -> tuple[type[Any], ...]:
 
 def state_of(update: Any) -> str | None:
     """The foreground state a ``state_update`` reports (``"idle"``, ``"running"``, …), else None."""
-    if isinstance(update, _state_types()):
+    if isinstance(update, _state_types()) and _tag(update) in (Update.STATE_UPDATE, None):
         state: str = update.state
         return state
     return None
+
+
+def _tag(update: Any) -> Any:
+    """The ``sessionUpdate`` tag an update arrived with (state models keep it as an extra)."""
+    tag = getattr(update, "session_update", None)
+    return tag if tag is not None else (getattr(update, "model_extra", None) or {}).get("sessionUpdate")
 
 
 def stop_reason_of(update: Any) -> str | None:
@@ -203,11 +210,11 @@ class V2SessionState:
         """Fold one v2 ``SessionUpdate`` (or a whole ``UpdateSessionNotification``)."""
         if isinstance(update, m.UpdateSessionNotification):
             update = update.update
-        kind = getattr(update, "session_update", None)
+        kind = _tag(update)
         if state_of(update) is not None:
             self._state(update)
-        elif isinstance(update, m.SessionUpdateOther):
-            self.unknown.append(update)
+        elif isinstance(update, m.SessionUpdateOther) or (isinstance(update, _state_types()) and kind):
+            self.unknown.append(update)  # (an unknown kind; its raw data is kept)
         elif isinstance(kind, str) and kind in _HANDLERS:
             _HANDLERS[kind](self, update)
         else:
@@ -302,7 +309,7 @@ class V2SessionState:
         elif isinstance(content, m.PlanMarkdown):
             new = V2PlanState(content.plan_id, "markdown", markdown=content.content)
         else:  # an unknown plan type: kept raw, still addressed by its id
-            raw = getattr(content, "raw", None) or {}
+            raw = content.to_wire()
             new = V2PlanState(str(raw.get("planId")), "unknown", raw=raw)
         self.plans.pop(new.plan_id, None)  # dict order: the plan updated last comes last
         self.plans[new.plan_id] = new
