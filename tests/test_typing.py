@@ -60,7 +60,7 @@ def test_every_stub_init_takes_exactly_the_model_fields() -> None:
     # both must name every field of the runtime model (inherited ones too), and nothing else
     import ast
 
-    stub = ast.parse((Path(acplink.schema.__file__).parent / "_generated.pyi").read_text())
+    stub = ast.parse((Path(acplink.schema.__file__).parent / "v1" / "_generated.pyi").read_text())
     checked = 0
     for cls in (n for n in stub.body if isinstance(n, ast.ClassDef)):
         model = getattr(acplink.schema, cls.name)

@@ -5,14 +5,18 @@ Pipeline: load the inputs → merge them into one set of definitions (each tagge
 came from) → parse that into an intermediate model (classes, aliases, methods) → emit Python
 source from the intermediate model. Nothing is ever patched in emitted text.
 
-    python tools/gen_schema.py            # write src/acplink/schema/_generated.py and _methods.py
+    python tools/gen_schema.py            # write src/acplink/schema/v1/ and src/acplink/schema/v2/
     python tools/gen_schema.py --check    # exit 1 when the committed files differ from a fresh run
 
-Inputs (relative to the schema folder: this repository's ``schemas/`` (vendored, with provenance in
-``schemas/README.md``), or --schema-dir / $ACP_SCHEMA_DIR):
-``v1/schema.unstable.json`` (the superset), ``v1/schema.json`` (what is stable),
-``extra/v1-2026-08-nes.unstable.json`` (NES), ``extra/v0.10.3.schema.json`` (legacy model
-selector), and this repo's ``tools/acp_extensions.json`` (documented acplink extensions).
+One package per protocol version (``schema/<version>/``: ``__init__.py``, ``_generated.py`` and
+its ``.pyi``, ``_methods.py``, ``_stubs.py``). Inputs (relative to the schema folder: this
+repository's ``schemas/`` (vendored, with provenance in ``schemas/README.md``), or
+--schema-dir / $ACP_SCHEMA_DIR):
+
+* v1: ``v1/schema.unstable.json`` (the superset), ``v1/schema.json`` (what is stable),
+  ``extra/v1-2026-08-nes.unstable.json`` (NES), ``extra/v0.10.3.schema.json`` (legacy model
+  selector), and this repo's ``tools/acp_extensions.json`` (documented acplink extensions);
+* v2 (draft): ``v2/schema.unstable.json`` (the superset) and ``v2/schema.json`` (what is stable).
 """
 
 from __future__ import annotations
@@ -30,19 +34,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT_MODELS = ROOT / "src" / "acplink" / "schema" / "_generated.py"
-OUT_MODELS_STUB = ROOT / "src" / "acplink" / "schema" / "_generated.pyi"
-OUT_METHODS = ROOT / "src" / "acplink" / "schema" / "_methods.py"
-OUT_STUBS = ROOT / "src" / "acplink" / "connection" / "_stubs.py"
+SCHEMA_PKG = ROOT / "src" / "acplink" / "schema"
 EXTENSIONS = ROOT / "tools" / "acp_extensions.json"
-
-#: (file, stability given to definitions first seen in it)
-INPUTS = [
-    ("v1/schema.unstable.json", "unstable"),
-    ("v1/schema.json", "stable"),
-    ("extra/v1-2026-08-nes.unstable.json", "nes"),
-    ("extra/v0.10.3.schema.json", "legacy"),
-]
 
 #: Which capability gates a method: (side that must advertise it, dotted wire path).
 #: "agent" paths are read from InitializeResponse.agentCapabilities, "client" paths from
@@ -88,6 +81,53 @@ CAPABILITIES: dict[str, str] = {
     "mcp/disconnect": "agent:mcpCapabilities.acp",
 }
 
+#: The same for the v2 draft: capabilities moved under ``capabilities.session`` / ``.auth`` /
+#: ``.elicitation`` (read from InitializeResponse.capabilities / InitializeRequest.capabilities).
+CAPABILITIES_V2: dict[str, str] = {
+    "elicitation/create": "client:elicitation",
+    "elicitation/complete": "client:elicitation",
+    "auth/status_update": "client:auth",
+    "session/delete": "agent:session.delete",
+    "session/fork": "agent:session.fork",
+    "session/archive": "agent:session.archive",
+    "session/unarchive": "agent:session.archive",
+    "session/status": "agent:session.status",
+    "session/set_title": "agent:session.title",
+    "auth/status": "agent:auth.status",
+    "providers/list": "agent:providers",
+    "providers/set": "agent:providers",
+    "providers/disable": "agent:providers",
+    "mcp/message": "agent:session.mcp.acp",
+}
+
+
+@dataclass(frozen=True)
+class Version:
+    """One protocol version: its inputs (the superset first, then the stable marks, then extra
+    definitions), whether acplink's extensions apply, and which capability gates each method."""
+
+    name: str
+    number: int
+    inputs: tuple[tuple[str, str], ...]  # (file, stability given to definitions first seen in it)
+    extensions: bool
+    capabilities: dict[str, str]
+
+    @property
+    def out(self) -> Path:
+        return SCHEMA_PKG / self.name
+
+
+VERSIONS: tuple[Version, ...] = (
+    Version("v1", 1, (("v1/schema.unstable.json", "unstable"), ("v1/schema.json", "stable"),
+                      ("extra/v1-2026-08-nes.unstable.json", "nes"), ("extra/v0.10.3.schema.json", "legacy")),
+            True, CAPABILITIES),
+    Version("v2", 2, (("v2/schema.unstable.json", "unstable"), ("v2/schema.json", "stable")),
+            False, CAPABILITIES_V2),
+)
+
+#: patch semantics in a field's description: omitted = unchanged, null = cleared, value = replaced
+PATCH_DOC = re.compile(r"patch semantics|Omission leaves|Omitted leaves|Omission means no\s+change")
+
 SPEC_URL = re.compile(r"https://agentclientprotocol\.com/[^\s)\]]+")
 RESERVED = {
     "model_config", "model_fields", "model_computed_fields", "model_extra", "model_fields_set",
@@ -130,6 +170,7 @@ class FieldIR:
     lenient_null: bool = False
     skip_invalid: bool = False
     is_tag: bool = False
+    patch: bool = False  # unset / null / value mean three different things
 
 
 @dataclass
@@ -192,22 +233,19 @@ def schema_dir() -> Path:
     return ROOT / "schemas"
 
 
-def load_inputs(base: Path) -> tuple[dict[str, Any], dict[str, str], dict[str, Any], list[tuple[str, str]]]:
+def load_inputs(base: Path, version: Version) -> tuple[dict[str, Any], dict[str, str], dict[str, Any], list[tuple[str, str]]]:
     """Merged definitions, the stability of each, the extension patches, and input digests."""
     digests: list[tuple[str, str]] = []
     loaded: dict[str, dict[str, Any]] = {}
-    for rel, _ in INPUTS:
+    for rel, _ in version.inputs:
         raw = (base / rel).read_bytes()
         digests.append((rel, hashlib.sha256(raw).hexdigest()))
         loaded[rel] = json.loads(raw)["$defs"]
-    ext_raw = EXTENSIONS.read_bytes()
-    digests.append(("tools/acp_extensions.json", hashlib.sha256(ext_raw).hexdigest()))
-    ext = json.loads(ext_raw)
-
-    defs: dict[str, Any] = copy.deepcopy(loaded["v1/schema.unstable.json"])
-    stable = loaded["v1/schema.json"]
+    superset, stable_rel = version.inputs[0][0], version.inputs[1][0]
+    defs: dict[str, Any] = copy.deepcopy(loaded[superset])
+    stable = loaded[stable_rel]
     stability = {n: ("stable" if n in stable else "unstable") for n in defs}
-    for rel, tag in INPUTS[2:]:
+    for rel, tag in version.inputs[2:]:
         for name, d in loaded[rel].items():
             if name not in defs:
                 defs[name] = copy.deepcopy(d)
@@ -218,6 +256,11 @@ def load_inputs(base: Path) -> tuple[dict[str, Any], dict[str, str], dict[str, A
                 for pname, pschema in d.get("properties", {}).items():
                     if props is not None and pname not in props:
                         props[pname] = copy.deepcopy(pschema)
+    if not version.extensions:
+        return defs, stability, {}, digests
+    ext_raw = EXTENSIONS.read_bytes()
+    digests.append(("tools/acp_extensions.json", hashlib.sha256(ext_raw).hexdigest()))
+    ext = json.loads(ext_raw)
     for name, d in ext["$defs"].items():
         defs[name] = d
         stability[name] = "extension"
@@ -267,8 +310,10 @@ PRIMS = {"string": "str", "integer": "int", "number": "float", "boolean": "bool"
 
 
 class Parser:
-    def __init__(self, defs: dict[str, Any], stability: dict[str, str], ext: dict[str, Any]) -> None:
+    def __init__(self, defs: dict[str, Any], stability: dict[str, str], ext: dict[str, Any],
+                 capabilities: dict[str, str]) -> None:
         self.defs = defs
+        self.capabilities = capabilities
         self.stability = stability
         self.alt_keys: dict[str, str] = ext.get("x-alt-discriminator", {})
         self.ir = SchemaIR(stability=dict(stability))
@@ -378,6 +423,7 @@ class Parser:
                 lenient_error=bool(ps.get("x-deserialize-default-on-error")),
                 lenient_null=bool(ps.get("x-deserialize-default-on-null")),
                 skip_invalid=bool(ps.get("x-deserialize-skip-invalid-items")),
+                patch=bool(PATCH_DOC.search(str(ps.get("description", "")))),
             )
             if "default" in ps:
                 f.default, f.has_default = ps["default"], True
@@ -587,9 +633,8 @@ class Parser:
                 self.ir.methods.append(MethodIR(m, side, "notification", note, None,
                                                 self.stability[note], self.capability(m, side)))
 
-    @staticmethod
-    def capability(method: str, side: str) -> str | None:
-        cap = CAPABILITIES.get(method)
+    def capability(self, method: str, side: str) -> str | None:
+        cap = self.capabilities.get(method)
         if cap is None:
             return None
         # mcp/message is a request handled by the client and a notification handled by the agent
@@ -843,6 +888,9 @@ class Emitter:
                 lines.append(f"    __acp_known__ = frozenset({known!r})")
             if tags:
                 lines.append(f"    __acp_tag_fields__ = {tags!r}")
+            patch = tuple(f.py for f in c.fields if f.patch)
+            if patch:
+                lines.append(f"    __acp_patch_fields__ = {patch!r}")
             # (a class that refers to itself gets a forward reference: its name is bound only after)
             for f in c.fields:
                 lines.append(self.field_src(f, with_validators=not stub))
@@ -864,9 +912,9 @@ class Emitter:
             "",
             "from pydantic import BeforeValidator, Field",
             "",
-            "from ._base import AcpModel, FallbackVariant, Lenient, UnknownVariant, _TaggedMixin, alt_tag, none_factory",
-            "from ._base import require_tag",
-            "from ._base import const_factory as _const_factory, copy_factory as _copy_factory",
+            "from .._base import AcpModel, FallbackVariant, Lenient, UnknownVariant, _TaggedMixin, alt_tag, none_factory",
+            "from .._base import require_tag",
+            "from .._base import const_factory as _const_factory, copy_factory as _copy_factory",
             "",
         ]
         return lines
@@ -984,7 +1032,7 @@ def stubs(ir: SchemaIR, digests: list[tuple[str, str]]) -> str:
     lines += [
         "from typing import Any",
         "",
-        "from ..schema import _generated as _s",
+        "from . import _generated as _s",
         "",
         "",
         "class _Caller:",
@@ -1018,14 +1066,72 @@ def stubs(ir: SchemaIR, digests: list[tuple[str, str]]) -> str:
     return "\n".join(lines)
 
 
-def generate(base: Path) -> dict[Path, str]:
-    defs, stability, ext, digests = load_inputs(base)
-    parser = Parser(defs, stability, ext)
-    ir = parser.run()
-    parser.finish()
+def package_init(ir: SchemaIR, digests: list[tuple[str, str]], version: Version) -> str:
+    """The version's package: its models (lazily built), its method table and typed stubs."""
     em = Emitter(ir, digests)
-    return {OUT_MODELS: em.models(), OUT_MODELS_STUB: em.models_stub(), OUT_METHODS: em.methods(),
-            OUT_STUBS: stubs(ir, digests)}
+    lines = em.header(f"ACP {version.name}: every schema definition as a model, the method table and the typed "
+                      "call stubs.\n\nModels are built on first use (attribute access).", future=False)
+    lines += [
+        "from typing import TYPE_CHECKING, Any",
+        "",
+        "from .._table import MethodInfo, MethodTable",
+        "from . import _generated",
+        "from ._generated import STABILITY",
+        "from ._generated import __all__ as _generated_all",
+        "from ._methods import METHOD_TABLE",
+        "",
+        "#: the protocol version number this package describes",
+        "VERSION = " + str(version.number),
+        "#: the method table of this version",
+        "TABLE = MethodTable(METHOD_TABLE, _generated)",
+        "METHODS: tuple[MethodInfo, ...] = TABLE.methods",
+        "method_info = TABLE.info",
+        "agent_methods = TABLE.agent_methods",
+        "client_methods = TABLE.client_methods",
+        "",
+        "__all__ = [",
+        '    "METHODS",',
+        '    "STABILITY",',
+        '    "TABLE",',
+        '    "VERSION",',
+        '    "agent_methods",',
+        '    "client_methods",',
+        '    "method_info",',
+        "    *_generated_all,",
+        "]",
+        "",
+        "if TYPE_CHECKING:",
+        "    from ._generated import *",
+        "else:",
+        "",
+        "    def __getattr__(name: str) -> Any:",
+        "        # models are built on first use (see _generated.py)",
+        "        if name in _generated._ORDER:",
+        "            return _generated._get(name)",
+        "        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')",
+        "",
+        "    def __dir__() -> list[str]:",
+        "        return sorted(set(globals()) | set(__all__))",
+        "",
+    ]
+    return "\n".join(lines)
+
+
+def generate(base: Path) -> dict[Path, str]:
+    out: dict[Path, str] = {}
+    for version in VERSIONS:
+        defs, stability, ext, digests = load_inputs(base, version)
+        parser = Parser(defs, stability, ext, version.capabilities)
+        ir = parser.run()
+        parser.finish()
+        em = Emitter(ir, digests)
+        d = version.out
+        out[d / "__init__.py"] = package_init(ir, digests, version)
+        out[d / "_generated.py"] = em.models()
+        out[d / "_generated.pyi"] = em.models_stub()
+        out[d / "_methods.py"] = em.methods()
+        out[d / "_stubs.py"] = stubs(ir, digests)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -1034,7 +1140,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--schema-dir", type=Path, default=None, help="folder of the ACP schemas")
     args = ap.parse_args(argv)
     base = args.schema_dir or schema_dir()
-    if not (base / INPUTS[0][0]).exists():
+    if not all((base / v.inputs[0][0]).exists() for v in VERSIONS):
         print(f"gen_schema: no schemas at {base} (set --schema-dir or ACP_SCHEMA_DIR)", file=sys.stderr)
         return 2
     outputs = generate(base)
@@ -1044,6 +1150,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"gen_schema: {p.relative_to(ROOT)} is stale; run python tools/gen_schema.py", file=sys.stderr)
         return 1 if stale else 0
     for p, text in outputs.items():
+        p.parent.mkdir(parents=True, exist_ok=True)
         p.write_text(text)
         print(f"wrote {p.relative_to(ROOT)} ({text.count(chr(10))} lines)")
     return 0

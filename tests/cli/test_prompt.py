@@ -9,7 +9,7 @@ import pytest
 from cliutil import CRASH_AGENT, Cli, official_agent, official_params
 
 from acplink.schema import SessionNotification, UnknownSessionUpdate
-from acplink.schema.parse import parse
+from acplink.schema._parse import parse
 
 
 def _error_line(stderr: str) -> str:

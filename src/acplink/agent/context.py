@@ -12,7 +12,7 @@ import orjson
 
 from ..errors import ConnectionClosed, ProtocolError, UsageError
 from ..schema import _generated as s
-from ..schema.parse import parse
+from ..schema._parse import parse
 
 if TYPE_CHECKING:
     from ..connection.agent_side import AgentSideConnection, Turn

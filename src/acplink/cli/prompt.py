@@ -16,7 +16,7 @@ from ..client.session import PromptTurn, Session
 from ..client.state import SessionState
 from ..errors import AcpError, RequestError, SchemaValidationError, TransportError
 from ..schema import _generated as s
-from ..schema.parse import dump
+from ..schema._parse import dump
 from .common import (
     StartupTimeout,
     add_client_options,

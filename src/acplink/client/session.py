@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from ..connection.rules import prompt_refusal
 from ..errors import AcpError, RequestCancelled, RequestTimeout, UsageError
 from ..schema import _generated as s
-from ..schema.parse import parse
+from ..schema._parse import parse
 from .state import SessionState
 
 if TYPE_CHECKING:

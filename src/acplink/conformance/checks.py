@@ -17,7 +17,7 @@ from typing import Any
 from ..connection.rules import advertises, missing_capability, required_capability
 from ..errors import AcpError
 from ..schema import _generated as s
-from ..schema.parse import parse
+from ..schema._parse import parse
 from .probe import Probe, _short, prompt_params, text_block
 
 __all__ = ["CHECKS", "MONITORED", "Check"]

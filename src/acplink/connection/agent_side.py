@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import InvalidRequest
 from ..schema import _generated as s
-from ._stubs import ClientMethods
+from ..schema.v1._stubs import ClientMethods
 from .base import Connection, RawJSON, Router
 from .rules import PromptTurns, advertises, before_initialize
 

@@ -24,7 +24,7 @@ from ..errors import (
     UsageError,
 )
 from ..schema._base import STRICT
-from ..schema.parse import dump_json, parse, prepare
+from ..schema._parse import dump_json, parse, prepare
 from ..schema.registry import MethodInfo, method_info
 from ..transports.base import Transport
 from .peer import DONE, Peer, PeerLimits

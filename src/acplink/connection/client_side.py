@@ -7,9 +7,9 @@ from typing import Any
 
 from ..errors import SchemaValidationError, UsageError
 from ..schema import _generated as s
-from ..schema.parse import parse
+from ..schema._parse import parse
 from ..schema.registry import method_info
-from ._stubs import AgentMethods
+from ..schema.v1._stubs import AgentMethods
 from .base import Connection
 
 __all__ = ["ClientSideConnection"]

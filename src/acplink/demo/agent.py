@@ -34,7 +34,7 @@ from ..agent.app import AgentApp
 from ..agent.context import Context, PromptContext
 from ..errors import InvalidParams, ResourceNotFound
 from ..schema import _generated as s
-from ..schema.parse import parse
+from ..schema._parse import parse
 
 __all__ = ["COMMANDS", "DemoStore", "create_demo_agent", "main"]
 

@@ -13,7 +13,7 @@ Everything here is shared by every generated model:
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, ValidationError, ValidationInfo, model_validator
 from pydantic.functional_validators import WrapValidator
@@ -43,7 +43,14 @@ def is_strict(info: ValidationInfo | None) -> bool:
 
 
 class AcpModel(BaseModel):
-    """Base class of every generated ACP model."""
+    """Base class of every generated ACP model.
+
+    ``__acp_patch_fields__`` names the fields with patch semantics (omitted: unchanged,
+    ``null``: cleared, a value: replaced): read ``model_fields_set`` to tell omitted from
+    ``null``; ``to_wire`` writes an explicit ``null`` back and omits what was never set.
+    """
+
+    __acp_patch_fields__: ClassVar[tuple[str, ...]] = ()
 
     model_config = ConfigDict(
         extra="allow",
@@ -121,6 +128,16 @@ class FallbackVariant(AcpModel):
                     "union_tag_known", "{tag_key} '{tag}' is a known {union} variant that did not validate",
                     {"tag_key": cls.__acp_tag_key__, "tag": tag, "union": cls.__acp_union__})
         return handler(value)
+
+    @property
+    def tag(self) -> Any:
+        """The discriminator value this variant arrived with."""
+        return self.to_wire().get(self.__acp_tag_key__)
+
+    @property
+    def raw(self) -> dict[str, Any]:
+        """The wire object as received: the tag and every other field, unknown ones included."""
+        return self.to_wire()
 
 
 class UnknownVariant(FallbackVariant):

@@ -23,7 +23,7 @@ from ..agent.app import AgentApp
 from ..agent.context import PromptContext, ToolCallHandle
 from ..errors import RequestError
 from ..schema import _generated as s
-from ..schema.parse import parse
+from ..schema._parse import parse
 from ..transports.base import Transport
 from .replay import TraceReplay, trace_messages
 

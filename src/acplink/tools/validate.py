@@ -8,7 +8,7 @@ from typing import Any
 
 from ..errors import SchemaValidationError
 from ..rpc.messages import message_kind, usable_id
-from ..schema.parse import parse
+from ..schema._parse import parse
 from ..schema.registry import method_info
 
 __all__ = ["validate_message"]

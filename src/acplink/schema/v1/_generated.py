@@ -17,9 +17,9 @@ from typing import Annotated, Any, Dict, List, Literal, Optional, Union
 
 from pydantic import BeforeValidator, Field
 
-from ._base import AcpModel, FallbackVariant, Lenient, UnknownVariant, _TaggedMixin, alt_tag, none_factory
-from ._base import require_tag
-from ._base import const_factory as _const_factory, copy_factory as _copy_factory
+from .._base import AcpModel, FallbackVariant, Lenient, UnknownVariant, _TaggedMixin, alt_tag, none_factory
+from .._base import require_tag
+from .._base import const_factory as _const_factory, copy_factory as _copy_factory
 
 import gc as _gc
 
@@ -1453,6 +1453,7 @@ def _d_SessionMessage() -> Any:
         """ACP type `SessionMessage`. Unstable."""
 
         __acp_tag_fields__ = ('session_update',)
+        __acp_patch_fields__ = ('sender_session_id', 'recipient_session_id', 'sender_message_id', 'recipient_message_id', 'content', 'meta')
         message_id: MessageId = Field(alias='messageId')
         sender_session_id: Annotated[Union[SessionId, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='senderSessionId')
         recipient_session_id: Annotated[Union[SessionId, None], Lenient.default_on_error(none_factory)] = Field(default=None, alias='recipientSessionId')

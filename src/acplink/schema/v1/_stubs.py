@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..schema import _generated as _s
+from . import _generated as _s
 
 
 class _Caller:

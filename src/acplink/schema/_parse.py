@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from functools import cache, lru_cache
 from typing import Any, TypeVar, overload
 
@@ -38,7 +39,7 @@ def json_path(loc: tuple[Any, ...]) -> str:
             out += f"[{_tag_label(tuple(union[len('tagged-union['):-1].split(',')), part)}]"
         elif part.startswith(("function-", "union[", "nullable[", "list[", "dict[", "default[")):
             continue
-        elif part[:1].isupper() and part in _model_names():
+        elif part[:1].isupper() and _is_model_name(part):
             # a member of a left-to-right union (an untagged, "other" or unknown variant)
             label = _class_tag(part)
             if label:
@@ -51,21 +52,33 @@ def json_path(loc: tuple[Any, ...]) -> str:
     return out
 
 
-@lru_cache(maxsize=1)
-def _model_names() -> frozenset[str]:
-    from . import _generated
+#: the generated models modules of every protocol version, for error paths
+_VERSIONS = ("acplink.schema.v1._generated", "acplink.schema.v2._generated")
 
-    return frozenset(n for n in _generated.__all__ if isinstance(getattr(_generated, n), type))
+
+def _loaded_models() -> list[Any]:
+    """The models modules of the versions in use (a version not imported yet has no values)."""
+    return [m for m in (sys.modules.get(name) for name in _VERSIONS) if m is not None]
+
+
+def _generated_class(cls_name: str) -> Any:
+    for models in _loaded_models():
+        if cls_name in models._ORDER:
+            return getattr(models, cls_name)
+    return None
+
+
+@lru_cache(maxsize=4096)
+def _is_model_name(name: str) -> bool:
+    return isinstance(_generated_class(name), type)
 
 
 def _tag_fields(cls_name: str) -> list[tuple[str, Any]]:
     """(wire name, literal value) of each tag a generated class carries."""
-    from . import _generated
-
-    cls = getattr(_generated, cls_name, None)
+    cls = _generated_class(cls_name)
     out = []
     for attr in getattr(cls, "__acp_tag_fields__", ()):
-        info = cls.model_fields.get(attr)  # type: ignore[union-attr]
+        info = cls.model_fields.get(attr)
         if info is not None and isinstance(info.default, str):
             out.append((info.alias or attr, info.default))
     return out
@@ -89,21 +102,18 @@ def _class_tag(cls_name: str) -> str:
 
 
 def _is_fallback(cls_name: str) -> bool:
-    from . import _generated
     from ._base import FallbackVariant
 
-    cls = getattr(_generated, cls_name, None)
+    cls = _generated_class(cls_name)
     return isinstance(cls, type) and issubclass(cls, FallbackVariant)
 
 
-@lru_cache(maxsize=1)
-def _alias_names() -> dict[int, str]:
-    """Schema names of the generated aliases that are not classes (tagged unions, unions, ...)."""
-    from . import _generated
-
+@lru_cache(maxsize=len(_VERSIONS))
+def _alias_names(models: Any) -> dict[int, str]:
+    """Schema names of one version's generated aliases that are not classes (tagged unions, ...)."""
     names: dict[int, str] = {}
-    for name in _generated.__all__:
-        value = getattr(_generated, name)
+    for name in models.__all__:
+        value = getattr(models, name)
         if not isinstance(value, type):
             names.setdefault(id(value), name)
     return names
@@ -113,7 +123,11 @@ def _type_name(tp: Any) -> str:
     if isinstance(tp, type):
         return tp.__name__
     # ``Annotated[Union[...], Discriminator(...)]`` has no name of its own: use the schema name
-    return _alias_names().get(id(tp)) or getattr(tp, "__name__", None) or str(tp)
+    for models in _loaded_models():
+        name = _alias_names(models).get(id(tp))
+        if name:
+            return name
+    return getattr(tp, "__name__", None) or str(tp)
 
 
 def to_schema_error(tp: Any, exc: ValidationError, name: str | None = None) -> SchemaValidationError:
