@@ -210,7 +210,7 @@ class ChatApp(LocalCommands):
             return
         try:
             # (a v2 session: its updates are shown through their v1 views, see client/v2/compat.py)
-            for shown in getattr(session, "v1_views", None) if self.client and self.client.v2 else (update,):
+            for shown in getattr(session, "v1_views", ()) if self.client and self.client.v2 else (update,):
                 renderer.feed(shown)
         except Exception:  # a rendering bug must not break the connection
             log.exception("could not render %s", type(update).__name__)
