@@ -32,6 +32,7 @@ const untilCancelled = (signal) =>
   });
 
 async function runTurn(client, session, sessionId, userMessageId, prompt) {
+  session.history.push({ sessionUpdate: "user_message", messageId: userMessageId, content: prompt });
   await update(client, sessionId, { sessionUpdate: "user_message", messageId: userMessageId, content: prompt });
   await update(client, sessionId, { sessionUpdate: "state_update", state: "running" });
   const replyId = `a-${randomUUID()}`;
@@ -84,8 +85,20 @@ export function v2App() {
     }))
     .onRequest(methods.agent.session.new, ({ params }) => {
       const sessionId = `ts2-${randomUUID()}`;
-      sessions.set(sessionId, { cwd: params.cwd, cancel: new AbortController(), busy: Promise.resolve() });
+      sessions.set(sessionId, { cwd: params.cwd, cancel: new AbortController(), busy: Promise.resolve(), history: [] });
       return { sessionId };
+    })
+    .onRequest(methods.agent.session.list, () => ({
+      sessions: [...sessions.entries()].map(([sessionId, s]) => ({ sessionId, cwd: s.cwd })),
+    }))
+    .onRequest(methods.agent.session.resume, async ({ params, client }) => {
+      const session = sessions.get(params.sessionId);
+      if (!session) throw new Error(`unknown session ${params.sessionId}`);
+      if (params.replayFrom) {
+        for (const upd of session.history) await update(client, params.sessionId, upd);
+      }
+      await update(client, params.sessionId, { sessionUpdate: "state_update", state: "idle", stopReason: null });
+      return {};
     })
     .onRequest(methods.agent.session.close, ({ params }) => {
       sessions.get(params.sessionId)?.cancel.abort();
