@@ -172,13 +172,17 @@ class PromptTurn:
 
     async def _run(self) -> s.PromptResponse:
         try:
-            resp = await self.session.client.conn.session_prompt(self.request)
+            resp: s.PromptResponse = await self._exchange()
             self.response = resp
             return resp
         finally:
             if self._timer is not None:
                 self._timer.cancel()
             self._wakeup.set()
+
+    async def _exchange(self) -> Any:
+        """The prompt's exchange with the agent; what ends the turn (v1: the response)."""
+        return await self.session.client.conn.session_prompt(self.request)
 
     def _push(self, update: Any) -> None:
         self._updates.append(update)

@@ -150,22 +150,16 @@ class V2PromptTurn(PromptTurn):
     def stop_reason(self) -> str | None:
         return getattr(self.response, "stop_reason", None) if self.response is not None else None
 
-    async def _run(self) -> Any:
-        try:
-            receipt = await self._v2session.link.call(self.request)
-            self.receipt = receipt
-            self._updates.appendleft(receipt)  # (the receipt goes first)
-            self._wakeup.set()
-            late = self._idle_after_echo.get(receipt.message_id)
-            if late is not None and not self._idle.done():
-                self._idle.set_result(late)
-            idle = await self._idle
-            self.response = idle
-            return idle
-        finally:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._wakeup.set()
+    async def _exchange(self) -> Any:
+        """The receipt, then the idle update that ends the turn."""
+        receipt = await self._v2session.link.call(self.request)
+        self.receipt = receipt
+        self._updates.appendleft(receipt)  # (the receipt goes first)
+        self._wakeup.set()
+        late = self._idle_after_echo.get(receipt.message_id)
+        if late is not None and not self._idle.done():
+            self._idle.set_result(late)
+        return await self._idle
 
     def _push(self, update: Any) -> None:
         if self._idle.done():
