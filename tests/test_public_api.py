@@ -53,3 +53,52 @@ def test_the_testing_kit_is_public_and_sorted() -> None:
     assert {"FakeAgent", "FakeClient", "assert_turn", "assert_updates_in_order", "assert_tool_call"} <= set(names)
     for name in names:
         assert hasattr(acplink.testing, name), name
+
+
+# -- ``__all__`` both ways: everything exported exists, nothing public is missing ----------------
+
+import ast  # noqa: E402
+import importlib  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import pytest  # noqa: E402
+
+SRC = Path(acplink.__file__).resolve().parent
+
+#: the packages whose ``__init__`` re-exports names of their modules
+PACKAGES = ["acplink", "acplink.agent", "acplink.client", "acplink.connection", "acplink.transports",
+            "acplink.conformance", "acplink.rpc", "acplink.testing", "acplink.protocol"]
+
+
+def _imported_names(package: str) -> set[str]:
+    """The public names a package's ``__init__`` imports from its own modules (at run time or
+    for the type checkers)."""
+    init = SRC.joinpath(*package.split(".")[1:], "__init__.py")
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(init.read_text())):
+        if isinstance(node, ast.ImportFrom) and node.level >= 1:
+            names.update(a.asname or a.name for a in node.names)
+    return {n for n in names if not n.startswith("_") or n == "__version__"}
+
+
+@pytest.mark.parametrize("package", PACKAGES)
+def test_all_is_what_the_package_imports(package: str) -> None:
+    mod = importlib.import_module(package)
+    exported = set(mod.__all__)
+    assert len(exported) == len(mod.__all__), "a name is exported twice"
+    assert exported == _imported_names(package)
+    for name in exported:
+        assert getattr(mod, name) is not None, f"{package}.{name}"
+
+
+def test_every_public_error_is_exported() -> None:
+    import acplink.errors
+
+    errors = {n for n, v in vars(acplink.errors).items()
+              if isinstance(v, type) and issubclass(v, acplink.AcpError) and not n.startswith("_")}
+    assert errors - set(acplink.__all__) == set()
+
+
+def test_the_root_all_is_derived_once() -> None:
+    # the run-time table of lazy names and ``__all__`` are the same list
+    assert set(acplink.__all__) == set(acplink._LAZY) | {"__version__"}

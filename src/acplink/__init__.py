@@ -10,65 +10,76 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+# the type checkers' view of the lazy names below ("X as X": an explicit re-export, since
+# ``__all__`` is computed); tests/test_public_api.py keeps the two equal
 if TYPE_CHECKING:
-    from . import builders, schema
+    from . import (  # noqa: I001
+        builders as builders,
+        schema as schema,
+    )
     from .agent import (
-        Agent,
-        AgentApp,
-        AgentBase,
-        AgentSession,
-        Context,
-        PermissionAnswer,
-        PromptContext,
-        TerminalHandle,
-        ToolCallHandle,
-        run_agent,
-        serve,
+        Agent as Agent,
+        AgentApp as AgentApp,
+        AgentBase as AgentBase,
+        AgentSession as AgentSession,
+        Context as Context,
+        PermissionAnswer as PermissionAnswer,
+        PromptContext as PromptContext,
+        TerminalHandle as TerminalHandle,
+        ToolCallHandle as ToolCallHandle,
+        run_agent as run_agent,
+        serve as serve,
     )
     from .client import (
-        Client,
-        FileSystemHandler,
-        PermissionPolicy,
-        PermissionRule,
-        PromptTurn,
-        Session,
-        SessionState,
-        TerminalHandler,
-        connect,
+        Client as Client,
+        FileSystemHandler as FileSystemHandler,
+        PermissionPolicy as PermissionPolicy,
+        PermissionRule as PermissionRule,
+        PromptTurn as PromptTurn,
+        Session as Session,
+        SessionState as SessionState,
+        TerminalHandler as TerminalHandler,
+        connect as connect,
     )
     from .connection import (
-        PROTOCOL_VERSION,
-        AgentSideConnection,
-        ClientSideConnection,
-        Connection,
-        PeerLimits,
-        Router,
+        PROTOCOL_VERSION as PROTOCOL_VERSION,
+        AgentSideConnection as AgentSideConnection,
+        ClientSideConnection as ClientSideConnection,
+        Connection as Connection,
+        PeerLimits as PeerLimits,
+        Router as Router,
     )
     from .errors import (
-        AcpError,
-        AuthRequired,
-        CapabilityError,
-        ConnectionClosed,
-        InternalError,
-        InvalidParams,
-        InvalidRequest,
-        MessageTooLarge,
-        MethodNotFound,
-        ParseError,
-        PeerOutputNotJson,
-        ProtocolError,
-        RequestCancelled,
-        RequestError,
-        RequestTimeout,
-        ResourceNotFound,
-        SchemaValidationError,
-        TransportError,
-        UsageError,
+        AcpError as AcpError,
+        AuthRequired as AuthRequired,
+        CapabilityError as CapabilityError,
+        ConnectionClosed as ConnectionClosed,
+        InternalError as InternalError,
+        InvalidParams as InvalidParams,
+        InvalidRequest as InvalidRequest,
+        MessageTooLarge as MessageTooLarge,
+        MethodNotFound as MethodNotFound,
+        ParseError as ParseError,
+        PeerOutputNotJson as PeerOutputNotJson,
+        ProtocolError as ProtocolError,
+        RequestCancelled as RequestCancelled,
+        RequestError as RequestError,
+        RequestTimeout as RequestTimeout,
+        ResourceNotFound as ResourceNotFound,
+        SchemaValidationError as SchemaValidationError,
+        TransportError as TransportError,
+        UsageError as UsageError,
     )
-    from .runtime import tune_gc
-    from .transports import MemoryTransport, StdioTransport, SubprocessTransport, Transport, memory_pair
+    from .runtime import tune_gc as tune_gc
+    from .transports import (
+        MemoryTransport as MemoryTransport,
+        StdioTransport as StdioTransport,
+        SubprocessTransport as SubprocessTransport,
+        Transport as Transport,
+        memory_pair as memory_pair,
+    )
 
-from ._version import __version__
+from ._version import __version__ as __version__
 
 #: public name -> the module that defines it; imported on first use, so an agent process
 #: does not pay for the client side (and the other way round)
@@ -142,59 +153,11 @@ def __getattr__(name: str) -> Any:
 def __dir__() -> list[str]:
     return sorted(__all__)
 
-__all__ = [
-    "PROTOCOL_VERSION",
-    "AcpError",
-    "Agent",
-    "AgentApp",
-    "AgentBase",
-    "AgentSession",
-    "AgentSideConnection",
-    "AuthRequired",
-    "CapabilityError",
-    "Client",
-    "ClientSideConnection",
-    "Connection",
-    "ConnectionClosed",
-    "Context",
-    "FileSystemHandler",
-    "InternalError",
-    "InvalidParams",
-    "InvalidRequest",
-    "MemoryTransport",
-    "MessageTooLarge",
-    "MethodNotFound",
-    "ParseError",
-    "PeerLimits",
-    "PeerOutputNotJson",
-    "PermissionAnswer",
-    "PermissionPolicy",
-    "PermissionRule",
-    "PromptContext",
-    "PromptTurn",
-    "ProtocolError",
-    "RequestCancelled",
-    "RequestError",
-    "RequestTimeout",
-    "ResourceNotFound",
-    "Router",
-    "SchemaValidationError",
-    "Session",
-    "SessionState",
-    "StdioTransport",
-    "SubprocessTransport",
-    "TerminalHandle",
-    "TerminalHandler",
-    "ToolCallHandle",
-    "Transport",
-    "TransportError",
-    "UsageError",
-    "__version__",
-    "builders",
-    "connect",
-    "memory_pair",
-    "run_agent",
-    "schema",
-    "serve",
-    "tune_gc",
-]
+
+def _group(name: str) -> tuple[int, str]:
+    """ruff/isort order: CONSTANTS, Classes, functions."""
+    return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
+
+
+#: the public names: written once, in ``_LAZY``
+__all__ = sorted(["__version__", *_LAZY], key=_group)

@@ -13,6 +13,7 @@ from acplink import AgentApp, InvalidRequest, PromptContext, UsageError, connect
 from acplink.client import session as client_session
 from acplink.conformance import checks
 from acplink.connection import agent_side, base, rules
+from acplink.protocol import V1
 from acplink.tools import analysis
 from acplink.tools.analysis import analyze
 
@@ -25,7 +26,10 @@ def test_the_analyser_and_the_checker_share_the_rules() -> None:
     assert checks.missing_capability is rules.missing_capability
     assert checks.required_capability is rules.required_capability
     assert checks.advertises is rules.advertises is base.advertises
-    assert analysis.before_initialize is rules.before_initialize is agent_side.before_initialize
+    # before initialize: the connections and the analyser ask the protocol object in use, whose
+    # check is rules.before_initialize over the version's list
+    assert analysis.P is V1
+    assert V1.may_precede_initialize("initialize") and not V1.may_precede_initialize("session/new")
     assert analysis.PromptTurns is rules.PromptTurns is agent_side.PromptTurns
     assert analysis.TURN_UPDATE_KINDS is rules.TURN_UPDATE_KINDS
     assert client_session.prompt_refusal is rules.prompt_refusal

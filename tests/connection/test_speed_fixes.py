@@ -16,7 +16,7 @@ from connhelpers import guard
 from acplink.connection import ClientSideConnection, Router
 from acplink.errors import ConnectionClosed
 from acplink.rpc import IncomingNotification, IncomingRequest, Violation
-from acplink.transports import memory_pair
+from acplink.transports import StreamTransport, memory_pair
 from acplink.transports.base import Transport, TransportSink
 
 USAGE = {"jsonrpc": "2.0", "method": "session/update",
@@ -127,8 +127,9 @@ def test_events_compare_show_and_match_by_their_fields() -> None:
         hash(req)
 
 
-class _Writes(Transport):
+class _Writes(StreamTransport):
     def __init__(self) -> None:
+        super().__init__()
         self.writes: list[bytes] = []
 
     async def start(self, sink: TransportSink) -> None:

@@ -77,6 +77,15 @@ def test_framed_messages_are_decoded_whole() -> None:
     assert isinstance(ev, IncomingNotification) and ev.typed
 
 
+def test_framed_hot_notifications_can_be_deferred_too() -> None:
+    e = engine()
+    item = e.receive_frame(orjson.dumps({"jsonrpc": "2.0", "method": "session/update", "params": UPDATE}))
+    assert isinstance(item, bytes)
+    ev = e.decode_deferred(item)
+    assert isinstance(ev, IncomingNotification) and ev.typed
+    assert isinstance(e.receive_frame(b'{"jsonrpc":"2.0","id":1,"method":"m"}'), IncomingRequest)
+
+
 def test_the_last_unterminated_line_is_deferred_too() -> None:
     e = engine()
     assert e.receive(orjson.dumps({"jsonrpc": "2.0", "method": "session/update", "params": UPDATE})) == []

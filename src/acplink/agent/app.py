@@ -10,6 +10,10 @@
 
 Capabilities are advertised from what is registered: registering ``load_session`` advertises
 ``loadSession``, ``list_sessions`` advertises ``sessionCapabilities.list``, and so on.
+
+``app.on(name)`` is the one registration path: ``name`` is a hook name (a key of
+:data:`HOOKS`) or any agent-side wire method of the protocol's method table
+(``app.on("providers/list")``); the typed decorators (``@app.prompt``, ...) are sugar over it.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from typing import Any, TypeVar, cast
 
 import orjson
 
-from ..connection.agent_side import PROTOCOL_VERSION, AgentSideConnection
+from ..connection.agent_side import AgentSideConnection
 from ..connection.base import RawJSON, Router
 from ..errors import InternalError, InvalidParams, ResourceNotFound, UsageError
+from ..protocol import PROTOCOL_VERSION, V1, Protocol, get_protocol, negotiate
 from ..schema import _generated as s
 from .context import AgentSession, Context, PromptContext
 
@@ -31,35 +36,17 @@ __all__ = ["HOOKS", "Agent", "AgentApp", "AgentBase"]
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
-#: decorator / method name → (wire method, kind). One hook per agent-side method.
-HOOKS: dict[str, tuple[str, str]] = {
-    "initialize": ("initialize", "request"),
-    "authenticate": ("authenticate", "request"),
-    "logout": ("logout", "request"),
-    "new_session": ("session/new", "request"),
-    "load_session": ("session/load", "request"),
-    "list_sessions": ("session/list", "request"),
-    "resume_session": ("session/resume", "request"),
-    "close_session": ("session/close", "request"),
-    "delete_session": ("session/delete", "request"),
-    "fork_session": ("session/fork", "request"),
-    "archive_session": ("session/archive", "request"),
-    "unarchive_session": ("session/unarchive", "request"),
-    "session_status": ("session/status", "request"),
-    "set_title": ("session/set_title", "request"),
-    "set_mode": ("session/set_mode", "request"),
-    "set_config_option": ("session/set_config_option", "request"),
-    "set_model": ("session/set_model", "request"),
-    "prompt": ("session/prompt", "request"),
-    "cancel": ("session/cancel", "notification"),
-}
+#: the hooks of the high-level API, in registration order (acplink's names of agent methods)
+_HOOK_NAMES = (
+    "initialize", "authenticate", "logout", "new_session", "load_session", "list_sessions",
+    "resume_session", "close_session", "delete_session", "fork_session", "archive_session",
+    "unarchive_session", "session_status", "set_title", "set_mode", "set_config_option", "set_model",
+    "prompt", "cancel",
+)
 
-#: hooks whose registration advertises a session capability
-_SESSION_CAPS = {
-    "list_sessions": "list", "resume_session": "resume", "close_session": "close",
-    "delete_session": "delete", "fork_session": "fork", "archive_session": "archive",
-    "session_status": "status", "set_title": "title",
-}
+#: decorator / method name → (wire method, kind) in ACP v1. One hook per agent-side method
+#: (the protocol object of each version has its own mapping: ``Protocol.names``).
+HOOKS: dict[str, tuple[str, str]] = {hook: V1.names[hook] for hook in _HOOK_NAMES}
 
 
 class AgentBase:
@@ -84,8 +71,12 @@ class AgentBase:
         legacy_models: bool = False,
         cancel_grace: float = 2.0,
         max_sessions: int = 1000,
+        protocols: Sequence[int] = (PROTOCOL_VERSION,),
     ) -> None:
         self.name = name
+        #: the protocol versions this agent serves (``initialize`` answers the requested one
+        #: when it is here, the latest otherwise)
+        self.protocols = tuple(protocols)
         self.version = version
         self.title = title
         #: None: the default (embedded context accepted), answered without building a model
@@ -106,6 +97,8 @@ class AgentBase:
         self.max_sessions = max_sessions
         self.handlers: dict[str, Callable[..., Awaitable[Any]]] = {}
         self.extensions: dict[tuple[str, str], Callable[..., Awaitable[Any]]] = {}
+        #: handlers of wire methods without a hook (``app.on("providers/list")``): (method, kind)
+        self.methods: dict[tuple[str, str], Callable[..., Awaitable[Any]]] = {}
         self.sessions: dict[str, AgentSession] = {}
         for hook in HOOKS:  # subclass style: overridden methods are handlers
             method = getattr(type(self), hook, None)
@@ -127,20 +120,50 @@ class AgentBase:
 
     # -- registration ----------------------------------------------------------------------------
 
-    def on(self, hook: str) -> Callable[[F], F]:
-        """Register the handler of ``hook`` (a key of :data:`HOOKS`)."""
-        if hook not in HOOKS:
-            raise UsageError(f"unknown agent hook {hook!r}; known: {', '.join(sorted(HOOKS))}")
+    def on(self, name: str) -> Callable[[F], F]:
+        """Register a handler: ``name`` is a hook (a key of :data:`HOOKS`, e.g. ``"prompt"``) or
+        any agent-side wire method of the method table (e.g. ``"providers/list"``,
+        ``"nes/suggest"``, ``"document/didOpen"``). The handler takes a :class:`Context` whose
+        ``params`` is the typed params, and returns the typed result, a dict or None."""
+        hook = self._hook_of(name)
+        key: Any = hook
+        if hook is None:
+            info = self._agent_method(name)
+            key = (info.method, info.kind)
+        label = f"{name!r}" if hook is None or hook == name else f"{name!r} ({hook!r})"
 
         def register(fn: F) -> F:
-            if hook in self.handlers:
-                raise UsageError(f"a handler for {hook!r} ({HOOKS[hook][0]}) is already registered")
+            if key in self.handlers or key in self.methods:
+                raise UsageError(f"a handler for {label} is already registered")
             if not _is_async(fn):
-                raise UsageError(f"the {hook!r} handler must be an async function")
-            self.handlers[hook] = fn
+                raise UsageError(f"the {label} handler must be an async function")
+            if hook is not None:
+                self.handlers[hook] = fn
+            else:
+                self.methods[key] = fn
             return fn
 
         return register
+
+    def _hook_of(self, name: str) -> str | None:
+        """The hook ``name`` stands for: itself, or the hook of a wire method of a served version."""
+        if name in HOOKS:
+            return name
+        for version in self.protocols:
+            proto = get_protocol(version)
+            for kind in ("request", "notification"):
+                hook = proto.name_of(name, kind)
+                if hook in HOOKS:
+                    return hook
+        return None
+
+    def _agent_method(self, method: str) -> Any:
+        for version in self.protocols:
+            info = next((m for m in get_protocol(version).handled_by("agent") if m.method == method), None)
+            if info is not None:
+                return info
+        raise UsageError(f"unknown agent hook {method!r} (nor an agent-side method of the method table); "
+                         f"hooks: {', '.join(sorted(HOOKS))}")
 
     def ext_request(self, method: str) -> Callable[[F], F]:
         """Register a handler for a ``_``-prefixed extension request (raw params in, JSON out)."""
@@ -164,22 +187,29 @@ class AgentBase:
 
     # -- capabilities ---------------------------------------------------------------------------
 
-    def _capabilities_wire(self) -> dict[str, Any]:
-        """What this agent advertises, derived from the registered hooks (wire form)."""
+    def _capabilities_wire(self, protocol: Protocol = V1) -> dict[str, Any]:
+        """What this agent advertises, derived from the registered hooks and methods (wire form)."""
         caps = self.prompt_capabilities
-        return {
-            "loadSession": "load_session" in self.handlers,
+        out: dict[str, Any] = {
+            "loadSession": False,
             "promptCapabilities": caps.to_wire() if caps is not None else {"embeddedContext": True},
-            "sessionCapabilities": {cap: {} for hook, cap in _SESSION_CAPS.items() if hook in self.handlers},
+            "sessionCapabilities": {},
         }
+        registered = [protocol.names[h] for h in self.handlers if protocol.has(h)] + list(self.methods)
+        for method, kind in registered:
+            info = protocol.info(method, kind)
+            if info is not None and info.capability and info.capability.startswith("agent:"):
+                protocol.advertise(out, info.capability)
+        return out
 
-    def _initialize_wire(self, meta: dict[str, Any] | None) -> dict[str, Any]:
+    def _initialize_wire(self, meta: dict[str, Any] | None, version: int | None = None) -> dict[str, Any]:
         agent_info: dict[str, Any] = {"name": self.name, "version": self.version}
         if self.title is not None:
             agent_info["title"] = self.title
+        version = version if version is not None else max(self.protocols)
         body = {
-            "protocolVersion": PROTOCOL_VERSION,
-            "agentCapabilities": self._capabilities_wire(),
+            "protocolVersion": version,
+            "agentCapabilities": self._capabilities_wire(get_protocol(version)),
             "agentInfo": agent_info,
             "authMethods": [m.to_wire() if hasattr(m, "to_wire") else m for m in self.auth_methods],
         }
@@ -195,12 +225,12 @@ class AgentBase:
         """The built-in ``initialize`` answer as a model (to adjust in an ``initialize`` hook)."""
         return s.InitializeResponse.model_validate(self._initialize_wire(meta))
 
-    def initialize_json(self, *, meta: dict[str, Any] | None = None) -> RawJSON:
+    def initialize_json(self, *, meta: dict[str, Any] | None = None, version: int | None = None) -> RawJSON:
         """The built-in ``initialize`` answer as wire JSON, built without models, so that
         answering the first message of a freshly spawned agent costs no model building. An
-        ``initialize`` hook may return it (e.g. with its own ``_meta``). The protocol version is
-        always acplink's (1): the spec has the agent answer with the version it supports."""
-        return RawJSON(orjson.dumps(self._initialize_wire(meta)))
+        ``initialize`` hook may return it (e.g. with its own ``_meta``). ``version``: the
+        protocol version agreed on (default: the latest of ``protocols``)."""
+        return RawJSON(orjson.dumps(self._initialize_wire(meta, version)))
 
     # -- sessions --------------------------------------------------------------------------------
 
@@ -242,8 +272,9 @@ class AgentBase:
 
     # -- wiring ----------------------------------------------------------------------------------
 
-    def router(self, conn_ref: list[AgentSideConnection]) -> Router:
-        """Build the router of one connection (``conn_ref`` is filled once it exists)."""
+    def router(self, conn_ref: list[AgentSideConnection], protocol: Protocol = V1) -> Router:
+        """Build the router of one connection for ``protocol`` (``conn_ref`` is filled once the
+        connection exists)."""
         r = Router()
 
         def conn() -> AgentSideConnection:
@@ -258,7 +289,7 @@ class AgentBase:
                 res = await h(Context(self, conn(), p))
                 if res is not None:
                     return res
-            return self.initialize_json()
+            return self.initialize_json(version=negotiate(p.protocol_version, self.protocols))
 
         async def new_session(p: s.NewSessionRequest) -> Any:
             sess = self.create_session(p.cwd, mcp_servers=p.mcp_servers,
@@ -344,13 +375,24 @@ class AgentBase:
         if (self.models and self.legacy_models) or "set_model" in self.handlers:
             builtin["set_model"] = set_model
 
-        for hook, (method, kind) in HOOKS.items():
+        for hook in HOOKS:
+            if not protocol.has(hook):
+                continue
+            method, kind = protocol.names[hook]
             fn = builtin.get(hook)
             if fn is None:
                 h = self.handlers.get(hook)
                 if h is None:
                     continue
                 fn = self._plain(h, conn, hook)
+            if kind == "request":
+                r.add_request(method, fn)
+            else:
+                r.add_notification(method, fn)
+        for (method, kind), h in self.methods.items():
+            if protocol.info(method, kind) is None:
+                continue  # (a method of another version this app serves)
+            fn = self._plain(h, conn, method)
             if kind == "request":
                 r.add_request(method, fn)
             else:
@@ -381,7 +423,7 @@ class AgentBase:
         """A connection serving this app over ``transport`` (not started)."""
         ref: list[AgentSideConnection] = []
         kw.setdefault("cancel_grace", self.cancel_grace)
-        conn = AgentSideConnection(transport, self.router(ref), **kw)
+        conn = AgentSideConnection(transport, lambda protocol: self.router(ref, protocol), **kw)
         ref.append(conn)
         return conn
 

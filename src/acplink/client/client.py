@@ -12,10 +12,9 @@ import asyncio
 import logging
 import os
 from collections.abc import Awaitable, Callable, Generator, Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .._version import __version__
-from ..connection.agent_side import PROTOCOL_VERSION
 from ..connection.base import Router, advertises
 from ..connection.client_side import ClientSideConnection
 from ..connection.peer import PeerLimits
@@ -27,6 +26,7 @@ from ..errors import (
     TransportError,
     UsageError,
 )
+from ..protocol import PROTOCOL_VERSION, Protocol
 from ..schema import _generated as s
 from ..transports.base import Transport
 from ..transports.memory import memory_pair
@@ -46,6 +46,7 @@ __all__ = ["Client", "QuestionObserver", "connect"]
 
 log = logging.getLogger("acplink.client")
 
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 UpdateObserver = Callable[[Session, Any], None]
 Elicitor = Callable[[Any], Awaitable[Any]]
 #: called with (session id, method, request params) when a question the agent asked
@@ -66,15 +67,15 @@ def _session_of(params: Any, fields: dict[str, Any]) -> str | None:
 
 class _Connection(ClientSideConnection):
     """The client's connection: tells its :class:`Client` when a turn is cancelled or a new
-    one starts, whichever way the call is made (``Session.cancel``, ``conn.session_cancel``,
-    ``conn.notify("session/cancel", ...)``)."""
+    one starts, whichever way the call is made (``Session.cancel``, ``connection.session_cancel``,
+    ``connection.notify(<the cancel method>, ...)``)."""
 
     def __init__(self, owner: Client, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
         self._owner = owner
 
     async def _notify(self, method: str, params: Any, fields: dict[str, Any]) -> None:
-        if method == "session/cancel":
+        if self.protocol.is_(self.protocol.send_name(method), "cancel"):
             sid = _session_of(params, fields)
             if sid is not None:
                 self._owner._cancel_questions(sid)
@@ -94,7 +95,7 @@ class _Connection(ClientSideConnection):
         return await super().handle_request(method, params)
 
     async def _call(self, method: str, params: Any, fields: dict[str, Any], *, timeout: float | None = None) -> Any:
-        if method == "session/prompt":
+        if self.protocol.is_(self.protocol.send_name(method), "prompt"):
             self._owner._cancelled_turns.discard(_session_of(params, fields) or "")
         return await super()._call(method, params, fields, timeout=timeout)
 
@@ -152,35 +153,73 @@ class Client:
         self._cancelled_turns: set[str] = set()
         #: answering callbacks cancelled with their question, not finished yet
         self._dropped: set[asyncio.Task[Any]] = set()
-        self.conn = _Connection(self, transport, self._router(), limits=limits,
-                                check_capabilities=check_capabilities, debug=debug)
-        self.conn.on_session_opened = self._session_opened
+        #: handlers registered with :meth:`on`: (wire method, kind) -> handler
+        self.handlers: dict[tuple[str, str], Callable[[Any], Awaitable[Any]]] = {}
+        #: the connection to the agent (``conn`` is the same, its older name)
+        self.connection = _Connection(self, transport, self._router, limits=limits,
+                                      check_capabilities=check_capabilities, debug=debug)
+        self.connection.on_session_opened = self._session_opened
+
+    @property
+    def conn(self) -> _Connection:
+        """The connection to the agent: an alias of :attr:`connection` (the older name)."""
+        return self.connection
+
+    # -- registration ----------------------------------------------------------------------------
+
+    def on(self, method: str) -> Callable[[F], F]:
+        """Register the handler of a client-side wire method of the method table
+        (``"elicitation/create"``, ``"mcp/message"``, ``"auth/status_update"``, ...; also one that
+        has a built-in handler, which it replaces). The handler takes the typed params and
+        returns the typed result, a dict or None; the capability that gates the method is
+        advertised at ``initialize``. Register before :meth:`start`."""
+        proto = self.connection.protocol
+        info = next((m for m in proto.handled_by("client") if m.method == method), None)
+        if info is None:
+            raise UsageError(f"{method!r} is not a method a client handles in ACP v{proto.version}")
+        key = (info.method, info.kind)
+
+        def register(fn: F) -> F:
+            if key in self.handlers:
+                raise UsageError(f"a handler for {method!r} is already registered")
+            is_async: bool = asyncio.iscoroutinefunction(fn)
+            if not is_async:
+                raise UsageError(f"the {method!r} handler must be an async function")
+            self.handlers[key] = fn
+            router = self.connection.router
+            if info.kind == "request":
+                router.add_request(info.method, fn, replace=True)
+            else:
+                router.add_notification(info.method, fn, replace=True)
+            return fn
+
+        return register
 
     # -- lifecycle -------------------------------------------------------------------------------
 
     @property
     def closed(self) -> bool:
-        return self.conn.closed
+        return self.connection.closed
 
     @property
     def protocol_version(self) -> int | None:
         """The ACP version agreed at initialize (None before)."""
-        return 2 if self.v2 is not None else self.conn.protocol_version
+        return 2 if self.v2 is not None else self.connection.protocol_version
 
     @property
     def agent_info(self) -> s.Implementation | None:
         if self.v2 is not None:
             return s.Implementation.model_validate(self.v2.init.info.to_wire())
-        return self.conn.agent_info
+        return self.connection.agent_info
 
     @property
     def agent_capabilities(self) -> s.AgentCapabilities | None:
-        caps = self.conn.peer_capabilities
+        caps = self.connection.peer_capabilities
         return caps if isinstance(caps, s.AgentCapabilities) else None
 
     @property
     def auth_methods(self) -> list[Any]:
-        return list(self.v2.init.auth_methods or []) if self.v2 is not None else self.conn.auth_methods
+        return list(self.v2.init.auth_methods or []) if self.v2 is not None else self.connection.auth_methods
 
     def client_capabilities(self) -> s.ClientCapabilities:
         caps: dict[str, Any] = {
@@ -189,10 +228,15 @@ class Client:
         }
         if self.elicitation is not None:
             caps["elicitation"] = {"form": {}}
+        proto = self.connection.protocol
+        for method, kind in self.handlers:
+            info = proto.info(method, kind)
+            if info is not None and info.capability and info.capability.startswith("client:"):
+                proto.advertise(caps, info.capability)
         return s.ClientCapabilities.model_validate(caps)
 
     async def start(self, *, initialize: bool = True, protocol_version: int = PROTOCOL_VERSION) -> Client:
-        await self.conn.start()
+        await self.connection.start()
         if initialize:
             await self.initialize(protocol_version=protocol_version)
         return self
@@ -204,20 +248,20 @@ class Client:
             from .v2.handshake import initialize
 
             return await initialize(self, self.protocol)
-        return await self.conn.initialize(protocol_version=protocol_version,
+        return await self.connection.initialize(protocol_version=protocol_version,
                                           client_capabilities=self.client_capabilities(),
                                           client_info=self.client_info)
 
     async def aclose(self) -> None:
         """Close the connection (the agent process is shut down) and release everything."""
-        if isinstance(self.conn.peer.close_reason, PeerOutputNotJson) and isinstance(
+        if isinstance(self.connection.peer.close_reason, PeerOutputNotJson) and isinstance(
                 self.transport, SubprocessTransport):
             self.transport.close_timeout = 0.1  # (not an agent: no grace for closing its input)
         for sess in self.sessions.values():
             turn = sess._turn
             if turn is not None:
                 await turn.aclose()
-        await self.conn.aclose()
+        await self.connection.aclose()
         for task in list(self._dropped):
             task.cancel()
         if self._dropped:
@@ -254,7 +298,7 @@ class Client:
     def _session_opened(self, method: str, request: Any, result: Any) -> None:
         """The connection processed the result of a session-opening call (whoever made it):
         the session exists from now on, before any later message (its updates) is handled."""
-        if method in ("session/load", "session/resume"):
+        if method in self.connection.protocol.wires("load_session", "resume_session"):
             sess = self.sessions.get(request.session_id)
             if sess is not None:  # registered when the call was made (see _reopen)
                 sess.state.apply_session_setup(result)
@@ -268,7 +312,7 @@ class Client:
         """``authenticate`` (v1) or ``auth/login`` (v2)."""
         if self.v2 is not None:
             return await self.v2.login(method_id)
-        return await self.conn.authenticate(method_id=method_id)
+        return await self.connection.authenticate(method_id=method_id)
 
     def _opened(self, session_id: str) -> Session:
         sess = self.sessions.get(session_id)  # registered by _session_opened
@@ -285,14 +329,14 @@ class Client:
         fields: dict[str, Any] = {"cwd": path, "mcp_servers": list(mcp_servers)}
         if extra:
             fields["additional_directories"] = extra
-        resp = await self.conn.session_new(**fields)
+        resp = await self.connection.session_new(**fields)
         return self._opened(resp.session_id)
 
     async def load_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None, *,
                            mcp_servers: Sequence[Any] = ()) -> Session:
         """``session/load``: the agent replays the conversation into the new session's state."""
         path = session_cwd(cwd)
-        return await self._reopen(session_id, path, lambda: self.conn.session_load(
+        return await self._reopen(session_id, path, lambda: self.connection.session_load(
             session_id=session_id, cwd=path, mcp_servers=list(mcp_servers)))
 
     async def resume_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None, *,
@@ -302,7 +346,7 @@ class Client:
         path = session_cwd(cwd)
         if self.v2 is not None:
             return await self.v2.resume_session(session_id, path, replay=replay)
-        return await self._reopen(session_id, path, lambda: self.conn.session_resume(session_id=session_id, cwd=path))
+        return await self._reopen(session_id, path, lambda: self.connection.session_resume(session_id=session_id, cwd=path))
 
     async def _reopen(self, session_id: str, cwd: str, call: Callable[[], Awaitable[Any]]) -> Session:
         """``session/load`` / ``session/resume`` of a known id: the session is registered before
@@ -319,7 +363,7 @@ class Client:
 
     async def fork_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None) -> Session:
         path = session_cwd(cwd)
-        resp = await self.conn.session_fork(session_id=session_id, cwd=path)
+        resp = await self.connection.session_fork(session_id=session_id, cwd=path)
         return self._opened(resp.session_id)
 
     async def list_sessions(self, cwd: str | os.PathLike[str] | None = None) -> list[s.SessionInfo]:
@@ -334,7 +378,7 @@ class Client:
                 fields["cwd"] = session_cwd(cwd)
             if cursor:
                 fields["cursor"] = cursor
-            resp = await self.conn.session_list(**fields)
+            resp = await self.connection.session_list(**fields)
             out.extend(resp.sessions)
             cursor = resp.next_cursor
             if not cursor:
@@ -410,13 +454,16 @@ class Client:
                 sess.roots, max_read_bytes=self._max_read_bytes, budget=self._fs_budget)
         return handler
 
-    def _router(self) -> Router:
+    def _router(self, protocol: Protocol) -> Router:
+        """The handlers of the agent's calls in ``protocol``: the built-in ones, then those
+        registered with :meth:`on`."""
         r = Router()
 
         async def on_update(p: s.SessionNotification) -> None:
             sess = self.sessions.get(p.session_id)
             if sess is None:
-                self.conn.peer.warn_bad_input(f"session/update for unknown session {p.session_id!r} ignored")
+                self.connection.peer.warn_bad_input(
+                    f"{protocol.wire('session_update')} for unknown session {p.session_id!r} ignored")
                 return
             sess._deliver(p.update)
             for obs in self.observers:
@@ -424,7 +471,7 @@ class Client:
 
         async def on_permission(p: s.RequestPermissionRequest) -> s.RequestPermissionResponse:
             answer: s.RequestPermissionResponse = await self._question(
-                p.session_id, "session/request_permission", p, lambda: self.permission.decide(p),
+                p.session_id, protocol.wire("request_permission"), p, lambda: self.permission.decide(p),
                 cancelled_answer())
             return answer
 
@@ -434,26 +481,31 @@ class Client:
         async def write(p: s.WriteTextFileRequest) -> s.WriteTextFileResponse:
             return await self._session_fs(p.session_id).write_text_file(p)
 
-        r.add_notification("session/update", on_update)
-        r.add_request("session/request_permission", on_permission)
+        builtin: dict[str, Callable[[Any], Awaitable[Any]]] = {
+            "session_update": on_update, "request_permission": on_permission}
         if self.fs_enabled:
-            r.add_request("fs/read_text_file", read)
+            builtin["read_text_file"] = read
         if self.fs_write:
-            r.add_request("fs/write_text_file", write)
+            builtin["write_text_file"] = write
         term = self.terminals
         if term is not None:
-            r.add_request("terminal/create", term.create)
-            r.add_request("terminal/output", term.output)
-            r.add_request("terminal/wait_for_exit", term.wait_for_exit)
-            r.add_request("terminal/kill", term.kill)
-            r.add_request("terminal/release", term.release)
+            builtin.update(create_terminal=term.create, terminal_output=term.output,
+                           wait_for_terminal_exit=term.wait_for_exit, kill_terminal=term.kill,
+                           release_terminal=term.release)
         elicitor = self.elicitation
         if elicitor is not None:
             async def on_elicitation(p: Any) -> Any:
-                return await self._question(getattr(p, "session_id", None), "elicitation/create", p,
+                return await self._question(getattr(p, "session_id", None), protocol.wire("create_elicitation"), p,
                                             lambda: elicitor(p), dict(_ELICITATION_CANCELLED))
 
-            r.add_request("elicitation/create", on_elicitation)
+            builtin["create_elicitation"] = on_elicitation
+        handlers = {protocol.names[name]: fn for name, fn in builtin.items() if protocol.has(name)}
+        handlers.update((key, fn) for key, fn in self.handlers.items() if protocol.info(*key) is not None)
+        for (method, kind), fn in handlers.items():
+            if kind == "request":
+                r.add_request(method, fn)
+            else:
+                r.add_notification(method, fn)
         return r
 
 

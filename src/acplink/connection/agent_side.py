@@ -8,24 +8,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidRequest
+from ..protocol import PROTOCOL_VERSION
 from ..schema import _generated as s
 from ..schema.v1._stubs import ClientMethods
-from .base import Connection, RawJSON, Router
-from .rules import PromptTurns, advertises, before_initialize
+from .base import Connection, RawJSON, Router, RouterFactory
+from .rules import PromptTurns, advertises
 
 __all__ = ["PROTOCOL_VERSION", "AgentSideConnection", "Turn"]
 
 log = logging.getLogger("acplink.agent")
-
-#: The ACP protocol version acplink speaks.
-PROTOCOL_VERSION = 1
-
-#: client methods a prompt turn typically calls, with the capability that allows each
-_CLIENT_CALLS = (
-    ("fs/read_text_file", "fs.readTextFile"),
-    ("session/request_permission", None),
-    ("fs/write_text_file", "fs.writeTextFile"),
-)
 
 
 @dataclass
@@ -52,33 +43,43 @@ class AgentSideConnection(Connection, ClientMethods):
 
     side = "agent"
 
-    def __init__(self, transport: Any, router: Router, *, cancel_grace: float = 2.0, **kw: Any) -> None:
-        router = router.copy()  # the wrappers below are this connection's own
+    def __init__(self, transport: Any, router: Router | RouterFactory, *, cancel_grace: float = 2.0,
+                 **kw: Any) -> None:
         super().__init__(transport, router, **kw)
         self.cancel_grace = cancel_grace
         self.initialized = False
         self.client_info: s.Implementation | None = None
         self.protocol_version: int | None = None
         self.turns: PromptTurns[Turn] = PromptTurns()
-        user_prompt = router.requests.get("session/prompt")
+        self.router = self._install(self.router)
+
+    def _install(self, router: Router) -> Router:
+        """This connection's wrappers (turns, cancel, initialize) around the router's handlers."""
+        router = router.copy()  # the wrappers below are this connection's own
+        p = self.protocol
+        prompt, init, cancel = p.wire("prompt"), p.wire("initialize"), p.wire("cancel")
+        user_prompt = router.requests.get(prompt)
         if user_prompt is not None:
-            router.add_request("session/prompt", self._wrap_prompt(user_prompt), replace=True)
-        user_init = router.requests.get("initialize")
+            router.add_request(prompt, self._wrap_prompt(user_prompt), replace=True)
+        user_init = router.requests.get(init)
         if user_init is not None:
-            router.add_request("initialize", self._wrap_initialize(user_init), replace=True)
-        user_cancel = router.notifications.get("session/cancel")
+            router.add_request(init, self._wrap_initialize(user_init), replace=True)
+        user_cancel = router.notifications.get(cancel)
 
         async def on_cancel(params: s.CancelNotification) -> None:
             self.cancel_turn(params.session_id)
             if user_cancel is not None:
                 await user_cancel(params)
 
-        router.add_notification("session/cancel", on_cancel, replace=True)
-        if "session/stop" in router.requests or user_prompt is not None:
-            router.requests.setdefault("session/stop", self._stop)
+        router.add_notification(cancel, on_cancel, replace=True)
+        if p.has("stop"):
+            stop = p.wire("stop")
+            if stop in router.requests or user_prompt is not None:
+                router.requests.setdefault(stop, self._stop)
+        return router
 
     async def gate(self, method: str) -> None:
-        if not self.initialized and not before_initialize(method):
+        if not self.initialized and not self.protocol.may_precede_initialize(method):
             raise InvalidRequest(f"{method} before initialize: the client must call initialize first")
 
     def _wrap_initialize(self, handler: Any) -> Any:
@@ -90,11 +91,12 @@ class AgentSideConnection(Connection, ClientMethods):
             # while the first answer of a fresh agent waits)
             if isinstance(result, (RawJSON, dict)):
                 wire = result.value() if isinstance(result, RawJSON) else result
-                self.own_capabilities = wire.get("agentCapabilities")
+                self.own_capabilities = wire.get(self.protocol.capabilities_field[0])
                 self.protocol_version = wire.get("protocolVersion")
             elif result is not None:
                 self.own_capabilities = getattr(result, "agent_capabilities", None)
                 self.protocol_version = getattr(result, "protocol_version", None)
+            self.select_protocol(self.protocol_version)
             self.initialized = True
             self.warm_up(self._hot_methods())
             return result
@@ -104,12 +106,13 @@ class AgentSideConnection(Connection, ClientMethods):
     def _hot_methods(self) -> list[tuple[str, str]]:
         """What a session is about to need: its own handlers first, then the client methods a
         prompt turn calls (those the client advertised)."""
-        hot: list[tuple[str, str]] = [(m, "request") for m in ("session/prompt", "session/new")
+        p = self.protocol
+        hot: list[tuple[str, str]] = [(m, "request") for m in (p.wire("prompt"), p.wire("new_session"))
                                       if m in self.router.requests]
-        hot.append(("session/cancel", "notification"))
-        for method, capability in _CLIENT_CALLS:
+        hot.append((p.wire("cancel"), "notification"))
+        for name, capability in p.client_calls:
             if capability is None or advertises(self.peer_capabilities, capability):
-                hot.append((method, "request"))
+                hot.append((p.wire(name), p.kind(name)))
         return hot
 
     def _wrap_prompt(self, handler: Any) -> Any:

@@ -23,14 +23,15 @@ from ..errors import (
     SchemaValidationError,
     UsageError,
 )
+from ..protocol import V1, Protocol, get_protocol, known_versions
 from ..schema._base import STRICT
 from ..schema._parse import dump_json, parse, prepare
-from ..schema.registry import MethodInfo, method_info
+from ..schema._table import MethodInfo
 from ..transports.base import Transport
 from .peer import DONE, Peer, PeerLimits
 from .rules import advertises
 
-__all__ = ["Connection", "Handler", "RawJSON", "Router", "advertises"]
+__all__ = ["Connection", "Handler", "RawJSON", "Router", "RouterFactory", "advertises"]
 
 log = logging.getLogger("acplink.connection")
 
@@ -79,22 +80,36 @@ class Router:
         self.notifications[method] = handler
 
 
+#: builds the router of a connection for one protocol version (a connection rebuilds its router
+#: when ``initialize`` selects another version than the one it started with)
+RouterFactory = Callable[[Protocol], Router]
+
+
 class Connection:
-    """A typed ACP connection. ``side`` is which side *we* are: "agent" or "client"."""
+    """A typed ACP connection. ``side`` is which side *we* are: "agent" or "client".
+
+    ``protocol`` is the :class:`~acplink.protocol.Protocol` in use (v1 until ``initialize``
+    agrees on another version); ``router`` is a :class:`Router`, or a :data:`RouterFactory`
+    to serve whichever version is selected.
+    """
 
     side: str = ""
 
     def __init__(
         self,
         transport: Transport,
-        router: Router,
+        router: Router | RouterFactory,
         *,
         limits: PeerLimits | None = None,
         check_capabilities: bool = True,
         strict: bool = False,
         debug: bool = False,
+        protocol: Protocol | None = None,
     ) -> None:
-        self.router = router
+        #: the protocol version in use
+        self.protocol: Protocol = protocol or V1
+        self._router_factory: RouterFactory | None = None if isinstance(router, Router) else router
+        self.router = router if isinstance(router, Router) else router(self.protocol)
         self.check_capabilities = check_capabilities
         self.strict = strict
         self.peer = Peer(transport, self, limits=limits, skip_noise=self.side == "client", debug=debug,
@@ -109,6 +124,23 @@ class Connection:
 
     async def start(self) -> None:
         await self.peer.start()
+
+    def select_protocol(self, version: Any) -> bool:
+        """Use the protocol object of ``version`` from now on (``initialize`` agreed on it);
+        False when acplink does not know that version (the current one stays)."""
+        if version == self.protocol.version:
+            return True
+        if version not in known_versions():
+            return False
+        self.protocol = get_protocol(version)
+        self._capability_cache.clear()
+        if self._router_factory is not None:
+            self.router = self._install(self._router_factory(self.protocol))
+        return True
+
+    def _install(self, router: Router) -> Router:
+        """Hook: the connection's own wrappers around a freshly built router."""
+        return router
 
     async def aclose(self) -> None:
         if self._warm_task is not None and not self._warm_task.done():
@@ -129,7 +161,7 @@ class Connection:
         """
         if self._warm_task is not None:
             return
-        infos = [info for info in (method_info(m, kind) for m, kind in methods) if info is not None]
+        infos = [info for info in (self.protocol.info(m, kind) for m, kind in methods) if info is not None]
 
         async def run() -> None:
             # (even naming a type defines its classes: that too happens here, not in the caller)
@@ -202,7 +234,7 @@ class Connection:
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}", {"method": method})
         await self.gate(method)
-        info = method_info(method, "request")
+        info = self.protocol.info(method, "request")
         typed = self._params(info, method, params)
         result = await handler(typed)
         return self._result_json(info, method, result)
@@ -216,7 +248,7 @@ class Connection:
                 log.debug("%s: no handler for notification %s", self.side, method)
             return DONE
         if not typed:
-            params = self._params(method_info(method, "notification"), method, params)
+            params = self._params(self.protocol.info(method, "notification"), method, params)
         return handler(params)
 
     def enable_fast_path(self, method: str) -> None:
@@ -224,7 +256,7 @@ class Connection:
         (one pass in pydantic-core instead of JSON parse + validate), right before each is
         handled. Used for ``session/update`` by the client side; anything unusual falls back
         to the general path."""
-        info = method_info(method, "notification")
+        info = self.protocol.info(method, "notification")
         if info is None:
             return
         tp = info.params_type
@@ -286,7 +318,8 @@ class Connection:
         return self._to_json(self._params_value(info, method, params, fields))
 
     async def _call(self, method: str, params: Any, fields: dict[str, Any], *, timeout: float | None = None) -> Any:
-        info = method_info(method, "request")
+        method = self.protocol.send_name(method)
+        info = self.protocol.info(method, "request")
         self._check_capability(info, method)
         return await self._request(info, method, self._params_json(info, method, params, fields), timeout)
 
@@ -308,21 +341,22 @@ class Connection:
         return parse(info.result_type, raw if raw is not None else {}, strict=self.strict, name=info.result_name)
 
     async def _notify(self, method: str, params: Any, fields: dict[str, Any]) -> None:
-        info = method_info(method, "notification")
+        method = self.protocol.send_name(method)
+        info = self.protocol.info(method, "notification")
         self._check_capability(info, method)
         await self.peer.notify(method, self._params_json(info, method, params, fields))
 
     async def notify_json(self, method: str, params_json: bytes) -> None:
         """Send a notification whose params are ready-made wire JSON (the caller vouches for
         their validity; used by acplink's own fast paths such as ``PromptContext.send_text``)."""
-        self._check_capability(method_info(method, "notification"), method)
+        self._check_capability(self.protocol.info(method, "notification"), method)
         await self.peer.notify(method, params_json)
 
     async def request_json(self, method: str, params_json: bytes, *, timeout: float | None = None) -> Any:
         """Send a request whose params are ready-made wire JSON (the caller vouches for their
         validity; acplink's own fast paths such as ``PromptContext.read_file``); the result is
         validated into its typed model as usual."""
-        info = method_info(method, "request")
+        info = self.protocol.info(method, "request")
         self._check_capability(info, method)
         call = self.peer.request(method, params_json, timeout=timeout)
         del params_json  # (not held while the call is in flight: see Peer.request)

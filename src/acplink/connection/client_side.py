@@ -8,14 +8,10 @@ from typing import Any
 from ..errors import SchemaValidationError, UsageError
 from ..schema import _generated as s
 from ..schema._parse import parse
-from ..schema.registry import method_info
 from ..schema.v1._stubs import AgentMethods
 from .base import Connection
 
 __all__ = ["ClientSideConnection"]
-
-#: the agent methods whose result opens a session on this connection
-_SESSION_OPENERS = frozenset({"session/new", "session/load", "session/resume", "session/fork"})
 
 #: ``(method, params model, result model)`` of a session-opening call, see ``on_session_opened``
 SessionOpened = Callable[[str, Any, Any], None]
@@ -32,7 +28,7 @@ class ClientSideConnection(Connection, AgentMethods):
 
     def __init__(self, *args: Any, **kw: Any) -> None:
         super().__init__(*args, **kw)
-        self.enable_fast_path("session/update")
+        self.enable_fast_path(self.protocol.wire("session_update"))
         #: called with (method, params, result) when the result of a ``session/new``,
         #: ``session/load``, ``session/resume`` or ``session/fork`` call is processed: in
         #: arrival order, before any message that came after the response is handled (so a
@@ -45,8 +41,16 @@ class ClientSideConnection(Connection, AgentMethods):
     protocol_version: int | None = None
     initialize_response: s.InitializeResponse | None = None
 
+    def select_protocol(self, version: Any) -> bool:
+        before = self.protocol
+        selected = super().select_protocol(version)
+        if self.protocol is not before:
+            self.enable_fast_path(self.protocol.wire("session_update"))
+        return selected
+
     async def _call(self, method: str, params: Any, fields: dict[str, Any], *, timeout: float | None = None) -> Any:
-        if method == "initialize":
+        p = self.protocol
+        if p.is_(method, "initialize"):
             if params is not None and fields:
                 raise UsageError("pass either a params model or keyword fields, not both")
             request = params if params is not None else fields
@@ -62,12 +66,15 @@ class ClientSideConnection(Connection, AgentMethods):
             self.agent_info = result.agent_info
             self.auth_methods = list(result.auth_methods or [])
             self.protocol_version = result.protocol_version
+            self.select_protocol(result.protocol_version)
+            p = self.protocol
             # what a session is about to need: the handlers' types, then the prompt's
-            self.warm_up([*self._routed(), ("session/prompt", "request"), ("session/new", "request")])
+            self.warm_up([*self._routed(), (p.wire("prompt"), "request"), (p.wire("new_session"), "request")])
             return result
         hook = self.on_session_opened
-        if hook is not None and method in _SESSION_OPENERS:
-            info = method_info(method, "request")
+        method = p.send_name(method)
+        if hook is not None and method in p.wires(*p.session_openers):
+            info = p.info(method, "request")
             self._check_capability(info, method)
             request = self._params_value(info, method, params, fields)
 

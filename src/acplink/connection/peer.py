@@ -39,7 +39,7 @@ from ..errors import (
 )
 from ..rpc.engine import Engine, IncomingNotification, IncomingRequest, IncomingResponse, Violation
 from ..rpc.framing import DEFAULT_MAX_MESSAGE_SIZE
-from ..transports.base import Transport
+from ..transports.base import MessageMeta, Transport
 from ._noise import BadInput, WarningLimiter
 
 __all__ = ["Dispatcher", "Peer", "PeerLimits"]
@@ -47,11 +47,6 @@ __all__ = ["Dispatcher", "Peer", "PeerLimits"]
 log = logging.getLogger("acplink.rpc")
 
 CANCEL_REQUEST = "$/cancel_request"
-
-#: a write batch goes to the transport at once when it reaches this size. Small enough that
-#: the peer starts on a burst while the rest is still being produced (both processes busy at
-#: once), big enough that a flood costs one system call per ~100 messages.
-FLUSH_AT = 16 * 1024
 
 #: requests that may wait a long time on something outside this connection (the user, a
 #: process, the model): they take no ``max_running_requests`` slot, so that a few dozen of
@@ -144,15 +139,12 @@ class Peer:
         self._closed = False
         self._closed_event: asyncio.Event | None = None
         self._started = False
-        self._wbuf: list[bytes] = []
         self._eof = False
         self._eof_task: asyncio.Task[None] | None = None
         #: seconds the requests received before the peer's end of input may take to answer
         self.eof_grace = 1.0
         #: callers waiting for a free slot when max_pending_requests calls are outstanding
         self._slot_waiters: collections.deque[asyncio.Future[None]] = collections.deque()
-        self._wsize = 0
-        self._flush_scheduled = False
         # backpressure (see PeerLimits): inbound requests not started yet, in arrival order;
         # bytes read while some wait; reading paused for them; requests running that count
         # toward max_running_requests; bytes handed to the transport; the task that runs
@@ -225,7 +217,7 @@ class Peer:
 
     async def aclose(self) -> None:
         """Close the transport, fail pending calls, cancel and await every owned task."""
-        self._flush()  # what we already sent (e.g. final responses) still goes out
+        self.transport.flush()  # what we already sent (e.g. final responses) still goes out
         self._mark_closed(None)
         tasks = [t for t in self._inbound.values() if not t.done()]
         if self._consumer is not None and not self._consumer.done():
@@ -247,13 +239,20 @@ class Peer:
 
     # -- transport sink ------------------------------------------------------------------------
 
+    def message_received(self, message: bytes, meta: MessageMeta | None) -> None:
+        """A framed transport's whole message (``meta`` routes replies inside the transport;
+        nothing here needs it)."""
+        if self._closed:  # (e.g. it gave up on the peer)
+            return
+        self._handle_event(self.engine.receive_frame(message))  # (hot notifications deferred)
+        if self._held:
+            self._count_held(len(message))
+
     def data_received(self, data: bytes) -> None:
         if self._closed:  # (e.g. it gave up on the peer: what is left in the pipe is not read)
             return
-        if self.transport.framed:
-            self._handle_event(self.engine.receive_message(data))
-            if self._held:
-                self._count_held(len(data))
+        if self.transport.framed:  # (a framed transport that hands over chunks: one message each)
+            self.message_received(data, None)
             return
         queued = False
         queue = self._queue
@@ -289,7 +288,7 @@ class Peer:
         """The peer sent its last byte. Requests it already sent may still be answered (within
         ``eof_grace`` seconds, e.g. ``agent < requests.jsonl``); nothing it could answer can
         arrive any more, so our own pending calls fail now."""
-        self._flush()  # answers already made still go out
+        self.transport.flush()  # answers already made still go out
         inbound = [t for t in self._inbound.values() if not t.done()]
         if exc is not None or not (inbound or self._held) or self.eof_grace <= 0:
             self._mark_closed(exc)
@@ -308,7 +307,7 @@ class Peer:
                     await asyncio.sleep(min(left, 0.05))
                 else:
                     break
-            self._flush()
+            self.transport.flush()
             self._mark_closed(None)
 
         self._eof_task = asyncio.get_running_loop().create_task(finish())
@@ -341,8 +340,8 @@ class Peer:
                 # after the notifications that came before it: a request is answered in the
                 # state they made (the tool call a permission question names is known by then)
                 if ev.id in self._queued_requests:
-                    self._write_quiet(self.engine.error(ev.id, RequestError(
-                        f"Invalid request: duplicate request id {ev.id!r}", code=-32600)))
+                    self._reply_error(ev.id, RequestError(
+                        f"Invalid request: duplicate request id {ev.id!r}", code=-32600))
                     return
                 self._queued_requests[ev.id] = ev
                 self._queue.append(ev)
@@ -357,11 +356,11 @@ class Peer:
         held = self._held
         if len(self._inbound) + len(held) >= self.limits.max_concurrent_requests:
             err = InternalError(f"too many concurrent requests (limit {self.limits.max_concurrent_requests})")
-            self._write_quiet(self.engine.error(ev.id, err))
+            self._reply_error(ev.id, err)
             return
         if ev.id in self._inbound or ev.id in held:
-            self._write_quiet(self.engine.error(ev.id, RequestError(
-                f"Invalid request: duplicate request id {ev.id!r}", code=-32600)))
+            self._reply_error(ev.id, RequestError(
+                f"Invalid request: duplicate request id {ev.id!r}", code=-32600))
             return
         if held or self._must_hold(ev.method):
             held[ev.id] = ev  # (behind the ones already waiting: arrival order is kept)
@@ -447,6 +446,7 @@ class Peer:
         self._mark_closed(ConnectionClosed(self._stall_message))
         self.transport.pause_reading()  # (nothing it sends could be answered)
         self.transport.abort_writing()  # (drops the buffer; writers waiting fail)
+
     def warn_bad_input(self, message: str) -> None:
         """Log a warning about the peer's input, rate-limited with the connection's others."""
         self._warnings.warn(message)
@@ -567,7 +567,7 @@ class Peer:
             return
         if self._held.pop(rid, None) is not None or self._queued_requests.pop(rid, None) is not None:
             # never started: answered at once
-            self._write_quiet(self.engine.error(rid, RequestCancelled("Request cancelled")))
+            self._reply_error(rid, RequestCancelled("Request cancelled"))
             if not self._held:
                 self._release()
             return
@@ -584,7 +584,7 @@ class Peer:
             del self._inbound[rid]
             self._request_ended(rid)
             if task.cancelled():
-                self._write_quiet(self.engine.error(rid, RequestCancelled("Request cancelled")))
+                self._reply_error(rid, RequestCancelled("Request cancelled"))
 
     async def _run_request(self, ev: IncomingRequest) -> None:
         try:
@@ -616,7 +616,7 @@ class Peer:
                        else "Internal error" + self._details_hint())
                 data = self.engine.error(ev.id, InternalError(msg))
             if not self._closed:
-                self._write_quiet(data)
+                self._write_quiet(data, MessageMeta(reply_to=ev.id))
         finally:
             self._inbound.pop(ev.id, None)
             self._request_ended(ev.id)
@@ -632,63 +632,51 @@ class Peer:
     def _details_hint(self) -> str:
         return f" (details in the {self.name}'s log; debug=True sends them)"
 
-    # -- outbound ------------------------------------------------------------------------------
+    # -- transport sink: the write side -------------------------------------------------------
 
-    # Writes are batched: the first message of a turn of the event loop is written at once;
-    # the ones after it queue in ``_wbuf`` and go to the transport in one write at the next
-    # turn, or at once when the batch reaches FLUSH_AT bytes. A flood of notifications then
-    # costs one system call per batch, not one per message, a lone message waits for
-    # nothing, and the order of messages is the order of the calls.
-
-    def _send(self, data: bytes) -> None:
-        if self._closed:
-            raise self._closed_error()
-        if not self._flush_scheduled:
-            # the first message of this turn goes out at once (a lone request or response
-            # does not wait a turn); the ones after it in the same turn are batched
-            self._flush_scheduled = True
-            asyncio.get_running_loop().call_soon(self._flush)
-            self._write_out(data)
-            return
-        self._wbuf.append(data)
-        self._wsize += len(data)
-        if self._wsize >= FLUSH_AT:
-            self._flush()
-            self._flush_scheduled = True  # (still scheduled: the rest of this turn batches)
-
-    def _flush(self) -> None:
-        self._flush_scheduled = False
-        buf = self._wbuf
-        if not buf or self._closed:
-            buf.clear()
-            self._wsize = 0
-            return
-        data = buf[0] if len(buf) == 1 else b"".join(buf)
-        buf.clear()
-        self._wsize = 0
-        self._write_out(data)
-
-    def _write_out(self, data: bytes) -> None:
-        transport = self.transport
-        try:
-            transport.write(data)
-        except Exception as exc:  # a transport that cannot write any more: the connection is over
-            self._mark_closed(exc)
-            return
-        self._sent_bytes += len(data)
-        if transport.writing_paused and self._watch is None:
+    def write_paused(self) -> None:
+        if self._watch is None:
             self._watch_writes()
 
-    def _write_quiet(self, data: bytes) -> None:
+    def send_failed(self, exc: BaseException) -> None:
+        self._mark_closed(exc)  # a transport that cannot write any more: the connection is over
+
+    # -- outbound ------------------------------------------------------------------------------
+
+    # Each message goes to the transport whole, in the order of the calls (one send per
+    # message: batching, if any, is the transport's; see transports/stream.py).
+
+    def _send(self, data: bytes, meta: MessageMeta | None = None) -> bool:
+        """Hand one message to the transport; True when it only joined a batch."""
+        if self._closed:
+            raise self._closed_error()
+        self._sent_bytes += len(data)
+        try:
+            return self.transport.send(data, meta)
+        except Exception as exc:  # a transport that cannot write any more: the connection is over
+            self._mark_closed(exc)
+            return False
+
+    def _write_quiet(self, data: bytes, meta: MessageMeta | None = None) -> None:
         if self._closed:
             return
-        self._send(data)
+        self._send(data, meta)
 
-    def _write(self, data: bytes) -> Awaitable[None]:
-        """Queue ``data``; the result is awaited for flow control: already done while the
+    def _reply_error(self, rid: int | str, err: RequestError) -> None:
+        self._write_quiet(self.engine.error(rid, err), MessageMeta(reply_to=rid))
+
+    def _write(self, data: bytes, meta: MessageMeta | None = None) -> Awaitable[None]:
+        """Send ``data``; the result is awaited for flow control: already done while the
         message only joined a batch (no coroutine is created for that common case)."""
-        self._send(data)
-        return DONE if self._wsize else self._drain()
+        if self._closed:  # (what _send does, inline: this is the path of every notification)
+            raise self._closed_error()
+        self._sent_bytes += len(data)
+        try:
+            if self.transport.send(data, meta):
+                return DONE
+        except Exception as exc:
+            self._mark_closed(exc)
+        return self._drain()
 
     async def _drain(self) -> None:
         try:
@@ -707,12 +695,13 @@ class Peer:
     def _stalled_error(self) -> ConnectionClosed:
         return ConnectionClosed(f"connection to {self.transport.description} closed: {self._stall_message}")
 
-    def notify(self, method: str, params_json: bytes | None) -> Awaitable[None]:
-        """Send a notification whose params are already JSON; await the result (flow control)."""
-        return self._write(self.engine.notification(method, params_json))
+    def notify(self, method: str, params_json: bytes | None, meta: MessageMeta | None = None) -> Awaitable[None]:
+        """Send a notification whose params are already JSON; await the result (flow control).
+        ``meta``: what the transport may route it by (e.g. its session)."""
+        return self._write(self.engine.notification(method, params_json), meta)
 
     async def request(self, method: str, params_json: bytes | None, *, timeout: float | None = None,
-                      on_result: Callable[[Any], Any] | None = None) -> Any:
+                      on_result: Callable[[Any], Any] | None = None, meta: MessageMeta | None = None) -> Any:
         """Send a request and wait for its result (raw JSON value).
 
         Cancelling the caller sends ``$/cancel_request``; a ``timeout`` does the same and
@@ -721,7 +710,8 @@ class Peer:
         ``on_result``: called with the raw result in the ordered delivery path, before any
         message that arrived after the response is handled (not when the caller resumes,
         which may be later); what it returns is the call's result, what it raises the call's
-        error. Not called for an error response, nor once the caller gave up.
+        error. Not called for an error response, nor once the caller gave up. ``meta``: what
+        the transport may route the request by (e.g. its session).
         """
         while len(self.engine.pending) >= self.limits.max_pending_requests:
             # backpressure: wait until an outstanding call finishes, rather than fail
@@ -747,7 +737,7 @@ class Peer:
             self._hooks[rid] = on_result
         try:
             if timeout is None:
-                written = self._write(data)
+                written = self._write(data, meta)
                 del data
                 if written is not DONE:
                     await self._written(written, fut)
@@ -755,7 +745,7 @@ class Peer:
             # the timeout covers the write too: a peer that stopped reading must not hold the
             # caller in drain() past its deadline
             async with asyncio.timeout(timeout):
-                written = self._write(data)
+                written = self._write(data, meta)
                 del data
                 if written is not DONE:
                     await self._written(written, fut)

@@ -206,10 +206,15 @@ class Engine:
 
     def receive_message(self, data: bytes) -> Event:
         """Feed one whole message (message-framed transports such as WebSocket)."""
+        event = self.receive_frame(data)
+        return self.decode_deferred(event) if isinstance(event, bytes) else event
+
+    def receive_frame(self, data: bytes) -> Event | bytes:
+        """:meth:`receive_message`, but a notification of a method registered with
+        :meth:`add_fast_notification` comes back undecoded (deferred), as from :meth:`receive`."""
         if len(data) > self.max_message_size:
             return self._oversized(Oversized(len(data), data[:_KEEP], data[-_KEEP:]))
-        event = self._events([data])[0]
-        return self.decode_deferred(event) if isinstance(event, bytes) else event
+        return self._events([data])[0]
 
     def receive_eof(self) -> list[Event | bytes]:
         """The peer's end of input: a last unterminated line still counts."""

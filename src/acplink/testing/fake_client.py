@@ -18,6 +18,7 @@ from ..client.permissions import PermissionPolicy, PermissionRule
 from ..client.session import Session
 from ..connection.base import Router
 from ..errors import ResourceNotFound, UsageError
+from ..protocol import Protocol
 from ..schema import _generated as s
 from ..transports.base import Transport
 
@@ -116,19 +117,21 @@ class FakeClient(Client):
 
     # -- the handlers ----------------------------------------------------------------------------
 
-    def _router(self) -> Router:
-        r = super()._router()
+    def _router(self, protocol: Protocol) -> Router:
+        r = super()._router(protocol)
+        mine: dict[str, Callable[[Any], Awaitable[Any]]] = {}
         if self.files is not None:
-            r.add_request("fs/read_text_file", self._read, replace=True)
-            r.add_request("fs/write_text_file", self._write, replace=True)
+            mine.update(read_text_file=self._read, write_text_file=self._write)
         if self.commands is not None:
-            for method, handler in (("terminal/create", self._create), ("terminal/output", self._output),
-                                    ("terminal/wait_for_exit", self._wait), ("terminal/kill", self._kill),
-                                    ("terminal/release", self._release)):
-                r.add_request(method, handler, replace=True)
+            mine.update(create_terminal=self._create, terminal_output=self._output,
+                        wait_for_terminal_exit=self._wait, kill_terminal=self._kill, release_terminal=self._release)
+        for name, handler in mine.items():
+            if protocol.has(name):
+                r.add_request(protocol.wire(name), handler, replace=True)
+        update = protocol.wire("session_update")
         for table in (r.requests, r.notifications):
             for name, served in list(table.items()):
-                table[name] = self._recorded(name, served)
+                table[name] = self._recorded(name, served, name == update)
         return r
 
     def client_capabilities(self) -> s.ClientCapabilities:
@@ -137,10 +140,11 @@ class FakeClient(Client):
             caps = caps.model_copy(update={"terminal": True})
         return caps
 
-    def _recorded(self, method: str, handler: Callable[[Any], Awaitable[Any]]) -> Callable[[Any], Awaitable[Any]]:
+    def _recorded(self, method: str, handler: Callable[[Any], Awaitable[Any]],
+                  is_update: bool) -> Callable[[Any], Awaitable[Any]]:
         async def handle(params: Any) -> Any:
             self.seen.append(Seen(method, _wire(params)))
-            if method == "session/update":
+            if is_update:
                 self.updates.append(params.update)
                 self._update_sessions.append((params.session_id, params.update))
             return await handler(params)

@@ -24,7 +24,7 @@ import orjson
 from ..errors import ConnectionClosed, UsageError
 from ..rpc.framing import LineDecoder, Oversized
 from ..tools.trace import read_trace
-from ..transports.base import Transport
+from ..transports.base import MessageMeta, Transport
 
 __all__ = ["REPLAY_MISMATCH_CODE", "TraceReplay", "parse_speed", "trace_messages"]
 
@@ -104,6 +104,15 @@ class TraceReplay:
     def data_received(self, data: bytes) -> None:
         for line in self._decoder.feed(data):
             self._line(line)
+
+    def message_received(self, message: bytes, meta: MessageMeta | None) -> None:
+        self._line(message)
+
+    def write_paused(self) -> None:
+        pass  # (each send is drained)
+
+    def send_failed(self, exc: BaseException) -> None:
+        self._inbox.put_nowait(None)  # (nothing more can be replayed)
 
     def eof_received(self, exc: BaseException | None) -> None:
         for line in self._decoder.eof():
@@ -223,5 +232,5 @@ class TraceReplay:
                               "error": {"code": REPLAY_MISMATCH_CODE, "message": f"replay: {line}"}})
 
     async def _send(self, msg: dict[str, Any]) -> None:
-        self.transport.write(orjson.dumps(msg) + b"\n")
+        self.transport.send(orjson.dumps(msg) + b"\n")  # (one whole message per send)
         await self.transport.drain()

@@ -10,9 +10,13 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..connection.rules import TURN_UPDATE_KINDS, PromptTurns, before_initialize, missing_capability
+from ..connection.rules import TURN_UPDATE_KINDS, PromptTurns, missing_capability
+from ..protocol import V1
 from ..rpc.messages import CallMatcher, message_kind
 from .validate import validate_message
+
+#: the protocol version traces are judged by (ACP v1)
+P = V1
 
 __all__ = ["TURN_UPDATE_KINDS", "Finding", "Timeline", "TraceSession", "TraceTurn", "analyze"]
 
@@ -48,7 +52,7 @@ class Finding:
 
 
 @dataclass
-class ToolCall:
+class TraceToolCall:
     id: str
     session_id: str
     title: str | None = None
@@ -121,7 +125,7 @@ class Timeline:
     client_capabilities: Any = None
     agent_capabilities: Any = None
     sessions: dict[str, TraceSession] = field(default_factory=dict)
-    tool_calls: dict[str, ToolCall] = field(default_factory=dict)
+    tool_calls: dict[str, TraceToolCall] = field(default_factory=dict)
     permissions: list[Permission] = field(default_factory=list)
     errors: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
@@ -214,16 +218,16 @@ class _Analyzer:
         params = msg.get("params")
         mono = float(rec.get("mono") or 0.0)
         self.calls.sent(d, rid, (method, params, int(rec.get("seq") or 0)))
-        if not self.initialized and not before_initialize(method) and d == "c2a":
+        if not self.initialized and not P.may_precede_initialize(method) and d == "c2a":
             self.find("before-initialize", f"{method} sent before the initialize response", rec)
-        if method == "initialize" and isinstance(params, dict):
-            self.t.client_capabilities = params.get("clientCapabilities")
+        if P.is_(method, "initialize") and isinstance(params, dict):
+            self.t.client_capabilities = params.get(P.capabilities_field[1])
             self.t.client_info = params.get("clientInfo")
-        missing = missing_capability(method, self.t.client_capabilities, self.t.agent_capabilities)
+        missing = missing_capability(method, self.t.client_capabilities, self.t.agent_capabilities, P.table)
         if missing is not None and self.initialized:
             who, path = missing
             self.find("capability", f"{method} called but the {who} did not advertise {path!r}", rec)
-        if method == "session/prompt" and isinstance(params, dict):
+        if P.is_(method, "prompt") and isinstance(params, dict):
             sid = str(params.get("sessionId"))
             turn = TraceTurn(sid, rid, mono)
             turn.prompt = _blocks_text(params.get("prompt"))
@@ -236,10 +240,10 @@ class _Analyzer:
             sess = self.t.sessions.get(sid)
             if sess is not None:
                 sess.turns.append(turn)
-        if method in ("session/load", "session/resume") and isinstance(params, dict):
+        if method in P.wires("load_session", "resume_session") and isinstance(params, dict):
             sid = str(params.get("sessionId"))
             self.loading[sid] = self.loading.get(sid, 0) + 1
-        if method == "session/request_permission" and isinstance(params, dict):
+        if P.is_(method, "request_permission") and isinstance(params, dict):
             opts = [str(o.get("optionId")) for o in params.get("options") or [] if isinstance(o, dict)]
             tool = _obj(params.get("toolCall"))
             self.t.permissions.append(Permission(params.get("sessionId"), tool.get("toolCallId"), opts, mono))
@@ -266,22 +270,22 @@ class _Analyzer:
             self.t.errors.append({"seq": rec.get("seq"), "dir": d, "method": method, "code": err.get("code"),
                                   "message": err.get("message")})
         sid = params.get("sessionId") if isinstance(params, dict) else None
-        if method == "initialize" and isinstance(result, dict):
+        if P.is_(method, "initialize") and isinstance(result, dict):
             self.initialized = True
             self.t.protocol_version = result.get("protocolVersion")
-            self.t.agent_capabilities = result.get("agentCapabilities")
+            self.t.agent_capabilities = result.get(P.capabilities_field[0])
             self.t.agent_info = result.get("agentInfo")
-        elif method in ("session/new", "session/fork") and isinstance(result, dict) and result.get("sessionId"):
+        elif method in P.wires("new_session", "fork_session") and isinstance(result, dict) and result.get("sessionId"):
             new = str(result["sessionId"])
             cwd = params.get("cwd") if isinstance(params, dict) else None
             self.t.sessions.setdefault(new, TraceSession(new, mono, method.split("/")[1], cwd))
-        elif method in ("session/load", "session/resume") and sid is not None:
+        elif method in P.wires("load_session", "resume_session") and sid is not None:
             sid = str(sid)
             self.loading[sid] = max(0, self.loading.get(sid, 0) - 1)
             if error is None:
                 cwd = params.get("cwd") if isinstance(params, dict) else None
                 self.t.sessions.setdefault(sid, TraceSession(sid, mono, method.split("/")[1], cwd))
-        elif method == "session/prompt" and sid is not None:
+        elif P.is_(method, "prompt") and sid is not None:
             turn = self.prompts.pop((str(sid), rid), None)
             if turn is not None:
                 turn.end = mono
@@ -290,7 +294,7 @@ class _Analyzer:
                 elif error is not None:
                     turn.error = str(error.get("message") if isinstance(error, dict) else error)
                 self.turns.end(str(sid), turn)
-        elif method == "session/request_permission":
+        elif P.is_(method, "request_permission"):
             for p in reversed(self.t.permissions):
                 if p.answer is None and isinstance(params, dict) and p.session_id == params.get("sessionId"):
                     outcome = result.get("outcome") if isinstance(result, dict) else None
@@ -306,7 +310,7 @@ class _Analyzer:
 
     def notification(self, rec: dict[str, Any], d: str, msg: dict[str, Any], method: str) -> None:
         params = msg.get("params")
-        if method != "session/update" or not isinstance(params, dict):
+        if not P.is_(method, "session_update") or not isinstance(params, dict):
             return
         sid = str(params.get("sessionId"))
         upd = _obj(params.get("update"))
@@ -329,7 +333,7 @@ class _Analyzer:
             tc = self.t.tool_calls.get(tid)
             if kind == "tool_call" or tc is not None:
                 if tc is None:
-                    tc = self.t.tool_calls[tid] = ToolCall(tid, sid, first=mono)
+                    tc = self.t.tool_calls[tid] = TraceToolCall(tid, sid, first=mono)
                     if turn is not None:
                         turn.tool_calls.append(tid)
                         turn.add("tool", tid)

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..protocol.v2 import Method, Update
 from ..rpc.messages import message_kind
-from .analysis import Permission, ToolCall, TraceTurn, _Analyzer, _blocks_text, _obj
+from .analysis import Permission, TraceToolCall, TraceTurn, _Analyzer, _blocks_text, _obj
 from .validate import validate_message
 
 __all__ = ["V2Analyzer", "speaks_v2"]
@@ -135,7 +135,7 @@ class V2Analyzer(_Analyzer):
             tid = str(upd.get("toolCallId"))
             tc = self.t.tool_calls.get(tid)
             if tc is None:
-                tc = self.t.tool_calls[tid] = ToolCall(tid, sid, first=mono)
+                tc = self.t.tool_calls[tid] = TraceToolCall(tid, sid, first=mono)
                 if turn is not None:
                     turn.tool_calls.append(tid)
                     turn.add("tool", tid)

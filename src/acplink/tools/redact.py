@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol import V1
+
 __all__ = ["REDACT_ALL", "REDACT_KEEP", "redact_message", "redacted"]
 
 
@@ -55,6 +57,7 @@ def redact_message(msg: Any, method: str | None = None) -> Any:
     titles, paths). ``method``: the method a response answers."""
     out = _redact(msg, False)
     result = out.get("result") if isinstance(out, dict) else None
-    if isinstance(result, dict) and (msg.get("method") or method) == "elicitation/create" and "content" in result:
+    if isinstance(result, dict) and V1.is_(msg.get("method") or method or "", "create_elicitation") \
+            and "content" in result:
         result["content"] = _redact(msg["result"]["content"], False, True)  # the user's answers, whatever their keys
     return out

@@ -1,29 +1,61 @@
-"""The transport interface: a small thing that moves bytes (or whole messages) to a peer."""
+"""The transport interface: a small thing that moves whole messages to and from one peer."""
 
 from __future__ import annotations
 
 import asyncio
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from typing import Protocol
 
 from ..errors import ConnectionClosed
 
-__all__ = ["FlowControl", "Transport", "TransportSink"]
+__all__ = ["FlowControl", "MessageMeta", "Transport", "TransportSink"]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageMeta:
+    """What a transport may need to know about one message besides its bytes (to route it).
+
+    ``reply_to``: the id of the request this response answers (a streamable-HTTP transport
+    sends the response on that request's stream). ``related_to``: the id of the inbound
+    request this message was sent on behalf of (a request or notification made while
+    handling it). ``session_id``: the ACP session the message belongs to. Each is ``None``
+    when not known; stream transports ignore them all.
+    """
+
+    reply_to: int | str | None = None
+    related_to: int | str | None = None
+    session_id: str | None = None
 
 
 class TransportSink(Protocol):
     """What a transport delivers to (the connection's driver)."""
 
-    def data_received(self, data: bytes) -> None: ...
+    def data_received(self, data: bytes) -> None:
+        """Stream transports: a chunk of NDJSON, cut anywhere."""
 
-    def eof_received(self, exc: BaseException | None) -> None: ...
+    def message_received(self, message: bytes, meta: MessageMeta | None) -> None:
+        """Framed transports: one whole message (and what the transport knows about it)."""
+
+    def eof_received(self, exc: BaseException | None) -> None:
+        """The peer's end of input (``exc``: why, if it broke)."""
+
+    def write_paused(self) -> None:
+        """The write buffer went over its high-water mark (see ``writing_paused``)."""
+
+    def send_failed(self, exc: BaseException) -> None:
+        """A message :meth:`Transport.send` accepted could not be written: the way out is gone."""
 
 
 class Transport(ABC):
-    """Moves bytes between this process and one peer.
+    """Moves whole messages between this process and one peer.
 
-    ``framed`` transports (WebSocket, HTTP bodies) deliver each message whole to
-    ``data_received``; stream transports (pipes) deliver arbitrary chunks of NDJSON.
+    Writing: :meth:`send` takes exactly one JSON-RPC message per call. A ``framed``
+    transport (WebSocket, HTTP bodies) sends each as its own frame; a stream transport
+    (pipes) writes it as an NDJSON line, batched (see
+    :class:`~acplink.transports.stream.StreamTransport`, which does this for any byte stream).
+    Reading: a framed transport hands each message whole to the sink's ``message_received``;
+    a stream transport hands it arbitrary chunks of NDJSON through ``data_received``.
     """
 
     framed: bool = False
@@ -32,9 +64,25 @@ class Transport(ABC):
     async def start(self, sink: TransportSink) -> None:
         """Begin delivering incoming data to ``sink``."""
 
-    @abstractmethod
+    def send(self, message: bytes, meta: MessageMeta | None = None) -> bool:
+        """Queue one whole message for the peer (never blocks; see :meth:`drain`).
+
+        ``message`` is one JSON-RPC message encoded as UTF-8 JSON and ending with ``\\n``
+        (NDJSON's terminator: a framed transport may drop it). Returns True when the message
+        only joined a batch that goes out within this turn of the event loop (the caller need
+        not wait on :meth:`drain` for it). Raises (an ``OSError``, ``ConnectionClosed``) when
+        the way out is gone. The default writes it with :meth:`write` at once, for transports
+        written against the older byte interface.
+        """
+        self.write(message)
+        return False
+
     def write(self, data: bytes) -> None:
-        """Queue bytes for the peer (never blocks; see :meth:`drain`)."""
+        """Byte transports: queue raw bytes for the peer (never blocks)."""
+        raise NotImplementedError(f"{type(self).__name__} implements neither send() nor write()")
+
+    def flush(self) -> None:  # noqa: B027  (optional: transports that batch)
+        """Write out at once whatever :meth:`send` holds in a batch."""
 
     @abstractmethod
     async def drain(self) -> None:

@@ -5,15 +5,17 @@ from __future__ import annotations
 import asyncio
 
 from ..errors import ConnectionClosed
-from .base import FlowControl, Transport, TransportSink
+from .base import FlowControl, TransportSink
+from .stream import StreamTransport
 
 __all__ = ["MemoryTransport", "memory_pair"]
 
 
-class MemoryTransport(Transport):
+class MemoryTransport(StreamTransport):
     """One end of an in-memory pipe. Data written here arrives at the other end."""
 
     def __init__(self, name: str = "memory") -> None:
+        super().__init__()
         self.name = name
         self.other: MemoryTransport | None = None
         self._sink: TransportSink | None = None
@@ -74,13 +76,14 @@ class MemoryTransport(Transport):
         self._high, self._low = high, low
 
     def write_buffer_size(self) -> int:
-        return self._unread
+        return self._unread + self.batched_size()
 
     @property
     def writing_paused(self) -> bool:
         return self._flow.writing_paused
 
     def abort_writing(self) -> None:
+        self.discard_batch()
         other = self.other
         if other is not None:
             other._backlog.clear()
@@ -123,6 +126,7 @@ class MemoryTransport(Transport):
     async def aclose(self) -> None:
         if self._closed:
             return
+        self.flush()
         self._closed = True
         other = self.other
         if other is not None:

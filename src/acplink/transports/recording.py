@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Protocol
 
-from .base import Transport, TransportSink
+from .base import MessageMeta, Transport, TransportSink
 
 __all__ = ["RecordingTransport", "TraceTap"]
 
@@ -61,13 +61,37 @@ class RecordingTransport(Transport):
         if self._sink is not None:
             self._sink.data_received(data)
 
+    def message_received(self, message: bytes, meta: MessageMeta | None) -> None:
+        self.writer.message(self._in_dir, message)
+        if self._sink is not None:
+            self._sink.message_received(message, meta)
+
     def eof_received(self, exc: BaseException | None) -> None:
         self.writer.eof(self._in_dir)
         if self._sink is not None:
             self._sink.eof_received(exc)
 
+    def write_paused(self) -> None:
+        if self._sink is not None:
+            self._sink.write_paused()
+
+    def send_failed(self, exc: BaseException) -> None:
+        if self._sink is not None:
+            self._sink.send_failed(exc)
+
+    def send(self, message: bytes, meta: MessageMeta | None = None) -> bool:
+        batched = self.inner.send(message, meta)
+        self._record_out(message)
+        return batched
+
+    def flush(self) -> None:
+        self.inner.flush()
+
     def write(self, data: bytes) -> None:
         self.inner.write(data)
+        self._record_out(data)
+
+    def _record_out(self, data: bytes) -> None:
         if self.framed:
             self.writer.message(self._out_dir, data.rstrip(b"\n"))
         else:

@@ -10,7 +10,8 @@ from typing import Any
 
 from ..errors import ConnectionClosed
 from ._pipes import PIPE_SIZE, ReadProtocol, WriteProtocol, enlarge_pipe
-from .base import Transport, TransportSink
+from .base import TransportSink
+from .stream import StreamTransport
 
 __all__ = ["StdioTransport"]
 
@@ -34,7 +35,7 @@ def _reads_like_a_file(fd: int) -> bool:
     return st.st_rdev == null.st_rdev
 
 
-class StdioTransport(Transport):
+class StdioTransport(StreamTransport):
     """Reads NDJSON from stdin and writes it to stdout.
 
     ``protect_stdout`` (default on) moves the real stdout aside for the protocol and points
@@ -46,6 +47,7 @@ class StdioTransport(Transport):
 
     def __init__(self, *, stdin_fd: int | None = None, stdout_fd: int | None = None,
                  protect_stdout: bool = True, pipe_size: int | None = PIPE_SIZE) -> None:
+        super().__init__()
         self.pipe_size = pipe_size
         self._stdin_fd = stdin_fd
         self._stdout_fd = stdout_fd
@@ -61,6 +63,7 @@ class StdioTransport(Transport):
         self._resumed.set()
 
     async def start(self, sink: TransportSink) -> None:
+        self._sink = sink
         loop = asyncio.get_running_loop()
         in_fd = os.dup(self._stdin_fd if self._stdin_fd is not None else sys.stdin.fileno())
         if self._protect:
@@ -117,13 +120,15 @@ class StdioTransport(Transport):
             self._writer.set_write_buffer_limits(high, low)
 
     def write_buffer_size(self) -> int:
-        return self._writer.get_write_buffer_size() if self._writer is not None else 0
+        held = self._writer.get_write_buffer_size() if self._writer is not None else 0
+        return held + self.batched_size()
 
     @property
     def writing_paused(self) -> bool:
         return self._wproto is not None and self._wproto.writing_paused
 
     def abort_writing(self) -> None:
+        self.discard_batch()
         if self._writer is not None:
             self._writer.abort()
 
@@ -140,6 +145,7 @@ class StdioTransport(Transport):
     async def aclose(self) -> None:
         if self._closed:
             return
+        self.flush()
         self._closed = True
         if self._file_in is not None:
             self._file_in.cancel()

@@ -18,7 +18,8 @@ from typing import Literal
 
 from ..errors import ConnectionClosed, TransportError
 from ._pipes import PIPE_SIZE, enlarge_pipe
-from .base import FlowControl, Transport, TransportSink
+from .base import FlowControl, TransportSink
+from .stream import StreamTransport
 
 __all__ = ["SubprocessTransport"]
 
@@ -60,7 +61,7 @@ class _ChildProtocol(FlowControl, asyncio.SubprocessProtocol):
         self.flow_lost(None)
 
 
-class SubprocessTransport(Transport):
+class SubprocessTransport(StreamTransport):
     """Spawn ``command`` and talk to it over its stdin/stdout.
 
     ``env`` entries are added to (or, with ``inherit_env=False``, replace) this process's
@@ -87,6 +88,7 @@ class SubprocessTransport(Transport):
     ) -> None:
         if not command:
             raise TransportError("no command given to spawn")
+        super().__init__()
         self.command = [str(c) for c in command]
         self.env = dict(env or {})
         self.inherit_env = inherit_env
@@ -187,13 +189,15 @@ class SubprocessTransport(Transport):
             self._stdin.set_write_buffer_limits(high, low)
 
     def write_buffer_size(self) -> int:
-        return self._stdin.get_write_buffer_size() if self._stdin is not None else 0
+        held = self._stdin.get_write_buffer_size() if self._stdin is not None else 0
+        return held + self.batched_size()
 
     @property
     def writing_paused(self) -> bool:
         return self._proto is not None and self._proto.writing_paused
 
     def abort_writing(self) -> None:
+        self.discard_batch()
         if self._stdin is not None:
             self._stdin.abort()
 
@@ -221,6 +225,7 @@ class SubprocessTransport(Transport):
         """close stdin → wait → SIGTERM → wait → SIGKILL; bounded by the two timeouts."""
         if self._closed:
             return
+        self.flush()
         self._closed = True
         transport, proto = self._transport, self._proto
         if transport is None or proto is None:

@@ -31,7 +31,7 @@ __all__ = ["initialize"]
 async def initialize(client: Client, protocol: ProtocolChoice, *, timeout: float | None = None) -> Any:
     """Run ``initialize`` asking for version 2; on a v2 answer attach a :class:`V2Link` to the
     client. Returns the typed answer (a v2 or a v1 ``InitializeResponse``)."""
-    conn = client.conn
+    conn = client.connection
     v1_caps = client.client_capabilities()
     info = client.client_info.to_wire()
     body: dict[str, Any] = {"protocolVersion": 2, "info": info, "capabilities": _v2_capabilities(client)}

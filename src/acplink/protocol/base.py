@@ -1,0 +1,151 @@
+"""The protocol object: everything that changes from one ACP version to the next, in one value.
+
+A :class:`Protocol` holds a version's number, its method table and models, its typed call
+stubs, its session rules (which requests may come before ``initialize``, which client calls a
+prompt turn makes and what gates them) and the mapping of acplink's high-level names
+(``prompt``, ``new_session``, ``session_update``, ...) to the version's wire methods. The
+connections and the high-level APIs ask it for every wire name; none of them spells one.
+
+Versions are registered by number (:func:`register_protocol`) and looked up with
+:func:`get_protocol`; ``initialize`` picks the one both sides agree on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType, ModuleType
+from typing import Any
+
+from ..errors import UsageError
+from ..schema._table import MethodInfo, MethodTable
+from . import rules
+
+__all__ = ["Protocol", "get_protocol", "known_versions", "negotiate", "register_protocol", "unregister_protocol"]
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One ACP version. ``names`` maps acplink's name of a method (the hook of ``AgentApp``,
+    the handler of ``Client``) to its ``(wire method, kind)`` in this version."""
+
+    version: int
+    table: MethodTable
+    #: the version's model namespace (``acplink.schema.v1``)
+    models: ModuleType
+    #: typed calls of the methods the agent handles (the client side's mixin)
+    agent_stubs: type
+    #: typed calls of the methods the client handles (the agent side's mixin)
+    client_stubs: type
+    names: Mapping[str, tuple[str, str]]
+    #: the requests allowed before the ``initialize`` response (besides ``_`` extensions)
+    before_initialize: frozenset[str]
+    #: client calls a prompt turn typically makes: (name, client capability path or None)
+    client_calls: tuple[tuple[str, str | None], ...] = ()
+    #: the capabilities of the table that are booleans (the others are objects, ``{}`` advertises)
+    capability_flags: frozenset[str] = frozenset()
+    #: the names whose result opens a session on the client's connection
+    session_openers: frozenset[str] = frozenset()
+    #: where the agent's capabilities are in the ``initialize`` result, the client's in its params
+    capabilities_field: tuple[str, str] = ("agentCapabilities", "clientCapabilities")
+    #: the stubs' method names that this version sends under another name (``{stub name: wire}``)
+    outbound: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "names", MappingProxyType(dict(self.names)))
+        object.__setattr__(self, "_by_wire", {v: k for k, v in self.names.items()})
+
+    # -- names ---------------------------------------------------------------------------------
+
+    def wire(self, name: str) -> str:
+        """The wire method of ``name`` in this version (UsageError when it has none)."""
+        entry = self.names.get(name)
+        if entry is None:
+            raise UsageError(f"ACP v{self.version} has no {name!r} method")
+        return entry[0]
+
+    def has(self, name: str) -> bool:
+        """Whether this version has the method acplink calls ``name``."""
+        return name in self.names
+
+    def kind(self, name: str) -> str:
+        """"request" or "notification"."""
+        return self.names[name][1] if name in self.names else "request"
+
+    def name_of(self, method: str, kind: str) -> str | None:
+        """acplink's name of a wire method (None: a method without a high-level name)."""
+        by_wire: dict[tuple[str, str], str] = self._by_wire  # type: ignore[attr-defined]
+        return by_wire.get((method, kind))
+
+    def is_(self, method: str, name: str) -> bool:
+        """Whether wire ``method`` is the method acplink calls ``name`` in this version."""
+        entry = self.names.get(name)
+        return entry is not None and entry[0] == method
+
+    def wires(self, *names: str) -> frozenset[str]:
+        """The wire methods of those of ``names`` that this version has."""
+        return frozenset(self.names[n][0] for n in names if n in self.names)
+
+    def info(self, method: str, kind: str = "request") -> MethodInfo | None:
+        """The method table's entry."""
+        return self.table.info(method, kind)
+
+    def handled_by(self, side: str) -> Iterator[MethodInfo]:
+        """The methods ``side`` ("agent" or "client") handles."""
+        return iter(self.table.agent_methods() if side == "agent" else self.table.client_methods())
+
+    def advertise(self, caps: dict[str, Any], capability: str) -> None:
+        """Advertise ``capability`` (``"agent:<path>"`` / ``"client:<path>"``, as in the table) in
+        the wire dict ``caps`` of that side's capabilities."""
+        rules.advertise_path(caps, capability.split(":", 1)[1], capability in self.capability_flags)
+
+    def may_precede_initialize(self, method: str) -> bool:
+        """Whether ``method`` may be requested before the ``initialize`` response."""
+        return rules.before_initialize(method, self.before_initialize)
+
+    def derive(self, version: int, renames: Mapping[str, str]) -> Protocol:
+        """This version with some wire methods renamed (``{old: new}``) and another number: how a
+        version that only renames methods is described (the stubs keep their names and send
+        the new wire names)."""
+        names = {k: (renames.get(m, m), kind) for k, (m, kind) in self.names.items()}
+        return replace(self, version=version, table=self.table.renamed(dict(renames)), names=names,
+                       before_initialize=frozenset(renames.get(m, m) for m in self.before_initialize),
+                       outbound={**self.outbound, **renames})
+
+    def send_name(self, method: str) -> str:
+        """The wire name under which a stub's ``method`` goes out in this version."""
+        return self.outbound.get(method, method) if self.outbound else method
+
+
+_REGISTRY: dict[int, Protocol] = {}
+
+
+def register_protocol(protocol: Protocol) -> None:
+    """Make ``protocol`` available to :func:`get_protocol` (and so to ``initialize``)."""
+    _REGISTRY[protocol.version] = protocol
+
+
+def unregister_protocol(version: int) -> None:
+    _REGISTRY.pop(version, None)
+
+
+def get_protocol(version: int) -> Protocol:
+    """The protocol object of ``version`` (UsageError when acplink does not know it)."""
+    proto = _REGISTRY.get(version)
+    if proto is None:
+        raise UsageError(f"unknown ACP protocol version {version!r}; known: {known_versions()}")
+    return proto
+
+
+def known_versions() -> tuple[int, ...]:
+    return tuple(sorted(_REGISTRY))
+
+
+def negotiate(requested: Any, supported: tuple[int, ...]) -> int:
+    """The version an agent answers ``initialize`` with: the requested one when it supports
+    it, otherwise the latest it supports (the spec's rule)."""
+    if isinstance(requested, int) and not isinstance(requested, bool) and requested in supported:
+        return requested
+    return max(supported)
+
+
