@@ -192,7 +192,7 @@ class V2Link:
         v1 = s.RequestPermissionRequest.model_validate({
             "sessionId": p.session_id, "toolCall": {k: v for k, v in call.items() if v is not None},
             "options": [o.to_wire() for o in p.options], "_meta": p.meta})
-        answer = await self.client._question(p.session_id, "session/request_permission", p,
+        answer = await self.client._question(p.session_id, Method.REQUEST_PERMISSION, p,
                                              lambda: self.client.permission.decide(v1), cancelled_answer())
         outcome = answer.to_wire().get("outcome", {})
         if outcome.get("outcome") not in ("selected", "cancelled"):  # (v1-only outcomes, e.g. timeout)
@@ -202,7 +202,7 @@ class V2Link:
     async def _on_elicitation(self, p: Any) -> Any:
         elicitor = self.client.elicitation
         assert elicitor is not None
-        return await self.client._question(getattr(p, "session_id", None), "elicitation/create", p,
+        return await self.client._question(getattr(p, "session_id", None), Method.ELICITATION_CREATE, p,
                                            lambda: elicitor(p), {"action": "cancel"})
 
 
