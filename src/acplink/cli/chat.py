@@ -29,7 +29,14 @@ from .chat_commands import LOCAL_NAMES, LocalCommands, Quit, SlashCompleter
 from .chat_reconnect import reconnect
 from .chat_render import Fold, TurnRenderer, Waiting, error_text, usage_line
 from .chat_stream import SafeConsole, supports_hyperlinks
-from .common import add_client_options, describe_failure, fail, open_client, start_session
+from .common import (
+    add_client_options,
+    add_protocol_option,
+    describe_failure,
+    fail,
+    open_client,
+    start_session,
+)
 
 __all__ = ["ChatApp", "add_parser", "run"]
 
@@ -51,6 +58,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--reconnect", action="store_true",
                    help="with --url: when the connection is lost, reconnect (5 tries, 0.5 to 8 s apart) and "
                         "reopen the session, without asking")
+    add_protocol_option(p, default="1")
     p.set_defaults(run=run)
 
 
@@ -239,7 +247,9 @@ class ChatApp(LocalCommands):
         if renderer is None or session is not self.session:
             return
         try:
-            renderer.feed(update)
+            # (a v2 session: its updates are shown through their v1 views, see client/v2/compat.py)
+            for shown in getattr(session, "v1_views", ()) if self.client and self.client.v2 else (update,):
+                renderer.feed(shown)
         except Exception:  # a rendering bug must not break the connection
             log.exception("could not render %s", type(update).__name__)
 

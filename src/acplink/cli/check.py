@@ -25,6 +25,7 @@ EPILOG = """examples:
   acplink check -- acplink demo-agent
   acplink check --cancel-prompt "write a long story" --json -- my-agent --acp
   acplink check -k cancel -k 'RPC-00*' -- node agent.mjs
+  acplink check --protocol 2 -- acplink demo-agent      # the ACP v2 (draft) requirements
 exit status: 0 conformant, 1 a "must" requirement failed (with --strict: or a "should"), 2 the
 checks could not run (no agent, or it exited or stayed silent before answering initialize)."""
 
@@ -54,6 +55,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--tck-ids", action="store_true",
                    help="print which acplink requirement covers each v1 requirement of the official kit (acp-tck)")
     p.add_argument("--cwd", default=".", help="the session working directory given to the agent")
+    p.add_argument("--protocol", type=int, choices=(1, 2), default=1,
+                   help="the ACP version to check: 1, or 2 (the v2 draft's requirements; default 1)")
     p.add_argument("--verbose", "-v", action="store_true", help="show the evidence of passed requirements too")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("agent", nargs=argparse.REMAINDER, help="the agent command line, after `--`")
@@ -78,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
     opts = Options(command=cmd, timeout=args.timeout, cancel_bound=args.cancel_bound,
                    shutdown_bound=args.shutdown_bound, auth_method=args.auth_method, strict=args.strict,
                    allow_logout=args.allow_logout, debug=args.debug,
-                   cwd=os.path.abspath(args.cwd), startup_timeout=args.startup_timeout)
+                   cwd=os.path.abspath(args.cwd), startup_timeout=args.startup_timeout, protocol=args.protocol)
     if args.cancel_prompt:
         opts.cancel_prompt = args.cancel_prompt
     try:

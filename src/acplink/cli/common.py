@@ -190,6 +190,19 @@ def _remote_connect(args: argparse.Namespace, permission: PermissionPolicy, kw: 
                    headers=headers, token=token, cookies=jar, **kw)
 
 
+def add_protocol_option(p: argparse.ArgumentParser, default: str = "auto") -> None:
+    """``--protocol {auto,1,2}``: the ACP version to ask for (see docs/v2.md)."""
+    p.add_argument("--protocol", choices=("auto", "1", "2"), default=default,
+                   help=f"ACP version: 1, 2 (the v2 draft) or auto (2 when the agent agrees, else 1; "
+                        f"default {default})")
+
+
+def protocol_choice(args: argparse.Namespace) -> Any:
+    """The ``protocol=`` of ``connect()`` for ``--protocol`` (1 when the command has no such flag)."""
+    value = getattr(args, "protocol", "1")
+    return "auto" if value == "auto" else int(value)
+
+
 def given_command(args: argparse.Namespace) -> list[str]:
     """The agent command line the user gave after ``--`` (possibly empty)."""
     cmd = list(args.agent or [])
@@ -213,6 +226,7 @@ def open_client(args: argparse.Namespace, permission: PermissionPolicy, **kw: An
     kw.setdefault("terminal", not args.no_terminal)
     # the agent's stderr is kept for error reports; with --debug it is shown as it comes
     kw.setdefault("stderr", _SafeStderr() if args.debug else "capture")
+    kw.setdefault("protocol", protocol_choice(args))
     if getattr(args, "url", None):
         opening = _remote_connect(args, permission, kw)
         cmd = [args.url]

@@ -13,12 +13,14 @@ from .._text import sanitize_for_terminal
 from ..client.client import Client
 from ..client.permissions import PermissionPolicy
 from ..client.session import PromptTurn, Session
-from ..errors import AcpError, RequestError, TransportError
+from ..client.state import SessionState
+from ..errors import AcpError, RequestError, SchemaValidationError, TransportError
 from ..schema import _generated as s
 from ..schema._parse import dump
 from .common import (
     StartupTimeout,
     add_client_options,
+    add_protocol_option,
     describe_failure,
     fail,
     library_warnings,
@@ -33,6 +35,7 @@ EXAMPLES = """examples:
   acplink prompt --json "read README.md"          # every update as a JSON line
   acplink prompt --allow "write notes.txt hi" -- my-agent --acp
   acplink prompt --timeout 120 "fix the tests" -- my-agent --acp
+  acplink prompt --protocol 2 "hello" -- my-v2-agent # ACP v2 (draft) only; auto: 2 if agreed, else 1
 exit status: 0 when the turn ends with end_turn, 1 for any other stop reason or error,
 124 when --timeout or --startup-timeout runs out, 141 when the reader of stdout goes away."""
 
@@ -54,6 +57,7 @@ def add_parser(sub: Any) -> None:
     group.add_argument("--allow", action="store_true", help="allow every permission request")
     group.add_argument("--deny", action="store_true", help="deny every permission request (default)")
     add_client_options(p)
+    add_protocol_option(p)
     p.set_defaults(run=run)
 
 
@@ -123,28 +127,25 @@ async def _stream(args: argparse.Namespace, client: Client, progress: _Progress)
     out = sys.stdout
     session = await start_session(client, args)
     turn = progress.turn = session.prompt(args.text)
+    shown = SessionState()  # (v2: what was displayed so far, as v1 updates)
     try:
-        async for update in turn:
+        async for item in turn:
             if args.json:
-                out.write(orjson.dumps({"sessionId": session.session_id, "update": dump(update)}).decode() + "\n")
+                key = "receipt" if item is getattr(turn, "receipt", None) else "update"  # (v2: the receipt first)
+                out.write(orjson.dumps({"sessionId": session.session_id, key: dump(item)}).decode() + "\n")
                 out.flush()
                 continue
-            if isinstance(update, s.AgentMessageChunk) and isinstance(update.content, s.TextContent):
-                text = sanitize_for_terminal(update.content.text)  # the agent's text: no escapes
-                if text:
-                    out.write(text)
-                    out.flush()
-                    progress.ended_with_newline = text.endswith("\n")
+            if item is getattr(turn, "receipt", None):
                 continue
-            line = _summary(update, session)
-            if line:
-                print(sanitize_for_terminal(line), file=sys.stderr)
+            for update in _shown(item, session, shown):
+                _show(update, session, progress)
         response = await turn
     except RequestError as exc:
         if not progress.ended_with_newline:
             out.write("\n")
         out.flush()
-        return fail(f"the agent failed the prompt: {exc}")
+        what = "sent an invalid update" if isinstance(exc, SchemaValidationError) else "failed the prompt"
+        return fail(f"the agent {what}: {exc}")
     if args.json:
         out.write(orjson.dumps({"sessionId": session.session_id, "stopReason": response.stop_reason}).decode()
                   + "\n")
@@ -152,8 +153,38 @@ async def _stream(args: argparse.Namespace, client: Client, progress: _Progress)
         out.write("\n")
     out.flush()
     if response.stop_reason != "end_turn":
-        return fail(f"the turn ended with stop reason {response.stop_reason!r}, not 'end_turn'")
+        error = getattr(response, "error", None)  # (v2: an idle "error" may say why)
+        why = f": {error.message}" if error is not None and getattr(error, "message", None) else ""
+        return fail(f"the turn ended with stop reason {response.stop_reason!r}, not 'end_turn'{why}")
     return 0
+
+
+def _shown(item: Any, session: Session, shown: SessionState) -> list[Any]:
+    """The v1 updates to display for one update of a turn (on v2: its v1 view; ``shown``
+    folds what was displayed)."""
+    if session.client.v2 is None:
+        return [item]
+    from ..client.v2.compat import as_v1
+    from ..client.v2.session import V2Session
+
+    views = as_v1(item, session.v2_state, shown) if isinstance(session, V2Session) else []
+    for view in views:
+        shown.apply(view)
+    return views
+
+
+def _show(update: Any, session: Session, progress: _Progress) -> None:
+    out = sys.stdout
+    if isinstance(update, s.AgentMessageChunk) and isinstance(update.content, s.TextContent):
+        text = sanitize_for_terminal(update.content.text)  # the agent's text: no escapes
+        if text:
+            out.write(text)
+            out.flush()
+            progress.ended_with_newline = text.endswith("\n")
+        return
+    line = _summary(update, session)
+    if line:
+        print(sanitize_for_terminal(line), file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -36,10 +36,12 @@ from .fs import FileBudget, FileSystemHandler
 from .permissions import PermissionPolicy, cancelled_answer
 from .session import Session, session_cwd
 from .terminal import TerminalHandler
+from .v2 import ProtocolChoice
 
 if TYPE_CHECKING:
     from ..agent.app import AgentBase
     from ..connection.agent_side import AgentSideConnection
+    from .v2.link import V2Link
 
 __all__ = ["Client", "QuestionObserver", "connect"]
 
@@ -80,6 +82,19 @@ class _Connection(ClientSideConnection):
                 self._owner._cancel_questions(sid)
         await super()._notify(method, params, fields)
 
+    # once initialize agreed on v2, the v2 link routes what the agent sends
+    def handle_notification(self, method: str, params: Any, typed: bool = False) -> Awaitable[None]:
+        v2 = self._owner.v2
+        if v2 is not None:
+            return v2.handle_notification(method, params, typed)
+        return super().handle_notification(method, params, typed)
+
+    async def handle_request(self, method: str, params: Any) -> bytes:
+        v2 = self._owner.v2
+        if v2 is not None:
+            return await v2.handle_request(method, params)
+        return await super().handle_request(method, params)
+
     async def _call(self, method: str, params: Any, fields: dict[str, Any], *, timeout: float | None = None) -> Any:
         if self.protocol.is_(self.protocol.send_name(method), "prompt"):
             self._owner._cancelled_turns.discard(_session_of(params, fields) or "")
@@ -101,7 +116,14 @@ class Client:
         limits: PeerLimits | None = None,
         check_capabilities: bool = True,
         debug: bool = False,
+        protocol: ProtocolChoice = 1,
     ) -> None:
+        if protocol not in (1, 2, "auto"):
+            raise UsageError(f'protocol must be 1, 2 or "auto", not {protocol!r}')
+        #: the ACP version asked for at initialize: 1, 2 (the v2 draft) or "auto" (2, else 1)
+        self.protocol: ProtocolChoice = protocol
+        #: the v2 traffic of the connection, once initialize agreed on version 2 (else None)
+        self.v2: V2Link | None = None
         self.transport = transport
         self.permission = permission or PermissionPolicy()
         # what is advertised is what is served: a confining policy (PermissionPolicy.deny_all)
@@ -179,7 +201,14 @@ class Client:
         return self.connection.closed
 
     @property
+    def protocol_version(self) -> int | None:
+        """The ACP version agreed at initialize (None before)."""
+        return 2 if self.v2 is not None else self.connection.protocol_version
+
+    @property
     def agent_info(self) -> s.Implementation | None:
+        if self.v2 is not None:
+            return s.Implementation.model_validate(self.v2.init.info.to_wire())
         return self.connection.agent_info
 
     @property
@@ -189,7 +218,7 @@ class Client:
 
     @property
     def auth_methods(self) -> list[Any]:
-        return self.connection.auth_methods
+        return list(self.v2.init.auth_methods or []) if self.v2 is not None else self.connection.auth_methods
 
     def client_capabilities(self) -> s.ClientCapabilities:
         caps: dict[str, Any] = {
@@ -211,7 +240,13 @@ class Client:
             await self.initialize(protocol_version=protocol_version)
         return self
 
-    async def initialize(self, *, protocol_version: int = PROTOCOL_VERSION) -> s.InitializeResponse:
+    async def initialize(self, *, protocol_version: int = PROTOCOL_VERSION) -> Any:
+        """``initialize``: a v1 ``InitializeResponse``, or the v2 one when :attr:`protocol`
+        asked for 2 and the agent agreed (see :mod:`acplink.client.v2.handshake`)."""
+        if self.protocol != 1:
+            from .v2.handshake import initialize
+
+            return await initialize(self, self.protocol)
         return await self.connection.initialize(protocol_version=protocol_version,
                                           client_capabilities=self.client_capabilities(),
                                           client_info=self.client_info)
@@ -240,7 +275,10 @@ class Client:
     # -- capabilities ----------------------------------------------------------------------------
 
     def supports(self, path: str) -> bool:
-        """Whether the agent advertised the capability at ``path`` (e.g. "sessionCapabilities.list")."""
+        """Whether the agent advertised the capability at ``path`` (e.g. "sessionCapabilities.list";
+        on v2, paths of the v2 ``capabilities``, e.g. "session.delete")."""
+        if self.v2 is not None:
+            return advertises(self.v2.init.capabilities, path)
         return advertises(self.agent_capabilities, path)
 
     # -- sessions --------------------------------------------------------------------------------
@@ -265,7 +303,10 @@ class Client:
             sid = result.session_id
         self._register(sid, request.cwd, request.additional_directories or [], result)
 
-    async def authenticate(self, method_id: str) -> s.AuthenticateResponse:
+    async def authenticate(self, method_id: str) -> Any:
+        """``authenticate`` (v1) or ``auth/login`` (v2)."""
+        if self.v2 is not None:
+            return await self.v2.login(method_id)
         return await self.connection.authenticate(method_id=method_id)
 
     def _opened(self, session_id: str) -> Session:
@@ -278,6 +319,8 @@ class Client:
                           additional_directories: Sequence[str] = ()) -> Session:
         path = session_cwd(cwd)
         extra = [session_cwd(d) for d in additional_directories]
+        if self.v2 is not None:
+            return await self.v2.new_session(path, mcp_servers=mcp_servers, additional_directories=extra)
         fields: dict[str, Any] = {"cwd": path, "mcp_servers": list(mcp_servers)}
         if extra:
             fields["additional_directories"] = extra
@@ -291,8 +334,13 @@ class Client:
         return await self._reopen(session_id, path, lambda: self.connection.session_load(
             session_id=session_id, cwd=path, mcp_servers=list(mcp_servers)))
 
-    async def resume_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None) -> Session:
+    async def resume_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None, *,
+                             replay: bool = False) -> Session:
+        """``session/resume``; on v2, ``replay=True`` has the agent replay the conversation
+        first (``replayFrom: start``) into the session's state."""
         path = session_cwd(cwd)
+        if self.v2 is not None:
+            return await self.v2.resume_session(session_id, path, replay=replay)
         return await self._reopen(session_id, path, lambda: self.connection.session_resume(session_id=session_id, cwd=path))
 
     async def _reopen(self, session_id: str, cwd: str, call: Callable[[], Awaitable[Any]]) -> Session:
@@ -314,7 +362,9 @@ class Client:
         return self._opened(resp.session_id)
 
     async def list_sessions(self, cwd: str | os.PathLike[str] | None = None) -> list[s.SessionInfo]:
-        """Every session the agent lists (follows ``nextCursor``)."""
+        """Every session the agent lists (follows ``nextCursor``; on v2, v2 ``SessionInfo``)."""
+        if self.v2 is not None:
+            return await self.v2.list_sessions(session_cwd(cwd) if cwd is not None else None)
         out: list[s.SessionInfo] = []
         cursor: str | None = None
         while True:
@@ -467,6 +517,8 @@ class connect:
     session's cwd and additional directories, ``fs="read"``: reads only; real terminal
     processes without a shell). Permission requests go to ``permission`` (default: deny);
     a confining policy (``PermissionPolicy.deny_all()``) also turns writes and terminals off.
+    ``protocol``: the ACP version: 1 (default), 2 (the v2 draft: the agent must agree) or
+    "auto" (asks for 2, continues on v1 when the agent answers 1); see ``docs/v2.md``.
     The other keyword arguments are those of :class:`Client`.
     """
 
@@ -491,6 +543,7 @@ class connect:
         headers: dict[str, str] | Sequence[tuple[str, str]] | None = None,
         token: str | None = None,
         cookies: CookieJar | None = None,
+        protocol: ProtocolChoice = 1,
     ) -> None:
         self.agent = agent
         remote = isinstance(agent, str) and is_remote_url(agent)
@@ -511,7 +564,7 @@ class connect:
         self.client_kw: dict[str, Any] = {
             "fs": fs, "terminal": terminal, "permission": permission, "elicitation": elicitation,
             "client_info": client_info, "limits": limits, "check_capabilities": check_capabilities,
-            "debug": debug}
+            "debug": debug, "protocol": protocol}
         self.client: Client | None = None
 
     async def _open(self) -> Client:

@@ -152,6 +152,8 @@ class PromptTurn:
 
     def __init__(self, session: Session, request: s.PromptRequest, *, timeout: float | None = None,
                  cancel_wait: float = CANCEL_WAIT) -> None:
+        #: the reply text of an update, else None (v2 turns read v2 updates)
+        self._text_of = _reply_text
         self.session = session
         self.request = request
         #: seconds a cancelled turn waits for the agent's answer
@@ -173,7 +175,7 @@ class PromptTurn:
 
     async def _run(self) -> s.PromptResponse:
         try:
-            resp = await self.session.client.conn.session_prompt(self.request)
+            resp: s.PromptResponse = await self._exchange()
             self.response = resp
             return resp
         finally:
@@ -181,9 +183,13 @@ class PromptTurn:
                 self._timer.cancel()
             self._wakeup.set()
 
+    async def _exchange(self) -> Any:
+        """The prompt's exchange with the agent; what ends the turn (v1: the response)."""
+        return await self.session.client.conn.session_prompt(self.request)
+
     def _push(self, update: Any) -> None:
         self._updates.append(update)
-        text = _reply_text(update)
+        text = self._text_of(update)
         if text is not None:
             self._text.append(text)
         self._wakeup.set()
@@ -244,7 +250,7 @@ class PromptTurn:
     async def text_chunks(self) -> AsyncIterator[str]:
         """The text of the agent's reply as it streams (the turn's other updates are skipped)."""
         async for update in self:
-            text = _reply_text(update)
+            text = self._text_of(update)
             if text is not None:
                 yield text
 

@@ -41,6 +41,8 @@ class Options:
     debug: bool = False
     cwd: str | None = None
     env: dict[str, str] = field(default_factory=dict)
+    #: the ACP version checked: 1, or 2 (the v2 draft's requirements, :mod:`.v2_checks`)
+    protocol: int = 1
 
     @property
     def init_timeout(self) -> float:

@@ -20,7 +20,7 @@ from ..errors import AcpError, ConnectionClosed, PeerOutputNotJson, TransportErr
 from ..tools.analysis import analyze
 from .checks import CHECKS, MONITORED, Check
 from .probe import CheckAbort, Options, Outcome, Probe
-from .requirements import REQUIREMENTS, Requirement, requirement
+from .requirements import REQUIREMENTS, Requirement
 from .rootkeys import undeclared_root_keys
 
 __all__ = ["AgentDidNotStart", "CheckRun", "Report", "RequirementResult", "preflight", "run_checks", "select_checks"]
@@ -167,10 +167,21 @@ def _matches(check: Check, pattern: str) -> bool:
     return any(fnmatch.fnmatch(n.lower(), pat) if glob else pat in n.lower() for n in names)
 
 
-def select_checks(patterns: Sequence[str] | None) -> list[Check]:
+def select_checks(patterns: Sequence[str] | None, protocol: int = 1) -> list[Check]:
+    checks = _suite(protocol)[0]
     if not patterns:
-        return list(CHECKS)
-    return [c for c in CHECKS if any(_matches(c, p) for p in patterns)]
+        return list(checks)
+    return [c for c in checks if any(_matches(c, p) for p in patterns)]
+
+
+def _suite(protocol: int) -> tuple[Sequence[Check], Sequence[Requirement], Sequence[str], Any]:
+    """The checks, requirements, monitored requirement ids and transcript judge of a version."""
+    if protocol == 2:
+        from .v2_checks import V2_CHECKS, V2_MONITORED, v2_findings
+        from .v2_requirements import V2_REQUIREMENTS
+
+        return V2_CHECKS, V2_REQUIREMENTS, V2_MONITORED, v2_findings
+    return CHECKS, REQUIREMENTS, MONITORED, _finding_outcomes
 
 
 def _created_later(probe: Probe, seq: Any) -> str | None:
@@ -290,15 +301,20 @@ async def _run_one(check: Check, opts: Options) -> tuple[CheckRun, dict[str, Any
         except (TimeoutError, AcpError, OSError):
             pass
     outcomes = list(probe.outcomes)
-    found = _finding_outcomes(probe)
+    _, _, monitored, judge = _suite(opts.protocol)
+    found = judge(probe)
     outcomes.extend(found)
     failed = {o.requirement for o in found}
     if completed:
         for req in check.vouches:
-            if req not in failed and req in MONITORED:
+            if req not in failed and req in monitored:
                 outcomes.append(Outcome(req, "pass", "no violation in this check's traffic", check.name))
     agent = None
-    if probe.init is not None and probe.init.agent_info is not None:
+    if opts.protocol == 2:
+        from .v2_checks import agent_of
+
+        agent = agent_of(probe)
+    elif probe.init is not None and probe.init.agent_info is not None:
         agent = {"name": probe.init.agent_info.name, "version": probe.init.agent_info.version}
     run = CheckRun(check.name, time.monotonic() - start, outcomes, probe.transcript(), error)
     return run, agent
@@ -315,7 +331,10 @@ async def preflight(opts: Options, startup_timeout: float) -> dict[str, Any] | N
             await probe.start()
         except (AcpError, OSError) as exc:
             raise AgentDidNotStart(f"cannot start the agent: {exc}") from None
-        params = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "acplink-check", "version": "1"}}
+        params = {"protocolVersion": opts.protocol, "clientCapabilities": {},
+                  "clientInfo": {"name": "acplink-check", "version": "1"}}
+        if opts.protocol == 2:
+            params = {"protocolVersion": 2, "info": {"name": "acplink-check", "version": "1"}, "capabilities": {}}
         try:
             answer = await probe.request("initialize", params, timeout=startup_timeout)
         except AcpError:  # it is gone already
@@ -327,7 +346,8 @@ async def preflight(opts: Options, startup_timeout: float) -> dict[str, Any] | N
             raise AgentDidNotStart(f"the agent {shlex.join(opts.command)!r}: {reason}",
                                    probe.transport.stderr_tail[-10:] if probe.transport is not None else [])
         if answer is not None:
-            info = answer.get("result", {}).get("agentInfo") if isinstance(answer.get("result"), dict) else None
+            info = answer.get("result", {}).get("agentInfo" if opts.protocol == 1 else "info") \
+                if isinstance(answer.get("result"), dict) else None
             return {"name": info.get("name"), "version": info.get("version")} if isinstance(info, dict) else None
         transport = probe.transport
         code = None
@@ -367,7 +387,7 @@ async def run_checks(opts: Options, patterns: Sequence[str] | None = None, *, co
     exe = opts.command[0]
     if shutil.which(exe) is None and not os.path.exists(exe):
         raise UsageError(f"agent command not found: {exe}")
-    checks = select_checks(patterns)
+    checks = select_checks(patterns, opts.protocol)
     if not checks:
         raise UsageError(f"no check matches {' '.join(patterns or [])!r}")
     logging.getLogger("acplink").setLevel(logging.CRITICAL)  # the checker provokes warnings on purpose
@@ -390,7 +410,7 @@ async def run_checks(opts: Options, patterns: Sequence[str] | None = None, *, co
             by_req.setdefault(o.requirement, []).append(o)
     wanted = {req for c in checks for req in (*c.requirements, *c.vouches)} | set(by_req)
     results = []
-    for r in REQUIREMENTS:
+    for r in _suite(opts.protocol)[1]:
         if r.id not in wanted:
             continue
         outs = by_req.get(r.id, [])
@@ -404,5 +424,5 @@ async def run_checks(opts: Options, patterns: Sequence[str] | None = None, *, co
             status = "skipped"
             if not outs:
                 outs = [Outcome(r.id, "skipped", "not exercised", "")]
-        results.append(RequirementResult(requirement(r.id), status, outs))
+        results.append(RequirementResult(r, status, outs))
     return Report(list(opts.command), agent, results, runs, time.monotonic() - start, opts.strict)

@@ -34,6 +34,7 @@ FINDING_CODES = {
     "before-initialize": "a request before the initialize response",
     "prompt-while-running": "a session/prompt while the session's previous prompt is still running",
     "unanswered": "a request that never got a response",
+    "update-after-close": "a session/update for a session after its session/close response (v2)",
 }
 
 
@@ -376,5 +377,7 @@ def _hashable(x: Any) -> bool:
 
 
 def analyze(records: list[dict[str, Any]]) -> Timeline:
-    """Build the timeline and findings of a trace's records."""
-    return _Analyzer().run(records)
+    """Build the timeline and findings of a trace's records (v2 traffic: :mod:`.analysis_v2`)."""
+    from .analysis_v2 import V2Analyzer, speaks_v2
+
+    return (V2Analyzer() if speaks_v2(records) else _Analyzer()).run(records)

@@ -55,6 +55,8 @@ class TraceWriter:
                  header: Mapping[str, Any] | None = None) -> None:
         self.redact = redact
         self.validate = validate
+        #: the ACP version of the traffic (from the initialize response): picks the schema
+        self.version = 1
         self.listeners = list(listeners)
         self._own_file = False
         self._file: IO[bytes] | None
@@ -140,8 +142,11 @@ class TraceWriter:
                 rec["method"] = answered
             if "error" in msg:
                 rec["error"] = True
+        if answered == "initialize" and isinstance(msg.get("result"), dict):
+            version = msg["result"].get("protocolVersion")  # (the version the peers agreed on)
+            self.version = version if type(version) is int else 1
         if self.validate:
-            errs = validate_message(msg, answered)
+            errs = validate_message(msg, answered, self.version)
             if errs:
                 rec["violations"] = errs
         rec["msg"] = redact_message(msg, answered) if self.redact else msg

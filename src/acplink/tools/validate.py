@@ -9,7 +9,7 @@ from typing import Any
 from ..errors import SchemaValidationError
 from ..rpc.messages import message_kind, usable_id
 from ..schema._parse import parse
-from ..schema.registry import method_info
+from ..schema.registry import method_info as _v1_method_info
 
 __all__ = ["validate_message"]
 
@@ -62,12 +62,19 @@ def _schema_errors(tp: Any, data: Any, prefix: str, name: str) -> list[dict[str,
     return out
 
 
-def validate_message(msg: Any, method: str | None = None) -> list[dict[str, Any]]:
+def validate_message(msg: Any, method: str | None = None, version: int = 1) -> list[dict[str, Any]]:
     """Schema problems of one decoded message (``[]`` when it is valid).
 
     ``method`` is the method of the request a response answers (needed to check a result).
+    ``version``: the ACP version the connection agreed on (2: the v2 draft's schema).
     Extension (``_``) methods and unknown methods' payloads are not checked.
     """
+    if version >= 2:
+        from ..schema import v2
+
+        method_info = v2.method_info
+    else:
+        method_info = _v1_method_info
     errs = _envelope_errors(msg)
     if errs or not isinstance(msg, dict):
         return errs

@@ -1,0 +1,402 @@
+"""The ACP v2 (draft) checks of ``acplink check --protocol 2`` (requirements: :mod:`.v2_requirements`).
+
+Every check runs on a fresh agent over the raw channel of a :class:`Probe`: a v2 turn is a
+``session/prompt`` answered with a receipt, then updates until an idle ``state_update``.
+After each check, its transcript is judged for the monitored requirements (the v2 schema of
+every message the agent sent, response ids).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import AcpError
+from ..protocol.v2 import STOP_REASONS, UNSUPPORTED_PROTOCOL_VERSION, V1_ONLY_METHODS, Method, Update
+from ..schema import parse
+from ..schema import v2 as m
+from .checks import Check
+from .probe import CheckAbort, Outcome, Probe, _short, text_block
+
+__all__ = ["V2_CHECKS", "V2_MONITORED", "agent_of", "v2_findings"]
+
+V2_MONITORED = ("V2-SCHEMA-001", "V2-SCHEMA-002", "V2-IDS-001")
+_INFO = {"name": "acplink-check", "version": "1"}
+INVALID_REQUEST = -32600
+INVALID_PARAMS = -32602
+METHOD_NOT_FOUND = -32601
+
+
+def _code(resp: dict[str, Any] | None) -> int | None:
+    err = resp.get("error") if resp else None
+    return err.get("code") if isinstance(err, dict) and type(err.get("code")) is int else None
+
+
+def _result(resp: dict[str, Any] | None) -> Any:
+    return resp.get("result") if resp else None
+
+
+def _update(rec: dict[str, Any]) -> dict[str, Any]:
+    params = rec["msg"].get("params") if isinstance(rec.get("msg"), dict) else None
+    upd = params.get("update") if isinstance(params, dict) else None
+    return upd if isinstance(upd, dict) else {}
+
+
+def _is_update(rec: dict[str, Any], sid: str) -> bool:
+    msg = rec.get("msg")
+    params = msg.get("params") if isinstance(msg, dict) else None
+    return (rec.get("dir") == "a2c" and rec.get("method") == Method.SESSION_UPDATE and isinstance(params, dict)
+            and params.get("sessionId") == sid)
+
+
+def _is_idle(rec: dict[str, Any], sid: str) -> bool:
+    upd = _update(rec) if _is_update(rec, sid) else {}
+    return upd.get("sessionUpdate") == Update.STATE_UPDATE and upd.get("state") == "idle"
+
+
+async def initialize_v2(p: Probe, **extra: Any) -> dict[str, Any]:
+    """A v2 ``initialize``; its result. Raises CheckAbort when the agent does not agree on 2."""
+    resp = await p.request(Method.INITIALIZE, {"protocolVersion": 2, "info": _INFO, "capabilities": {}, **extra})
+    result = _result(resp)
+    if not isinstance(result, dict) or result.get("protocolVersion") != 2:
+        raise CheckAbort(f"initialize with protocolVersion 2 failed: {_short(resp) if resp else 'no response'}")
+    return result
+
+
+async def setup_v2(p: Probe) -> tuple[dict[str, Any], str]:
+    """initialize (+ auth/login) + session/new: the initialize result and the session id."""
+    init = await initialize_v2(p)
+    if p.opts.auth_method:
+        try:
+            await p.raw_call(Method.AUTH_LOGIN, {"methodId": p.opts.auth_method})
+        except AcpError as exc:
+            raise CheckAbort(f"auth/login failed: {exc}") from None
+    return init, await p.new_session()
+
+
+@dataclass
+class Turn:
+    """One v2 turn as seen on the wire."""
+
+    response: dict[str, Any] | None
+    updates: list[dict[str, Any]] = field(default_factory=list)  # the session's updates, idle included
+    idle: dict[str, Any] | None = None
+
+    @property
+    def message_id(self) -> Any:
+        result = _result(self.response)
+        return result.get("messageId") if isinstance(result, dict) else None
+
+    def kinds(self) -> list[str]:
+        return [str(u.get("sessionUpdate")) for u in self.updates]
+
+
+async def run_turn(p: Probe, sid: str, text: str, *, bound: float | None = None,
+                   during: Callable[[], Any] | None = None) -> Turn:
+    """Send a prompt, wait for the receipt and for the session's next idle state_update
+    (within ``bound``, default the request timeout). ``during``: awaited once the turn is
+    running (e.g. to cancel it)."""
+    mark = len(p.records)
+    resp = await p.request(Method.SESSION_PROMPT, {"sessionId": sid, "prompt": [text_block(text)]})
+    turn = Turn(resp)
+    if resp is None or "error" in resp:
+        return turn
+    if during is not None:
+        await p.wait_for(lambda r: _is_update(r, sid) and _update(r).get("sessionUpdate") != Update.USER_MESSAGE,
+                         p.opts.timeout, start=mark)
+        await during()
+    idle = await p.wait_for(lambda r: _is_idle(r, sid), bound or p.opts.timeout, start=mark)
+    turn.idle = _update(idle) if idle is not None else None
+    end = p.records.index(idle) + 1 if idle is not None else len(p.records)
+    turn.updates = [_update(r) for r in p.records[mark:end] if _is_update(r, sid)]
+    return turn
+
+
+def _judge_turn(p: Probe, turn: Turn, *, echo: bool = True) -> None:
+    """V2-PROMPT-001/002/003/004 from one turn."""
+    if turn.response is None:
+        p.fail("V2-PROMPT-001", f"session/prompt got no response within {p.opts.timeout} s")
+        return
+    if "error" in turn.response:
+        p.fail("V2-PROMPT-001", f"the prompt was answered with an error: {_short(turn.response['error'])}")
+        return
+    mid = turn.message_id
+    if isinstance(mid, str) and mid:
+        p.ok("V2-PROMPT-001", f"receipt messageId {mid!r}")
+    else:
+        p.fail("V2-PROMPT-001", f"the receipt has no string messageId: {_short(turn.response)}")
+    if echo:
+        echoed = any(u.get("sessionUpdate") in (Update.USER_MESSAGE, Update.USER_MESSAGE_CHUNK)
+                     and u.get("messageId") == mid for u in turn.updates)
+        if echoed:
+            p.ok("V2-PROMPT-002", "the user message was echoed with the receipt's messageId")
+        else:
+            p.fail("V2-PROMPT-002", f"no user_message with messageId {mid!r} among {turn.kinds()}")
+    if turn.idle is None:
+        p.fail("V2-PROMPT-004", f"no idle state_update within {p.opts.timeout} s (updates: {turn.kinds()})")
+        p.fail("V2-PROMPT-003", "the turn never ended idle")
+        return
+    states = [u.get("state") for u in turn.updates if u.get("sessionUpdate") == Update.STATE_UPDATE]
+    if "running" in states[:-1]:
+        p.ok("V2-PROMPT-003", "running before idle")
+    else:
+        p.fail("V2-PROMPT-003", f"no `running` state_update before the idle one (states: {states})")
+    reason = turn.idle.get("stopReason")
+    if isinstance(reason, str) and (reason in STOP_REASONS or reason.startswith("_")):
+        p.ok("V2-PROMPT-004", f"idle with stopReason {reason!r}")
+    else:
+        p.fail("V2-PROMPT-004", f"the idle state_update has no valid stopReason: {_short(turn.idle)}")
+
+
+def _session_caps(init: dict[str, Any]) -> dict[str, Any]:
+    caps = init.get("capabilities")
+    session = caps.get("session") if isinstance(caps, dict) else None
+    return session if isinstance(session, dict) else {}
+
+
+# -- checks ---------------------------------------------------------------------------------------
+
+
+async def check_initialize(p: Probe) -> None:
+    resp = await p.request(Method.INITIALIZE, {"protocolVersion": 2, "info": _INFO, "capabilities": {}})
+    if resp is None or "error" in resp:
+        p.fail("V2-INIT-001", f"initialize failed: {_short(resp) if resp else 'no response'}")
+        return
+    try:
+        init = parse(m.InitializeResponse, _result(resp))
+    except AcpError as exc:
+        p.fail("V2-INIT-001", f"invalid v2 InitializeResponse: {exc}")
+        return
+    if init.protocol_version == 2:
+        p.ok("V2-INIT-001", f"protocolVersion 2, agent {init.info.name} {init.info.version}")
+    else:
+        p.fail("V2-INIT-001", f"asked for 2, got protocolVersion {init.protocol_version}")
+        return
+    again = await p.request(Method.INITIALIZE, {"protocolVersion": 1, "clientCapabilities": {}})
+    if _code(again) == INVALID_REQUEST:
+        p.ok("V2-INIT-004", "a repeated initialize asking for 1 got -32600")
+    else:
+        p.fail("V2-INIT-004", f"a repeated initialize asking for 1 got {_short(again) if again else 'no response'}")
+    if p.opts.auth_method:
+        login = await p.request(Method.AUTH_LOGIN, {"methodId": p.opts.auth_method})
+        if login is not None and "result" in login:
+            p.ok("V2-AUTH-001", f"logged in with {p.opts.auth_method!r}")
+        else:
+            p.fail("V2-AUTH-001", f"auth/login with {p.opts.auth_method!r}: {_short(login) if login else 'no response'}")
+    else:
+        p.skip("V2-AUTH-001", "no --auth-method given")
+
+
+async def check_versions(p: Probe) -> None:
+    newer = await p.request(Method.INITIALIZE, {"protocolVersion": 3, "info": _INFO, "capabilities": {}})
+    got = _result(newer).get("protocolVersion") if isinstance(_result(newer), dict) else None
+    if got == 2:
+        p.ok("V2-INIT-002", "asked for 3, got 2")
+    else:
+        p.fail("V2-INIT-002", f"asked for 3, got {_short(newer) if newer else 'no response'}")
+    # a fresh agent for the too-old version: the first initialize is settled now
+    await p.aclose()
+    await p.start()
+    old = await p.request(Method.INITIALIZE, {"protocolVersion": 0, "info": _INFO, "capabilities": {}})
+    err = old.get("error") if old else None
+    data = err.get("data") if isinstance(err, dict) else None
+    if _code(old) == UNSUPPORTED_PROTOCOL_VERSION and isinstance(data, dict) and data.get("requested") == 0 \
+            and isinstance(data.get("supported"), list):
+        p.ok("V2-INIT-003", f"-32022 with supported {data['supported']}")
+    else:
+        p.fail("V2-INIT-003", f"protocolVersion 0 got {_short(old) if old else 'no response'}")
+
+
+async def check_prompt(p: Probe) -> None:
+    _, sid = await setup_v2(p)
+    p.ok("V2-SESS-001", f"session {sid}")
+    _judge_turn(p, await run_turn(p, sid, "hello"))
+    mark = len(p.records)
+    empty = await p.request(Method.SESSION_PROMPT, {"sessionId": sid, "prompt": []})
+    await asyncio.sleep(p.opts.settle)
+    inserted = [r for r in p.records[mark:] if _is_update(r, sid)
+                and _update(r).get("sessionUpdate") in (Update.USER_MESSAGE, Update.USER_MESSAGE_CHUNK)]
+    if _code(empty) == INVALID_PARAMS and not inserted:
+        p.ok("V2-PROMPT-005", "an empty prompt got -32602")
+    else:
+        p.fail("V2-PROMPT-005", f"an empty prompt got {_short(empty) if empty else 'no response'}"
+               + (f" and {len(inserted)} user message updates" if inserted else ""))
+
+
+async def check_cancel(p: Probe) -> None:
+    _, sid = await setup_v2(p)
+
+    async def cancel() -> None:
+        p.notify(Method.SESSION_CANCEL, {"sessionId": sid})
+
+    turn = await run_turn(p, sid, p.opts.cancel_prompt, bound=p.opts.timeout + p.opts.cancel_bound, during=cancel)
+    if turn.response is None or "error" in turn.response:
+        p.fail("V2-CANCEL-001", f"the prompt failed: {_short(turn.response) if turn.response else 'no response'}")
+        return
+    reason = turn.idle.get("stopReason") if turn.idle is not None else None
+    if reason == "cancelled":
+        p.ok("V2-CANCEL-001", "idle cancelled")
+    else:
+        p.fail("V2-CANCEL-001", "after session/cancel: " + (f"idle with stopReason {reason!r}" if turn.idle
+                                                             else f"no idle within {p.opts.cancel_bound} s"))
+
+
+async def check_close(p: Probe) -> None:
+    init, sid = await setup_v2(p)
+    await run_turn(p, sid, "hello")
+    resp = await p.request(Method.SESSION_CLOSE, {"sessionId": sid})
+    if resp is None or "error" in resp:
+        p.fail("V2-CLOSE-001", f"session/close got {_short(resp) if resp else 'no response'}")
+        return
+    p.ok("V2-CLOSE-001", "closed")
+    mark = next(i for i in range(len(p.records) - 1, -1, -1) if p.records[i].get("msg") is resp) + 1
+    await asyncio.sleep(max(p.opts.settle, 0.5))
+    late = [_update(r).get("sessionUpdate") for r in p.records[mark:] if _is_update(r, sid)]
+    if late:
+        p.fail("V2-CLOSE-002", f"{len(late)} session/update after the close response: {late[:5]}")
+    else:
+        p.ok("V2-CLOSE-002", "no update after the close response")
+    ghosts = {Method.SESSION_CLOSE: await p.request(Method.SESSION_CLOSE, {"sessionId": "no-such-session"})}
+    if _session_caps(init).get("delete") is not None:
+        ghosts[Method.SESSION_DELETE] = await p.request(Method.SESSION_DELETE, {"sessionId": "no-such-session"})
+    bad = {k: _short(g) if g else "no response" for k, g in ghosts.items() if g is None or "result" not in g}
+    if bad:
+        p.fail("V2-CLOSE-003", f"an unknown session: {bad}")
+    else:
+        p.ok("V2-CLOSE-003", f"{' and '.join(ghosts)} of an unknown session succeed")
+
+
+async def check_sessions(p: Probe) -> None:
+    init, sid = await setup_v2(p)
+    listed = await p.request(Method.SESSION_LIST, {})
+    try:
+        resp = parse(m.ListSessionsResponse, _result(listed))
+        ids = [s.session_id for s in resp.sessions]
+        if sid in ids:
+            p.ok("V2-SESS-002", f"{len(ids)} sessions listed")
+        else:
+            p.fail("V2-SESS-002", f"session {sid} not in the list {ids[:10]}")
+    except AcpError as exc:
+        p.fail("V2-SESS-002", f"session/list: {_short(listed) if listed else 'no response'} ({exc})")
+    await run_turn(p, sid, "hello")
+    mark = len(p.records)
+    resumed = await p.request(Method.SESSION_RESUME, {"sessionId": sid, "cwd": p.workdir,
+                                                      "replayFrom": {"type": "start"}})
+    answer = next((i for i, r in enumerate(p.records[mark:], mark) if r.get("kind") == "response"
+                   and r.get("dir") == "a2c" and r.get("method") == Method.SESSION_RESUME), len(p.records))
+    replayed = [u for u in (_update(r) for r in p.records[mark:answer] if _is_update(r, sid))
+                if u.get("sessionUpdate") in (Update.USER_MESSAGE, Update.USER_MESSAGE_CHUNK)]
+    if resumed is None or "error" in resumed:
+        p.fail("V2-SESS-003", f"session/resume got {_short(resumed) if resumed else 'no response'}")
+    elif replayed:
+        p.ok("V2-SESS-003", f"{len(replayed)} user message updates replayed before the response")
+    else:
+        p.fail("V2-SESS-003", "no user message of the history was replayed before the resume response")
+    if _session_caps(init).get("delete") is None:
+        p.skip("V2-SESS-004", "session.delete not advertised")
+        return
+    deleted = await p.request(Method.SESSION_DELETE, {"sessionId": sid})
+    if deleted is not None and "result" in deleted:
+        p.ok("V2-SESS-004", "deleted")
+    else:
+        p.fail("V2-SESS-004", f"session/delete got {_short(deleted) if deleted else 'no response'}")
+
+
+async def check_rpc(p: Probe) -> None:
+    await initialize_v2(p, _meta={"acme": 1})
+    unknown = await p.request("acplink/no_such_method", {})
+    if _code(unknown) == METHOD_NOT_FOUND:
+        p.ok("V2-RPC-001", "-32601")
+    else:
+        p.fail("V2-RPC-001", f"an unknown method got {_short(unknown) if unknown else 'no response'}")
+    wrong = {}
+    for method in sorted(V1_ONLY_METHODS & {"authenticate", "session/load", "session/set_mode", "fs/read_text_file"}):
+        got = await p.request(method, {"sessionId": "s", "methodId": "m", "cwd": p.workdir, "path": p.workdir})
+        if _code(got) != METHOD_NOT_FOUND:
+            wrong[method] = _short(got) if got else "no response"
+    if wrong:
+        p.fail("V2-RPC-002", f"v1 methods not answered -32601: {wrong}")
+    else:
+        p.ok("V2-RPC-002", "every v1-only method got -32601")
+    ext = await p.request("_acplink/check", {})
+    if ext is not None:
+        p.ok("V2-RPC-003", "answered")
+    else:
+        p.fail("V2-RPC-003", "a `_` extension request got no response")
+    mark = len(p.records)
+    p.send_raw({"jsonrpc": "2.0", "id": None, "method": Method.SESSION_LIST, "params": {}})
+    rec = await p.wait_for(lambda r: r.get("dir") == "a2c" and r.get("kind") == "response", p.opts.timeout,
+                           start=mark)
+    msg = rec["msg"] if rec is not None else None
+    if isinstance(msg, dict) and msg.get("id") is None and _code(msg) == INVALID_REQUEST:
+        p.ok("V2-RPC-004", "-32600 with id null")
+    else:
+        p.fail("V2-RPC-004", f"a request with id null got {_short(msg) if msg else 'no response'}")
+    new = await p.request(Method.SESSION_NEW, {"cwd": p.workdir, "mcpServers": [], "_meta": {"acme": True}})
+    if isinstance(_result(new), dict) and isinstance(_result(new).get("sessionId"), str):
+        p.ok("V2-EXT-001", "`_meta` tolerated")
+    else:
+        p.fail("V2-EXT-001", f"session/new with _meta got {_short(new) if new else 'no response'}")
+
+
+V2_CHECKS: tuple[Check, ...] = (
+    Check("v2-initialize", check_initialize, ("V2-INIT-001", "V2-INIT-004", "V2-AUTH-001"), V2_MONITORED),
+    Check("v2-versions", check_versions, ("V2-INIT-002", "V2-INIT-003")),
+    Check("v2-prompt", check_prompt, ("V2-SESS-001", "V2-PROMPT-001", "V2-PROMPT-002", "V2-PROMPT-003",
+                                      "V2-PROMPT-004", "V2-PROMPT-005"), V2_MONITORED),
+    Check("v2-cancel", check_cancel, ("V2-CANCEL-001",), V2_MONITORED),
+    Check("v2-close", check_close, ("V2-CLOSE-001", "V2-CLOSE-002", "V2-CLOSE-003"), V2_MONITORED),
+    Check("v2-sessions", check_sessions, ("V2-SESS-002", "V2-SESS-003", "V2-SESS-004"), V2_MONITORED),
+    Check("v2-rpc", check_rpc, ("V2-RPC-001", "V2-RPC-002", "V2-RPC-003", "V2-RPC-004", "V2-EXT-001")),
+)
+
+
+def v2_findings(probe: Probe) -> list[Outcome]:
+    """Failures of the monitored requirements in one check's traffic: v2 schema violations of
+    the agent's messages, responses to unknown ids or answered twice."""
+    out: list[Outcome] = []
+    asked: set[Any] = set()
+    answered: set[Any] = set()
+    for rec in probe.records:
+        if rec.get("type") != "message":
+            continue
+        msg = rec.get("msg")
+        if rec.get("dir") == "c2a":
+            if rec.get("kind") == "request" and isinstance(msg, dict):
+                asked.add(_key(msg.get("id")))
+            continue
+        for v in rec.get("violations") or []:
+            req = "V2-SCHEMA-002" if v.get("strict_only") else "V2-SCHEMA-001"
+            out.append(Outcome(req, "fail", f"message #{rec.get('seq')}: {v.get('path')}: {v.get('message')}",
+                               probe.check))
+        if rec.get("kind") == "response" and isinstance(msg, dict) and msg.get("id") is not None:
+            key = _key(msg.get("id"))
+            if key not in asked or key in answered:
+                what = "a second response" if key in answered else "a response to an unknown id"
+                out.append(Outcome("V2-IDS-001", "fail", f"message #{rec.get('seq')}: {what} ({msg.get('id')!r})",
+                                   probe.check))
+            answered.add(key)
+    seen: dict[str, int] = {}
+    kept = []
+    for o in out:
+        seen[o.requirement] = seen.get(o.requirement, 0) + 1
+        if seen[o.requirement] <= 3:
+            kept.append(o)
+    return kept
+
+
+def agent_of(probe: Probe) -> dict[str, Any] | None:
+    """The agent's ``info`` (name, version) from a v2 initialize answer in the check's traffic."""
+    for rec in probe.records:
+        msg = rec.get("msg")
+        result = msg.get("result") if isinstance(msg, dict) and rec.get("method") == Method.INITIALIZE else None
+        info = result.get("info") if isinstance(result, dict) else None
+        if isinstance(info, dict):
+            return {"name": info.get("name"), "version": info.get("version")}
+    return None
+
+
+def _key(rid: Any) -> Any:
+    return (type(rid).__name__, rid) if isinstance(rid, (str, int)) else ("other", repr(rid))

@@ -1,0 +1,97 @@
+"""``acplink check --protocol 2``: the v2 requirements pass on correct v2 agents (a raw one, the
+official TypeScript SDK's v2 agent) and each deliberately broken v2 agent fails with the right id."""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from check_cases import fast
+
+from acplink.conformance import Report, run_checks
+from acplink.conformance.v2_requirements import V2_REQUIREMENTS
+
+HERE = Path(__file__).resolve().parent
+BROKEN_V2 = HERE / "broken" / "v2_agent.py"
+JS = HERE.parent / "interop" / "js"
+NODE = shutil.which("node")
+
+#: --break NAME -> the requirement id it must fail
+BROKEN_V2_CASES = {
+    "no-receipt-id": "V2-PROMPT-001",
+    "no-running": "V2-PROMPT-003",
+    "idle-without-stop-reason": "V2-PROMPT-004",
+    "updates-after-close": "V2-CLOSE-002",
+}
+
+
+@pytest.fixture(scope="module")
+def v2_reports() -> dict[str, Report]:
+    tmp = tempfile.mkdtemp(prefix="acplink-check-v2-")
+    jobs = {"none": [sys.executable, str(BROKEN_V2)]}
+    jobs.update({name: [sys.executable, str(BROKEN_V2), "--break", name] for name in BROKEN_V2_CASES})
+    if NODE is not None and (JS / "node_modules" / "@agentclientprotocol" / "sdk").is_dir():
+        jobs["ts-v2"] = [NODE, str(JS / "v2_agent.mjs")]
+
+    async def main() -> list[Report]:
+        limiter = asyncio.Semaphore(6)
+        return await asyncio.gather(*(run_checks(fast(cmd, tmp, cancel_prompt="wait", protocol=2), limiter=limiter)
+                                      for cmd in jobs.values()))
+
+    try:
+        return dict(zip(jobs, asyncio.run(main()), strict=True))
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def test_every_v2_requirement_has_an_id_a_level_and_a_spec_reference() -> None:
+    ids = [r.id for r in V2_REQUIREMENTS]
+    assert len(ids) == len(set(ids)) and all(i.startswith("V2-") for i in ids)
+    for r in V2_REQUIREMENTS:
+        assert r.level in ("must", "should", "informational") and r.spec and r.title
+        assert r.url.startswith("https://agentclientprotocol.com/protocol/v2/draft/")
+
+
+def test_correct_raw_v2_agent_passes_every_requirement(v2_reports: dict[str, Report]) -> None:
+    report = v2_reports["none"]
+    assert report.count("fail") == 0, report.to_text()
+    assert {r.requirement.id for r in report.results} == {r.id for r in V2_REQUIREMENTS}
+    assert report.exit_code == 0 and report.agent == {"name": "broken-v2", "version": "1"}
+
+
+def test_official_ts_v2_agent_passes_every_must(v2_reports: dict[str, Report]) -> None:
+    if "ts-v2" not in v2_reports:
+        pytest.skip("node or the official TypeScript SDK is missing")
+    report = v2_reports["ts-v2"]
+    assert report.count("fail", "must") == 0, report.to_text()
+
+
+@pytest.mark.parametrize("broken", sorted(BROKEN_V2_CASES))
+def test_broken_v2_agent_fails_with_the_right_id(v2_reports: dict[str, Report], broken: str) -> None:
+    report = v2_reports[broken]
+    req_id = BROKEN_V2_CASES[broken]
+    result = report.result(req_id)
+    assert result is not None and result.status == "fail", report.to_text()
+    assert report.exit_code == 1
+    entry = next(r for r in report.to_json()["requirements"] if r["id"] == req_id)
+    assert entry["url"].startswith("https://agentclientprotocol.com/protocol/v2/draft/")
+    assert entry["transcripts"] and any(entry["transcripts"].values())
+    # nothing else fails but what follows from the breakage: the checks tell behaviours apart
+    others = {r.requirement.id for r in report.results if r.status == "fail" and r.requirement.id != req_id}
+    also = {"idle-without-stop-reason": {"V2-CANCEL-001"},
+            "no-receipt-id": {"V2-SCHEMA-001", "V2-PROMPT-002"}}  # (the receipt's messageId is required)
+    assert others <= also.get(broken, set()), report.to_text()
+
+
+def test_check_cli_protocol_2(tmp_path: Path) -> None:
+    proc = subprocess.run([sys.executable, "-m", "acplink", "check", "--protocol", "2", "--cancel-prompt", "wait",
+                           "-k", "v2-prompt", "--timeout", "5", "--cwd", str(tmp_path), "--",
+                           sys.executable, str(BROKEN_V2), "--break", "no-running"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "FAIL  V2-PROMPT-003" in proc.stdout and "NOT conformant" in proc.stdout
