@@ -40,7 +40,8 @@ def recording_transport(inner: Transport, out: str | os.PathLike[str] | IO[bytes
     client→agent); ``validate`` marks schema violations; ``redact``: see
     :func:`acplink.tools.redact.redact_message`."""
     writer = TraceWriter(out, redact=redact, validate=validate, listeners=listeners,
-                         header={"transport": inner.description, "side": side, **(header or {})})
+                         header={"transport": inner.description, "side": side, "validated": validate,
+                                 **(header or {})})
     return RecordingTransport(inner, writer, side=side)
 
 _CHUNK = 1 << 16
@@ -177,7 +178,8 @@ class RecordingProxy:
     def run(self) -> int:
         """Run until the agent exits (or our stdin closes and the ladder ends); its exit code."""
         writer = TraceWriter(self.out, redact=self.redact, validate=self.validate, listeners=self.listeners,
-                             header={"tool": "acplink record", "command": self.command, "pid": os.getpid()})
+                             header={"tool": "acplink record", "command": self.command, "pid": os.getpid(),
+                                     "validated": self.validate})
         try:
             self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=None, bufsize=0, start_new_session=True)
@@ -193,12 +195,13 @@ class RecordingProxy:
         a2c.start()
         c2a.start()
 
-        stopping = threading.Event()
+        stopping: list[int] = []  # (no lock in a signal handler: a signal may interrupt the last one)
 
         def forward(signum: int, _frame: Any) -> None:
             # told to stop (an editor closing us, ^C): pass it on to the agent, then store every
             # record still queued before exiting. Repeated signals change nothing.
-            stopping.set()
+            if not stopping:
+                stopping.append(signum)
             try:
                 os.killpg(proc.pid, signum)
             except (ProcessLookupError, PermissionError):
@@ -210,8 +213,8 @@ class RecordingProxy:
                 old[sig] = signal.signal(sig, forward)
         try:
             while proc.poll() is None:
-                if self._stdin_closed.wait(0.05) or stopping.is_set():
-                    self._ladder(signalled=stopping.is_set())
+                if self._stdin_closed.wait(0.05) or stopping:
+                    self._ladder(signalled=bool(stopping))
                     break
             code = proc.wait()
             a2c.join(2.0)  # the agent's last bytes
