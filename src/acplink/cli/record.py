@@ -56,20 +56,26 @@ def run(args: argparse.Namespace) -> int:
         except DatabaseError as exc:
             return fail(str(exc), 2)
         ingest = Ingest(store, shlex.join(cmd))
+
+    def close_db() -> None:  # (called by the proxy after the last record, and again here: idempotent)
+        if ingest is not None:
+            ingest.close()
+            ingest.store.close()
+
     try:
         code = RecordingProxy(cmd, args.out, redact=args.redact, validate=not args.no_validate,
-                              listeners=[ingest] if ingest else [],
-                              on_idle=ingest.flush if ingest else None).run()
+                              listeners=[ingest] if ingest else [], on_idle=ingest.flush if ingest else None,
+                              on_close=close_db).run()
     except OSError as exc:
         if args.debug:
             traceback.print_exc()
         if exc.filename is not None and str(exc.filename) == str(args.out):
             return fail(f"cannot write the trace {args.out!r}: {exc.strerror or exc}", 2)
         return fail(f"cannot run {cmd[0]!r}: {exc.strerror or exc}", 127)
+    except KeyboardInterrupt:  # a ^C after everything was stored (the proxy holds it until then)
+        return 130
     finally:
-        if ingest is not None:
-            ingest.close()
-            ingest.store.close()
-            if ingest.failed:
-                fail(f"the devtools database stopped recording ({ingest.failed}); the traffic was not affected")
+        close_db()
+        if ingest is not None and ingest.failed:
+            fail(f"the devtools database stopped recording ({ingest.failed}); the traffic was not affected")
     return 128 - code if code < 0 else code

@@ -93,13 +93,25 @@ class TraceTurn:
         return None if self.end is None else self.end - self.start
 
     def add(self, kind: str, text: str) -> None:
-        """Text of ``kind`` (prompt, reply or thought) joins the previous piece of that kind."""
+        """Text of ``kind`` (prompt, reply or thought) joins the previous piece of that kind.
+        The pieces are collected and joined by :meth:`settle` (the analysis calls it at the end):
+        adding to a string piece by piece is quadratic, minutes for a long streamed reply."""
+        pending: dict[str, list[str]] = self.__dict__.setdefault("_pieces", {})
         if kind == "reply":
-            self.reply += text
+            pending.setdefault("reply", [self.reply]).append(text)
         if self.events and self.events[-1][0] == kind and kind != "tool":
-            self.events[-1][1] += text
+            pending.setdefault("last", [self.events[-1][1]]).append(text)
         else:
+            self.settle(reply=False)
             self.events.append([kind, text])
+
+    def settle(self, reply: bool = True) -> None:
+        """Join the pieces :meth:`add` collected into the last event (and :attr:`reply`)."""
+        pending: dict[str, list[str]] = self.__dict__.get("_pieces") or {}
+        if "last" in pending:
+            self.events[-1][1] = "".join(pending.pop("last"))
+        if reply and "reply" in pending:
+            self.reply = "".join(pending.pop("reply"))
 
 
 @dataclass
@@ -175,6 +187,9 @@ class _Analyzer:
                 t.end = max(t.end, float(rec["mono"]))
         if not t.start and records:
             t.start = min((float(r["mono"]) for r in records if isinstance(r.get("mono"), (int, float))), default=0.0)
+        for sess in t.sessions.values():
+            for turn in sess.turns:
+                turn.settle()
         for d, rid, (method, _params, seq) in self.calls.unanswered():
             t.findings.append(Finding("unanswered", f"{method} request {rid!r} ({d}) never answered", seq, d))
         return t

@@ -40,11 +40,14 @@ def recording_transport(inner: Transport, out: str | os.PathLike[str] | IO[bytes
     client→agent); ``validate`` marks schema violations; ``redact``: see
     :func:`acplink.tools.redact.redact_message`."""
     writer = TraceWriter(out, redact=redact, validate=validate, listeners=listeners,
-                         header={"transport": inner.description, "side": side, **(header or {})})
+                         header={"transport": inner.description, "side": side, "validated": validate,
+                                 **(header or {})})
     return RecordingTransport(inner, writer, side=side)
 
 _CHUNK = 1 << 16
 _STOP = ("stop", b"", 0.0, 0.0)
+#: the longest the trace file and the database lag behind the traffic (seconds)
+_IDLE_EVERY = 0.05
 
 
 class RecordingProxy:
@@ -53,13 +56,15 @@ class RecordingProxy:
     def __init__(self, command: Sequence[str], out: str | os.PathLike[str] | IO[bytes] | None, *,
                  redact: bool = False, validate: bool = True, close_timeout: float = 5.0, term_timeout: float = 3.0,
                  stdin_fd: int = 0, stdout_fd: int = 1, listeners: Sequence[TraceListener] = (),
-                 on_idle: Callable[[], None] | None = None) -> None:
+                 on_idle: Callable[[], None] | None = None, on_close: Callable[[], None] | None = None) -> None:
         self.command = list(command)
         self.out = out
         #: more consumers of the trace records (``acplink record --db``: the database), and a
-        #: hook called whenever the trace has caught up with the traffic (to commit a batch)
+        #: hook called whenever the trace has caught up with the traffic (to commit a batch), and
+        #: one called once after the last record, while a signal still cannot interrupt (to close)
         self.listeners = list(listeners)
         self.on_idle = on_idle
+        self.on_close = on_close
         self.redact = redact
         self.validate = validate
         self.close_timeout = close_timeout
@@ -112,18 +117,32 @@ class RecordingProxy:
         self._pump(self.proc.stdout.fileno(), self.stdout_fd, "a2c")
 
     def _trace(self, writer: TraceWriter) -> None:
+        """Turn the queued chunks into records. The trace file is flushed and ``on_idle`` called
+        (a database commit) when the queue has been empty for a moment, or at least every
+        :data:`_IDLE_EVERY` seconds during a flood: a live view lags by at most that, and a flood
+        is stored in big batches instead of one commit per message."""
+        pending = False
+        last_idle = time.monotonic()
         while True:
-            kind, data, mono, wall = self._q.get()
+            try:
+                kind, data, mono, wall = self._q.get(timeout=_IDLE_EVERY) if pending else self._q.get()
+            except queue.Empty:
+                kind = "idle"
             try:
                 if kind == "stop":
                     return
                 if kind == "eof":
                     writer.eof(data.decode(), mono, wall)
-                else:
+                elif kind != "idle":
                     writer.feed(kind, data, mono, wall)
-                writer.flush()
-                if self.on_idle is not None and self._q.empty():
-                    self.on_idle()
+                pending = True
+                now = time.monotonic()
+                if kind == "idle" or now - last_idle >= _IDLE_EVERY:
+                    pending = False
+                    last_idle = now
+                    writer.flush()
+                    if self.on_idle is not None:
+                        self.on_idle()
             except Exception as exc:  # the trace must never break the traffic
                 try:
                     writer.event("recorder-error", message=f"{type(exc).__name__}: {exc}")
@@ -132,12 +151,16 @@ class RecordingProxy:
 
     # -- lifecycle -----------------------------------------------------------------------------
 
-    def _ladder(self) -> None:
-        """After our stdin closed: wait for the agent, then TERM, then KILL (its process group)."""
+    def _ladder(self, signalled: bool = False) -> None:
+        """After our stdin closed: wait for the agent, then TERM, then KILL (its process group).
+        ``signalled``: we were told to stop and passed the signal on, so it starts at the TERM step."""
         proc = self.proc
         assert proc is not None
-        for sig, timeout in ((None, self.close_timeout), (signal.SIGTERM, self.term_timeout),
-                             (signal.SIGKILL, 5.0)):
+        steps: tuple[tuple[signal.Signals | None, float], ...] = (
+            (None, self.close_timeout), (signal.SIGTERM, self.term_timeout), (signal.SIGKILL, 5.0))
+        for sig, timeout in steps[1:] if signalled else steps:
+            if signalled and sig == signal.SIGTERM:
+                sig = None  # (already sent)
             if sig is not None and proc.poll() is None:
                 try:
                     os.killpg(proc.pid, sig)
@@ -155,7 +178,8 @@ class RecordingProxy:
     def run(self) -> int:
         """Run until the agent exits (or our stdin closes and the ladder ends); its exit code."""
         writer = TraceWriter(self.out, redact=self.redact, validate=self.validate, listeners=self.listeners,
-                             header={"tool": "acplink record", "command": self.command, "pid": os.getpid()})
+                             header={"tool": "acplink record", "command": self.command, "pid": os.getpid(),
+                                     "validated": self.validate})
         try:
             self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=None, bufsize=0, start_new_session=True)
@@ -171,7 +195,13 @@ class RecordingProxy:
         a2c.start()
         c2a.start()
 
+        stopping: list[int] = []  # (no lock in a signal handler: a signal may interrupt the last one)
+
         def forward(signum: int, _frame: Any) -> None:
+            # told to stop (an editor closing us, ^C): pass it on to the agent, then store every
+            # record still queued before exiting. Repeated signals change nothing.
+            if not stopping:
+                stopping.append(signum)
             try:
                 os.killpg(proc.pid, signum)
             except (ProcessLookupError, PermissionError):
@@ -183,21 +213,24 @@ class RecordingProxy:
                 old[sig] = signal.signal(sig, forward)
         try:
             while proc.poll() is None:
-                if self._stdin_closed.wait(0.05):
-                    self._ladder()
+                if self._stdin_closed.wait(0.05) or stopping:
+                    self._ladder(signalled=bool(stopping))
                     break
             code = proc.wait()
             a2c.join(2.0)  # the agent's last bytes
         finally:
-            # the trace may still be catching up (a flood, a slow --db): a SIGTERM now (an editor
-            # closing us) goes to the agent's group, already gone, so the rest is still written
+            # the trace may still be catching up (a flood, a slow --db): it is finished (every
+            # queued record written and committed) before our own signal handlers are restored,
+            # so a signal during the catch-up cannot cut it short
             writer_code = proc.returncode
             self._q.put(_STOP)
-            tracer.join(10.0)
-            for sig, handler in old.items():
-                signal.signal(sig, handler)
+            tracer.join()
             writer.event("exit", code=writer_code)
             writer.close()
+            if self.on_close is not None:
+                self.on_close()
+            for sig, handler in old.items():
+                signal.signal(sig, handler)
         return code
 
 

@@ -1,0 +1,32 @@
+"""Server time of each devtools view of one connection: ``python benchmarks/devtools_views.py DB [CONN]``."""
+
+import sys
+import time
+from collections.abc import Callable
+
+from acplink.devtools.conversation import conversation_page
+from acplink.devtools.store import Store
+from acplink.devtools.views import Filters, findings_page, sessions_page, timeline_page
+from acplink.devtools.waterfall import waterfall_page
+
+
+def timed(label: str, fn: Callable[[], str]) -> None:
+    t0 = time.perf_counter()
+    out = fn()
+    print(f"{label}: {time.perf_counter() - t0:.2f} s, {len(out) // 1024} KB")
+
+
+def main() -> None:
+    store = Store(sys.argv[1])
+    c = store.connection(int(sys.argv[2]) if len(sys.argv) > 2 else 1)
+    assert c is not None, "no such connection"
+    print(f"connection #{c.id}: {c.messages} messages")
+    timed("sessions", lambda: sessions_page(store))
+    timed("timeline", lambda: timeline_page(store, c, Filters.of({})))
+    timed("findings", lambda: findings_page(store, c))
+    timed("conversation", lambda: conversation_page(store, c, ""))
+    timed("waterfall", lambda: waterfall_page(store, c))
+
+
+if __name__ == "__main__":
+    main()
