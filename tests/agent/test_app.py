@@ -416,3 +416,41 @@ async def test_shell_terminal_extension(tmp_path: Path, allow_shell: bool) -> No
             with pytest.raises(InvalidParams, match="shell"):
                 await session.prompt("go")
         assert client.terminals is not None and client.terminals.terminal_ids == []
+
+
+# -- session/close during a running prompt (SESS-021) -------------------------------------------------
+
+
+@pytest.mark.parametrize("stubborn", [False, True], ids=["turn-ends-on-cancel", "turn-ignores-cancel"])
+async def test_session_close_ends_a_running_turn_cancelled(tmp_path: Path, stubborn: bool) -> None:
+    # a plain app: its close handler knows nothing of turns; the app cancels the running turn
+    # (forced after the grace when the handler ignores the cancel) before the handler runs
+    app = AgentApp("closer", cancel_grace=0.2)
+    events: list[str] = []
+    started = asyncio.Event()
+
+    @app.prompt
+    async def prompt(ctx: PromptContext) -> None:
+        started.set()
+        try:
+            if stubborn:
+                await asyncio.sleep(60)
+            else:
+                await ctx.wait_cancelled()
+        finally:
+            events.append("turn ended")
+
+    @app.close_session
+    async def close_session(ctx: Context[schema.CloseSessionRequest]) -> schema.CloseSessionResponse:
+        events.append("close handler")
+        return schema.CloseSessionResponse()
+
+    async with connect(app) as client:
+        session = await client.new_session(cwd=tmp_path)
+        turn = session.prompt("work")
+        async with asyncio.timeout(10):
+            await started.wait()
+            await session.close()
+            assert (await turn).stop_reason == "cancelled"
+        assert events == ["turn ended", "close handler"]
+        assert app.sessions == {}

@@ -20,6 +20,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .._tasks import TaskSet
 from ..connection.base import RawJSON
 from ..errors import InvalidParams, RequestCancelled, RequestError
 from ..protocol import V1
@@ -42,7 +43,7 @@ class _Session:
 
     session_id: str
     held: deque[tuple[Any, asyncio.Future[tuple[dict[str, Any], asyncio.Event]]]] = field(default_factory=deque)
-    task: asyncio.Task[None] | None = None
+    task: asyncio.Future[None] | None = None
     state: str = "idle"
     #: the current message id of each chunk kind without one (per turn)
     ids: dict[str, str] = field(default_factory=dict)
@@ -54,7 +55,7 @@ class V2Turns:
     def __init__(self, conn: VersionedAgentConnection) -> None:
         self.conn = conn
         self.sessions: dict[str, _Session] = {}
-        self.tasks: set[asyncio.Task[None]] = set()
+        self.tasks = TaskSet("acplink-v2-turns")  # (the running turns; closed with the connection)
 
     def _get(self, sid: str) -> _Session:
         st = self.sessions.get(sid)
@@ -65,10 +66,7 @@ class V2Turns:
     async def aclose(self) -> None:
         for st in self.sessions.values():
             self._reject_held(st)
-        tasks = list(self.tasks)
-        for t in tasks:
-            t.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await self.tasks.aclose()
 
     # -- sending -------------------------------------------------------------------------------
 
@@ -131,10 +129,7 @@ class V2Turns:
         _remember(sess.messages, "user", message_id, content)
         st.ids = {}
         go = asyncio.Event()
-        task = asyncio.get_running_loop().create_task(self._turn(st, v1, go), name=f"acplink-v2-turn-{st.session_id}")
-        st.task = task
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        st.task = self.tasks.spawn(self._turn(st, v1, go), name=f"acplink-v2-turn-{st.session_id}")
         await self._send(st.session_id, {"sessionUpdate": Update.USER_MESSAGE, "messageId": message_id,
                                          "content": content})
         await self._state(st, "running")
@@ -183,7 +178,7 @@ class V2Turns:
             if not fut.done():
                 fut.set_exception(RequestCancelled("Request cancelled: the session's prompts were cancelled"))
 
-    def cancel(self, sid: str) -> asyncio.Task[None] | None:
+    def cancel(self, sid: str) -> asyncio.Future[None] | None:
         """``session/cancel``: end the running turn (idle ``cancelled``), refuse held prompts."""
         st = self.sessions.get(sid)
         if st is None:

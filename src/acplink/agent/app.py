@@ -417,6 +417,8 @@ class AgentBase:
 
         async def call(p: Any) -> Any:
             sid = getattr(p, "session_id", None)
+            if hook == "close_session" and isinstance(sid, str):
+                await _end_turn(conn(), sid)
             sess = self.sessions.get(sid) if isinstance(sid, str) else None
             res = await h(Context(self, conn(), p, sess))
             if forget and isinstance(sid, str):
@@ -528,3 +530,13 @@ class Agent(AgentBase):
             async def prompt(self, ctx: PromptContext) -> None:
                 await ctx.send_text(ctx.text)
     """
+
+
+async def _end_turn(conn: AgentSideConnection, session_id: str) -> None:
+    """``session/close`` during a running prompt: the turn is cancelled (as by
+    ``session/cancel``, forced after the grace) and has ended, answered ``cancelled``, before
+    the app's close handler runs."""
+    turn = conn.turns.get(session_id)
+    if turn is not None:
+        conn.cancel_turn(session_id)
+        await asyncio.wait({turn.task})

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Generator
 from typing import Any
 
+from .._tasks import TaskSet
 from .common import fail, positive_seconds
 
 HELP = "serve an ACP agent over WebSocket and streamable HTTP (one agent process per connection)"
@@ -135,7 +136,14 @@ def _server_class() -> type[Any]:
         def __init__(self, config: uvicorn.Config, app: Any) -> None:
             super().__init__(config)
             self.acp_app = app
-            self.stopping: asyncio.Task[None] | None = None
+            self.stopping: asyncio.Future[None] | None = None
+            self.tasks = TaskSet("acplink-serve")  # (the drain; closed when serving ends)
+
+        async def serve(self, sockets: list[socket.socket] | None = None) -> None:
+            try:
+                await super().serve(sockets=sockets)
+            finally:
+                await self.tasks.aclose()
 
         @contextlib.contextmanager
         def capture_signals(self) -> Generator[None, None, None]:
@@ -155,7 +163,7 @@ def _server_class() -> type[Any]:
                 self.should_exit = True
                 return
             print("acplink serve: stopping", file=sys.stderr, flush=True)
-            self.stopping = asyncio.get_running_loop().create_task(self.drain())
+            self.stopping = self.tasks.spawn(self.drain(), name="acplink-serve-drain")
 
         async def drain(self) -> None:
             try:

@@ -18,6 +18,7 @@ from typing import Any
 
 import orjson
 
+from .._tasks import TaskSet
 from ..errors import AcpError, UsageError
 from .probe import Outcome
 from .requirements import Level, Requirement
@@ -146,14 +147,14 @@ async def run_client_check(opts: ClientOptions) -> Report:
         raise ClientDidNotRun(f"cannot start the client: {exc}") from None
     out_tail: list[str] = []
     err_tail: list[str] = []
-    drains = [asyncio.ensure_future(_drain(proc.stdout, out_tail)), asyncio.ensure_future(_drain(proc.stderr, err_tail))]
+    drains = TaskSet("acplink-check-client-drains")
+    drains.spawn(_drain(proc.stdout, out_tail))
+    drains.spawn(_drain(proc.stderr, err_tail))
     try:
         events = await _watch(proc, report_path, opts, err_tail)
     finally:
         await _stop(proc)
-        for d in drains:
-            d.cancel()
-        await asyncio.gather(*drains, return_exceptions=True)
+        await drains.aclose()
         shutil.rmtree(workdir, ignore_errors=True)
     return _build(cmd, events, time.monotonic() - started, opts.strict, err_tail)
 

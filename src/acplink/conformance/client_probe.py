@@ -22,6 +22,7 @@ from typing import Any, BinaryIO
 
 import orjson
 
+from .._tasks import TaskSet
 from ..rpc.messages import message_kind
 from ..tools.validate import validate_message
 
@@ -43,7 +44,8 @@ class ProbeAgent:
         self.methods: dict[Any, str] = {}  # id of a request we sent → its method (to validate answers)
         self.caps: dict[str, Any] = {}
         self.sessions: dict[str, str] = {}  # session id → cwd
-        self.turn: asyncio.Task[None] | None = None
+        self.turn: asyncio.Future[None] | None = None
+        self.tasks = TaskSet("acplink-check-client-probe")  # (the turn; cancelled when stdin closes)
         self.judged: set[str] = set()
         self.finished = False
         self.received = 0  # messages from the client
@@ -160,7 +162,7 @@ class ProbeAgent:
         else:
             self.outcome("CLIENT-013", "pass", f"prompt block types: {', '.join(kinds) or 'none'}")
         if self.turn is None:
-            self.turn = asyncio.get_running_loop().create_task(self.exercise(rid, str(sid)))
+            self.turn = self.tasks.spawn(self.exercise(rid, str(sid)))
         else:  # later turns: a plain answer
             self.notify_update(str(sid), {"sessionUpdate": "agent_message_chunk",
                                           "content": {"type": "text", "text": "again"}})
@@ -341,10 +343,7 @@ class ProbeAgent:
                     self.incoming(line)
         finally:
             self.emit({"event": "stdin-closed"})
-            if self.turn is not None and not self.turn.done():
-                self.turn.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await self.turn
+            await self.tasks.aclose()
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -245,7 +245,6 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
 
     @app.close_session
     async def close_session(ctx: Context[s.CloseSessionRequest]) -> s.CloseSessionResponse:
-        ctx.connection.cancel_turn(ctx.params.session_id)  # a running turn ends `cancelled`
         app.sessions.pop(ctx.params.session_id, None)
         return s.CloseSessionResponse()
 
@@ -430,13 +429,9 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
         stop = asyncio.Event()
         tool = await ctx.start_tool_call(f"Wait {seconds}s", kind="other", status="in_progress",
                                          on_cancel=stop.set)
-        stopped = asyncio.ensure_future(stop.wait())
-        turn_cancelled = asyncio.ensure_future(ctx.wait_cancelled())
-        try:
-            await asyncio.wait({stopped, turn_cancelled}, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            stopped.cancel()
-            turn_cancelled.cancel()
+        async with TaskSet() as scope:  # (the first of: the tool stopped, the turn cancelled, time is up)
+            waits: set[asyncio.Future[Any]] = {scope.spawn(stop.wait()), scope.spawn(ctx.wait_cancelled())}
+            await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
         if stop.is_set():
             await tool.fail(content=[_text_content("Cancelled by the client.")])
             await reply.stream("The wait was cancelled; the turn goes on.")

@@ -17,6 +17,7 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from .._tasks import TaskSet
 from ..client.client import Client, connect
 from ..client.permissions import PermissionPolicy
 from ..client.session import Session
@@ -50,7 +51,8 @@ class Chat:
         self.error: str | None = None
         self._questions: dict[int, asyncio.Future[str | None]] = {}
         self._ids = itertools.count(1)
-        self._tasks: set[asyncio.Task[Any]] = set()
+        #: the running turns (closing the chat cancels and awaits them)
+        self._tasks = TaskSet(f"acplink-devtools-chat-{chat_id}")
         self._opening: Any = None
 
     @property
@@ -106,15 +108,13 @@ class Chat:
 
     def prompt(self, text: str) -> str | None:
         """Start a turn; an error message when it cannot start."""
-        if self.session is None:
+        if self.session is None or self._tasks.closed:
             return self.error or "the agent is not running"
         try:
             turn = self.session.prompt(text)
         except AcpError as exc:
             return str(exc)
-        task = asyncio.create_task(self._turn(turn))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.spawn(self._turn(turn))
         return None
 
     async def _turn(self, turn: Any) -> None:
@@ -146,11 +146,7 @@ class Chat:
         for fut in self._questions.values():
             if not fut.done():
                 fut.cancel()
-        for task in list(self._tasks):
-            task.cancel()
-        for task in list(self._tasks):
-            with contextlib.suppress(BaseException):
-                await task
+        await self._tasks.aclose()
         await self._close_client()
         self.ingest.close()
 

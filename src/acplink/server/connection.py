@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 import orjson
 
+from .._tasks import TaskSet
 from ..errors import ConnectionClosed
 from ..rpc.messages import message_kind
 from .backends import AgentBackend, AgentChannel
@@ -59,7 +60,7 @@ class Mailbox:
         self.has_reader = False
         self.finished = False
         self.wake = asyncio.Event()
-        self.reader_task: asyncio.Task[Any] | None = None
+        self.reader_task: asyncio.Future[Any] | None = None
 
     def push(self, data: bytes) -> None:
         if self.finished:
@@ -153,7 +154,7 @@ class RemoteConnection:
         finally:
             self.starting = False
         if self.closed:  # closed while it started (server shutdown)
-            self.registry._stop(self)
+            await self.registry.stop_late(self)
 
     def expect_answer(self, rid: Any) -> asyncio.Future[bytes]:
         """The agent's answer to request ``rid`` is handed here instead of to a stream."""
@@ -345,7 +346,8 @@ class Registry:
         self.backend = backend
         self.connections: dict[str, RemoteConnection] = {}
         self.closing = False
-        self._stopping: set[asyncio.Task[None]] = set()
+        #: the tasks that stop agents, keyed by connection id (aclose waits for them)
+        self._stopping = TaskSet("acplink-serve-stop")
 
     @property
     def full(self) -> bool:
@@ -370,24 +372,35 @@ class Registry:
 
     def _stop(self, conn: RemoteConnection) -> None:
         channel, conn.channel = conn.channel, None
-        if channel is None:
-            return
+        if channel is not None:
+            self._stopping.spawn(self._stop_agent(conn, channel), key=conn.id, name=f"acplink-stop-{conn.id}")
 
-        async def stop() -> None:
+    async def stop_late(self, conn: RemoteConnection) -> None:
+        """Stop the agent of a connection closed while the agent started: in a task of the
+        registry, or here once the registry is closed (no task may start any more)."""
+        if not self._stopping.closed:
+            self._stop(conn)
+            return
+        channel, conn.channel = conn.channel, None
+        if channel is not None:
+            await self._stop_agent(conn, channel)
+
+    async def _stop_agent(self, conn: RemoteConnection, channel: AgentChannel) -> None:
+        try:
             try:
                 how = await channel.aclose()
             except Exception as exc:
                 how = f"agent stop failed: {exc}"
             log.info("connection %s closed (%s; %s)", conn.id, conn.end_reason, how)
-
-        task = asyncio.get_running_loop().create_task(stop(), name=f"acplink-stop-{conn.id}")
-        self._stopping.add(task)
-        task.add_done_callback(self._stopping.discard)
+        finally:
+            self._stopping.discard(conn.id)
 
     async def aclose(self, reason: str = "server shutting down") -> None:
         """Close every connection (WebSockets with 1001) and wait for their agents to stop."""
         self.closing = True
         for conn in list(self.connections.values()):
             conn.close(reason, code=1001)
-        while self._stopping:
-            await asyncio.gather(*self._stopping, return_exceptions=True)
+        # (each stop is bounded by the agent's shutdown ladder)
+        while stops := [t for t in self._stopping.keyed.values() if not t.done()]:
+            await asyncio.gather(*stops, return_exceptions=True)
+        await self._stopping.aclose()

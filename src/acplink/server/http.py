@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from .._tasks import TaskSet
 from ..errors import AcpError
 from ..rpc.messages import message_kind
 from .asgi import Receive, Scope, Send, TooLarge, answer, header_map, peer_of, read_body
@@ -199,17 +200,16 @@ async def _stream(conn: RemoteConnection, box: Mailbox, receive: Receive, send: 
         while (await receive())["type"] != "http.disconnect":
             pass
 
-    loop = asyncio.get_running_loop()
-    out = loop.create_task(pump(box, event, keepalive=conn.limits.keepalive, on_quiet=keepalive),
-                           name=f"acplink-sse-{conn.id}")
+    tasks = TaskSet(f"acplink-sse-{conn.id}")
+    out = tasks.spawn(pump(box, event, keepalive=conn.limits.keepalive, on_quiet=keepalive),
+                      name=f"acplink-sse-{conn.id}")
     box.reader_task = out
-    watch = loop.create_task(gone(), name=f"acplink-sse-watch-{conn.id}")
+    watch = tasks.spawn(gone(), name=f"acplink-sse-watch-{conn.id}")
     try:
         await asyncio.wait({out, watch}, return_when=asyncio.FIRST_COMPLETED)
     finally:
-        for task in (out, watch):
-            task.cancel()
-        await asyncio.gather(out, watch, return_exceptions=True)
+        await tasks.aclose()
+        await asyncio.gather(out, watch, return_exceptions=True)  # (a failure is read here, not logged)
     if out.done() and not out.cancelled() and out.exception() is None:
         await send({"type": "http.response.body", "body": b"", "more_body": False})
 

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import orjson
 
+from .._tasks import TaskSet
 from ..errors import AcpError
 from ..rpc.messages import message_kind
 from .access import Refusal
@@ -69,19 +71,19 @@ async def _serve(registry: Registry, conn: RemoteConnection, receive: Receive, s
         await pump(conn.stream, frame)
         await close(conn.close_code)  # the connection ended: agent exit 1011, shutdown 1001
 
-    loop = asyncio.get_running_loop()
-    out = loop.create_task(send_all(), name=f"acplink-ws-{conn.id}")
+    tasks = TaskSet(f"acplink-ws-{conn.id}")
+    out = tasks.spawn(send_all(), name=f"acplink-ws-{conn.id}")
     conn.stream.reader_task = out
-    inbound = loop.create_task(_receive_all(registry, conn, receive), name=f"acplink-ws-in-{conn.id}")
+    inbound = tasks.spawn(_receive_all(registry, conn, receive), name=f"acplink-ws-in-{conn.id}")
     try:
-        await asyncio.wait({out, inbound}, return_when=asyncio.FIRST_COMPLETED)
+        first: set[asyncio.Future[Any]] = {out, inbound}
+        await asyncio.wait(first, return_when=asyncio.FIRST_COMPLETED)
         code = inbound.result() if inbound.done() and not inbound.cancelled() else None
         if code is not None:  # a protocol error: drop what is queued and close with its code
             conn.close(conn.end_reason, code=code, drop=True)
     finally:
-        for task in (inbound, out):
-            task.cancel()
-        await asyncio.gather(inbound, out, return_exceptions=True)
+        await tasks.aclose()
+        await asyncio.gather(inbound, out, return_exceptions=True)  # (a failure is read here, not logged)
         await close(conn.close_code if conn.closed else 1000)
 
 

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .._tasks import TaskSet
 from ..errors import ConnectionClosed, MessageTooLarge, TransportError
 from ._remote import (
     CLOSE_TIMEOUT,
@@ -85,7 +86,7 @@ class _SessionStream:
     def __init__(self, ready: asyncio.Future[_Failure | None]) -> None:
         #: None once the stream is open; the reason when it could not be opened
         self.ready = ready
-        self.task: asyncio.Task[None] | None = None
+        self.task: asyncio.Future[None] | None = None
 
 
 class HttpTransport(Transport):
@@ -121,8 +122,10 @@ class HttpTransport(Transport):
         self._resumed.set()
         self._high = 4 * 1024 * 1024
         self._low = self._high // 4
-        self._writer: asyncio.Task[None] | None = None
-        self._conn_stream: asyncio.Task[None] | None = None
+        #: every task of the connection (writer, stream readers): closing cancels and awaits them
+        self._owned = TaskSet("acplink-http-transport")
+        self._writer: asyncio.Future[None] | None = None
+        self._conn_stream: asyncio.Future[None] | None = None
         self._sessions: dict[str, _SessionStream] = {}
         #: session id -> why it failed (409, or its stream 404): sticky until load/resume
         self._failed_sessions: dict[str, _Failure] = {}
@@ -133,7 +136,7 @@ class HttpTransport(Transport):
         self._error: TransportError | None = None
         self._closing = False
         #: session-stream readers whose stream ended, waiting to see whether the connection did
-        self._lingering: set[asyncio.Task[None]] = set()
+        self._lingering: set[asyncio.Future[None]] = set()
 
     @property
     def description(self) -> str:
@@ -151,7 +154,7 @@ class HttpTransport(Transport):
         self._client = httpx.AsyncClient(
             http2=self.http2, follow_redirects=False,
             timeout=httpx.Timeout(self.connect_timeout, read=None, write=60.0, pool=None))
-        self._writer = asyncio.get_running_loop().create_task(self._write_loop(), name="acplink-http-writer")
+        self._writer = self._owned.spawn(self._write_loop(), name="acplink-http-writer")
 
     # -- the way out ---------------------------------------------------------------------------------
 
@@ -311,7 +314,7 @@ class HttpTransport(Transport):
             raise _Fatal(ConnectionClosed(f"the server at {self.description} answered initialize with something "
                                           "that is not its JSON-RPC response"))
         self.connection_id = cid
-        self._conn_stream = asyncio.get_running_loop().create_task(self._read_connection(), name="acplink-http-sse")
+        self._conn_stream = self._owned.spawn(self._read_connection(), name="acplink-http-sse")
         assert self._sink is not None
         self._sink.message_received(body, None)
 
@@ -363,7 +366,7 @@ class HttpTransport(Transport):
         if self._sink is not None:
             self._sink.eof_received(error)
 
-    def _tasks(self) -> list[asyncio.Task[None]]:
+    def _tasks(self) -> list[asyncio.Future[None]]:
         tasks = [self._writer, self._conn_stream, *(s.task for s in self._sessions.values()), *self._lingering]
         return [t for t in tasks if t is not None and not t.done()]
 
@@ -389,9 +392,8 @@ class HttpTransport(Transport):
         its GET (None: open; else why not)."""
         stream = self._sessions.get(sid)
         if stream is None:
-            loop = asyncio.get_running_loop()
-            stream = self._sessions[sid] = _SessionStream(loop.create_future())
-            stream.task = loop.create_task(self._read_session(sid, stream), name="acplink-http-session-sse")
+            stream = self._sessions[sid] = _SessionStream(asyncio.get_running_loop().create_future())
+            stream.task = self._owned.spawn(self._read_session(sid, stream), name="acplink-http-session-sse")
         return asyncio.shield(stream.ready)
 
     async def _read_session(self, sid: str, stream: _SessionStream) -> None:
@@ -499,11 +501,7 @@ class HttpTransport(Transport):
             except TimeoutError:
                 pass
         self._closing = True
-        tasks = self._tasks()
-        for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+        await self._owned.aclose()
         client = self._client
         if client is None:
             return

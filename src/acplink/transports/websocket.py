@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from .._tasks import TaskSet
 from ..errors import ConnectionClosed, TransportError
 from ._remote import (
     CLOSE_TIMEOUT,
@@ -52,7 +53,8 @@ class WebSocketTransport(Transport):
         self.connection_id: str | None = None
         self._ws: ClientConnection | None = None
         self._sink: TransportSink | None = None
-        self._reader: asyncio.Task[None] | None = None
+        #: the reader task (closing the transport cancels and awaits it)
+        self._tasks = TaskSet("acplink-ws-transport")
         self._reading = asyncio.Event()
         self._reading.set()
         self._closing = False
@@ -96,7 +98,7 @@ class WebSocketTransport(Transport):
         self._sink = sink
         if self._limits is not None:
             self.set_write_buffer_limits(*self._limits)
-        self._reader = asyncio.get_running_loop().create_task(self._read(ws, sink), name="acplink-ws-reader")
+        self._tasks.spawn(self._read(ws, sink), name="acplink-ws-reader")
 
     async def _read(self, ws: ClientConnection, sink: TransportSink) -> None:
         from websockets.exceptions import ConnectionClosed as WsClosed
@@ -202,7 +204,4 @@ class WebSocketTransport(Transport):
             except (TimeoutError, OSError):
                 if ws.transport is not None:
                     ws.transport.abort()
-        reader = self._reader
-        if reader is not None:
-            reader.cancel()
-            await asyncio.gather(reader, return_exceptions=True)
+        await self._tasks.aclose()
