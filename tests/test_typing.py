@@ -39,7 +39,13 @@ def test_connect_takes_the_client_options() -> None:
               if p.kind is p.KEYWORD_ONLY}
     conn = inspect.signature(connect).parameters
     assert client and all(conn[n].kind is conn[n].KEYWORD_ONLY for n in client)
-    assert {n: (conn[n].default, conn[n].annotation) for n in client} == client
+    # except fs= and terminal=, whose None in connect() means "on for a local agent command,
+    # off for a remote URL" (the Client of a transport has no such choice to make)
+    remote_aware = {"fs", "terminal"}
+    assert {n: (conn[n].default, conn[n].annotation) for n in client if n not in remote_aware} == {
+        n: v for n, v in client.items() if n not in remote_aware}
+    for n in remote_aware:
+        assert conn[n].default is None and conn[n].annotation == f"{client[n][1]} | None"
     assert not any(p.kind is p.VAR_KEYWORD for p in conn.values())
 
 

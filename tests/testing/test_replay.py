@@ -23,7 +23,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
     """A demo-agent session recorded by ``acplink record`` under ``acplink prompt`` (real processes)."""
     where = tmp_path_factory.mktemp("recorded")
     trace = where / "demo.jsonl"
-    out = subprocess.run([*ACPLINK, "prompt", "hello replay", "--", *ACPLINK, "record", "--out", str(trace),
+    out = subprocess.run([*ACPLINK, "prompt", "--protocol", "1", "hello replay", "--", *ACPLINK, "record", "--out", str(trace),
                           "--", *ACPLINK, "demo-agent"], cwd=where, capture_output=True, text=True, timeout=GUARD)
     assert out.returncode == 0, out.stderr
     assert "hello replay" in out.stdout
