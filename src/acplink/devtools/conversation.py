@@ -11,7 +11,7 @@ import orjson
 from ..client.state import Message, SessionState, block_text
 from ..errors import AcpError
 from ..schema import Content, Diff, SessionNotification, Terminal
-from ..schema.parse import parse
+from ..schema._parse import parse
 from .html import diff_html, esc, markdown, page
 from .store import ConnectionRow, Store
 
