@@ -53,6 +53,8 @@ class AgentSideConnection(Connection, ClientMethods):
         self.initialized = False
         self.client_info: s.Implementation | None = None
         self.protocol_version: int | None = None
+        #: the agent serves ACP v1 only: a v2 ``initialize`` is taken in v1's shape (set by AgentApp)
+        self.v1_only = False
         self.turns: PromptTurns[Turn] = PromptTurns()
         self.router = self._install(self.router)
 
@@ -82,7 +84,7 @@ class AgentSideConnection(Connection, ClientMethods):
         return router
 
     async def handle_request(self, method: str, params: Any) -> bytes:
-        if method == "initialize" and self.protocol.version == 1:
+        if method == "initialize" and self.v1_only:
             params = for_v1_only(params)  # (a v2 client asking a v1-only agent: downgraded)
         return await super().handle_request(method, params)
 
