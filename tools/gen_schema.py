@@ -841,7 +841,12 @@ class Emitter:
         and the "other"/unknown fallback (which refuses known tags, so a malformed known
         variant is an error, not an unknown one)."""
         tagged = [self.name_src(c) for t, c in a.members if not t.startswith("__") and c in self.ir.classes]
-        nested = [self.name_src(c) for t, c in a.members if not t.startswith("__") and c not in self.ir.classes]
+        # a nested union is chosen by this union's tag too: its own untagged or fallback member
+        # has the outer tag only as a defaulted field, so without the check any object (an
+        # unknown kind, a malformed known one) could validate as that member
+        nested = [f"Annotated[{self.name_src(c)}, BeforeValidator(require_tag({a.tag_key!r}, {t!r}))]"
+                  if self._nested_is_loose(c) else self.name_src(c)
+                  for t, c in a.members if not t.startswith("__") and c not in self.ir.classes]
         chain: list[str] = []
         if len(tagged) > 1:
             chain.append(f"Annotated[Union[{', '.join(tagged)}], Field(discriminator={a.tag_py!r})]")
@@ -858,6 +863,12 @@ class Emitter:
         if a.alt_key:
             src = f"Annotated[{src}, BeforeValidator(alt_tag({a.tag_key!r}, {a.alt_key!r}))]"
         return src
+
+    def _nested_is_loose(self, name: str) -> bool:
+        """Whether a nested union can take an object without the outer tag: it has a fallback
+        (its "other"/unknown member) or an untagged member, whose outer tag is only a default."""
+        a = self.ir.aliases.get(name)
+        return a is not None and bool(a.tag_key) and bool(a.untagged or a.fallback)
 
     def node_blocks(self, *, stub: bool = False) -> list[tuple[str, list[str], list[str]]]:
         """(name, source lines defining it, the names it refers to) in emission order; for

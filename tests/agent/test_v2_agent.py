@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from v2_wire import INIT2, RawClient, idle, make_app, served, updates
 
+from acplink import AgentApp, PromptContext
 from acplink.demo.agent import DemoStore, create_demo_agent
 
 
@@ -318,3 +319,26 @@ async def test_null_id_on_v2_is_invalid_request() -> None:
         c.send({"jsonrpc": "2.0", "id": None, "method": "session/list", "params": {}})
         r = await c.recv()
         assert r["id"] is None and r["error"]["code"] == -32600
+
+
+async def test_a_v1_only_app_downgrades_a_v2_initialize() -> None:
+    # as the TS router does for a v1-only implementation: answered with version 1, the v2
+    # request seen in v1's shape (info → clientInfo, no fs or terminal, terminal auth kept)
+    seen: list[Any] = []
+    app = AgentApp("v1-only")
+
+    @app.prompt
+    async def prompt(ctx: PromptContext) -> None:
+        seen.append((ctx.connection.client_info, ctx.client_capabilities))
+
+    async with served(app, protocols=(1,)) as c:
+        r, _ = await c.call("initialize", {"protocolVersion": 2, "info": {"name": "ts", "version": "9"},
+                                           "capabilities": {"auth": {"terminal": {}}}})
+        assert r["result"]["protocolVersion"] == 1 and "agentInfo" in r["result"]
+        r, _ = await c.call("session/new", {"cwd": "/tmp", "mcpServers": []})
+        sid = r["result"]["sessionId"]
+        r, _ = await c.call("session/prompt", {"sessionId": sid, "prompt": [{"type": "text", "text": "hi"}]})
+        assert r["result"]["stopReason"] == "end_turn"
+    ((info, caps),) = seen
+    assert (info.name, info.version) == ("ts", "9")
+    assert caps.fs.read_text_file is False and caps.terminal is False and caps.auth.terminal is True

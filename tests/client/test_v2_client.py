@@ -185,3 +185,13 @@ async def test_ts_v2_agent_turns(tmp_path: Path) -> None:
                 await turn.cancel()
         assert turn.stop_reason == "cancelled"
         await session.close()
+
+
+async def test_auto_goes_on_with_v1_against_a_v1_only_app(tmp_path: Path) -> None:
+    # the v2 initialize reaches a v1-only AgentApp: downgraded as the TS router does (v2's info
+    # as v1's clientInfo, no fs), answered with protocolVersion 1, and the client goes on with v1
+    agent = [sys.executable, str(HERE / "v1_only_agent.py")]
+    async with connect(agent, protocol="auto") as client:
+        assert client.protocol_version == 1 and client.v2 is None
+        assert client.agent_info is not None and client.agent_info.name == "v1-only"
+        assert await _hello(client, tmp_path) == "client=acplink fs=True"  # (its v1 fields kept)

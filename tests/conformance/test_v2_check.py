@@ -95,3 +95,13 @@ def test_check_cli_protocol_2(tmp_path: Path) -> None:
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "FAIL  V2-PROMPT-003" in proc.stdout and "NOT conformant" in proc.stdout
+
+
+def test_v1_check_judges_a_v2_answer_to_an_unknown_version_by_v2() -> None:
+    # the v1 checker's unknown-version check asks a dual-version agent for a newer version: it
+    # answers v2, and that initialize result (info, capabilities, v2 auth methods) is v2's schema
+    from check_cases import DEMO
+
+    report = asyncio.run(run_checks(fast(DEMO, tempfile.mkdtemp(prefix="acplink-check-uv-")), ["unknown-version"]))
+    assert report.result("INIT-003").status == "pass", report.to_text()  # type: ignore[union-attr]
+    assert report.count("fail") == 0, report.to_text()

@@ -150,3 +150,35 @@ def test_v2_roundtrip(name: str) -> None:
         check()
     except Unsatisfiable:
         pytest.skip(f"{name}: no valid instance generated")
+
+
+def _update(update: dict[str, Any]) -> Any:
+    return parse(v2.UpdateSessionNotification, {"sessionId": "s", "update": update}).update
+
+
+@pytest.mark.parametrize(("update", "path"), [
+    ({"sessionUpdate": "agent_message_chunk", "content": {"type": "text", "text": "x"}}, "$.update.messageId"),
+    ({"sessionUpdate": "state_update", "state": "idle", "stopReason": 5}, "$.update.stopReason"),
+])
+def test_a_malformed_known_session_update_is_an_error_naming_the_path(update: dict[str, Any], path: str) -> None:
+    # (the idle state update without a stop reason has no required field: it must not take these)
+    with pytest.raises(SchemaValidationError) as info:
+        _update(update)
+    paths = [e["path"].replace(f"[sessionUpdate={update['sessionUpdate']}]", "") for e in info.value.errors]
+    assert any(p.startswith(path) or p.endswith(path.removeprefix("$.update")) for p in paths), info.value.errors
+
+
+def test_session_updates_are_chosen_by_their_tag() -> None:
+    unknown = _update({"sessionUpdate": "hologram", "frames": 1})
+    assert isinstance(unknown, FallbackVariant)
+    assert unknown.tag == "hologram" and unknown.raw == {"sessionUpdate": "hologram", "frames": 1}
+    assert type(_update({"sessionUpdate": "state_update", "state": "idle"})).__name__ == "IdleStateUpdateNone"
+    assert _update({"sessionUpdate": "state_update", "state": "idle", "stopReason": "_x"}).stop_reason == "_x"
+    # a state update needs its state tag too, and a bare state union its "state"
+    with pytest.raises(SchemaValidationError):
+        _update({"sessionUpdate": "state_update"})
+    with pytest.raises(SchemaValidationError):
+        parse(v2.StateUpdate, {})
+    # (v1's unstable schema has the same state union: the same rule holds there)
+    with pytest.raises(SchemaValidationError):
+        parse(S.v1.StateUpdate, {"sessionUpdate": "state_update"})

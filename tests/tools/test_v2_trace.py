@@ -3,12 +3,14 @@ agreed on 2, turns that end at the idle state_update, upserted tool calls, v2 fi
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import orjson
+import pytest
 
 from acplink.tools.analysis import analyze
 from acplink.tools.inspect import load_timeline
@@ -93,3 +95,22 @@ def test_record_and_inspect_a_v2_session(tmp_path: Path) -> None:
     shown = subprocess.run([*acplink, "inspect", "--text", str(trace)], capture_output=True, text=True, timeout=60)
     assert shown.returncode == 0 and "protocol version: 2" in shown.stdout and "end_turn" in shown.stdout
     assert "no findings" in shown.stdout
+
+
+@pytest.mark.parametrize("mode", ["--redact", "--no-validate"])
+def test_record_the_demo_agent_on_v2_gives_no_false_findings(tmp_path: Path, mode: str) -> None:
+    # --redact: the v2 states and ids stay readable (a redacted "idle" would leave the turn
+    # unfinished); --no-validate: inspect checks the records itself, the initialize answer that
+    # agrees on v2 against the v2 schema (not v1's, which has no info/capabilities/v2 auth methods)
+    trace = tmp_path / "v2.jsonl"
+    acplink = [sys.executable, "-m", "acplink"]
+    env = {**os.environ, "ACPLINK_DEMO_STORE": str(tmp_path / "store")}
+    proc = subprocess.run([*acplink, "prompt", "--protocol", "2", "--cwd", str(tmp_path), "hello", "--",
+                           *acplink, "record", mode, "-o", str(trace), "--", *acplink, "demo-agent"],
+                          capture_output=True, text=True, timeout=120, env=env)
+    assert proc.returncode == 0, proc.stderr
+    t = load_timeline(trace)
+    assert t.protocol_version == 2
+    assert t.findings == [], t.findings
+    (sess,) = t.sessions.values()
+    assert [turn.stop_reason for turn in sess.turns] == ["end_turn"]

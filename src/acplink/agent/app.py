@@ -441,6 +441,7 @@ class AgentBase:
                                                                  versions=protocols, **kw)
         else:
             conn = AgentSideConnection(transport, lambda protocol: self.router(ref, protocol), **kw)
+            conn.v1_only = protocols == (PROTOCOL_VERSION,)
         ref.append(conn)
         return conn
 

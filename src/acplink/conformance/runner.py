@@ -18,6 +18,7 @@ from typing import Any
 from .._text import sanitize_for_terminal
 from ..errors import AcpError, ConnectionClosed, PeerOutputNotJson, TransportError, UsageError
 from ..tools.analysis import analyze
+from ..tools.validate import agreed_version
 from .checks import CHECKS, MONITORED, Check
 from .probe import CheckAbort, Options, Outcome, Probe
 from .requirements import REQUIREMENTS, Requirement
@@ -200,10 +201,12 @@ def _created_later(probe: Probe, seq: Any) -> str | None:
 def _message_outcomes(probe: Probe) -> list[tuple[str, str]]:
     """Violations read straight from the agent's messages: (requirement, evidence)."""
     out: list[tuple[str, str]] = []
+    version = 1  # the version the agent answered initialize with: its messages follow that schema
     for rec in probe.records:
         if rec.get("dir") != "a2c" or rec.get("type") != "message":
             continue
         msg = rec.get("msg")
+        version = agreed_version(msg, probe.answered_method(msg) if isinstance(msg, dict) else None, version)
         if "msg" not in rec and "\ufffd" in str(rec.get("raw", "")):
             out.append(("TRANS-001", f"message #{rec.get('seq')}: a line that is not valid UTF-8: "
                         f"{str(rec.get('raw'))[:80]!r}"))
@@ -215,7 +218,7 @@ def _message_outcomes(probe: Probe) -> list[tuple[str, str]]:
             if not text.strip() or "\n" in text.strip():
                 out.append(("RPC-014", f"message #{rec.get('seq')}: error {err.get('code')} has "
                             f"{'an empty' if not text.strip() else 'a multi-line'} message: {text[:120]!r}"))
-        extra = undeclared_root_keys(msg, probe.answered_method(msg))
+        extra = undeclared_root_keys(msg, probe.answered_method(msg), version)
         if extra:
             out.append(("SCHEMA-003", f"message #{rec.get('seq')}: undeclared root key(s) {', '.join(extra)} "
                         f"({msg.get('method') or 'result'}; custom data belongs in _meta)"))

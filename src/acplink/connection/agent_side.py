@@ -9,6 +9,7 @@ from typing import Any
 
 from ..errors import InvalidRequest
 from ..protocol import PROTOCOL_VERSION
+from ..protocol.router import for_v1_only
 from ..schema import _generated as s
 from ..schema.v1._stubs import ClientMethods
 from .base import Connection, RawJSON, Router, RouterFactory
@@ -52,6 +53,8 @@ class AgentSideConnection(Connection, ClientMethods):
         self.initialized = False
         self.client_info: s.Implementation | None = None
         self.protocol_version: int | None = None
+        #: the agent serves ACP v1 only: a v2 ``initialize`` is taken in v1's shape (set by AgentApp)
+        self.v1_only = False
         self.turns: PromptTurns[Turn] = PromptTurns()
         self.router = self._install(self.router)
 
@@ -79,6 +82,11 @@ class AgentSideConnection(Connection, ClientMethods):
             if stop in router.requests or user_prompt is not None:
                 router.requests.setdefault(stop, self._stop)
         return router
+
+    async def handle_request(self, method: str, params: Any) -> bytes:
+        if method == "initialize" and self.v1_only:
+            params = for_v1_only(params)  # (a v2 client asking a v1-only agent: downgraded)
+        return await super().handle_request(method, params)
 
     async def gate(self, method: str) -> None:
         if not self.initialized and not self.protocol.may_precede_initialize(method):

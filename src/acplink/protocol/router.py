@@ -34,7 +34,7 @@ from typing import Any
 
 from .v2 import UNSUPPORTED_PROTOCOL_VERSION
 
-__all__ = ["Decision", "Ignore", "Reply", "Select", "VersionRouter", "downgrade_initialize", "error_response"]
+__all__ = ["Decision", "Ignore", "Reply", "Select", "VersionRouter", "downgrade_initialize", "error_response", "for_v1_only"]
 
 MAX_PROTOCOL_VERSION = 0xFFFF
 _UNKNOWN_INFO = {"name": "unknown", "version": "unknown"}
@@ -237,6 +237,18 @@ def downgrade_initialize(params: dict[str, Any]) -> dict[str, Any]:
     """A v2 ``initialize``'s params in v1's shape (what the router hands a v1 implementation)."""
     info = params.get("info")
     return _v2_to_v1(params, info if _valid_info(info) else None)
+
+
+def for_v1_only(params: Any) -> Any:
+    """The params of an ``initialize`` as a v1-only implementation takes them: a request for
+    version 2 or newer downgraded into v1's shape (answered with version 1, as the TS router
+    does, so an ``auto`` client goes on with v1); anything else unchanged. A request that also
+    carries v1's own ``clientInfo`` / ``clientCapabilities`` (acplink's ``auto`` client) keeps
+    them: that client goes on with v1, fs and terminals included."""
+    if isinstance(params, dict) and (_version_of(params.get("protocolVersion")) or 0) >= 2:
+        own = {k: params[k] for k in ("clientInfo", "clientCapabilities") if params.get(k) is not None}
+        return {**downgrade_initialize(params), **own}
+    return params
 
 
 def _v2_to_v1(params: dict[str, Any], info: dict[str, Any] | None) -> dict[str, Any]:

@@ -17,7 +17,7 @@ from typing import Any
 from ..protocol.v2 import Method, Update
 from ..rpc.messages import message_kind
 from .analysis import Permission, TraceToolCall, TraceTurn, _Analyzer, _blocks_text, _obj
-from .validate import validate_message
+from .validate import agreed_version, validate_message
 
 __all__ = ["V2Analyzer", "speaks_v2"]
 
@@ -47,10 +47,13 @@ class V2Analyzer(_Analyzer):
 
     def message(self, rec: dict[str, Any]) -> None:
         msg = rec.get("msg")
-        if self.v2 and rec.get("violations") is None and isinstance(msg, dict):
-            # (a record without schema checks: checked here, against the v2 schema)
+        if rec.get("violations") is None and isinstance(msg, dict):
+            # (a record without schema checks: checked here, against the v2 schema once agreed,
+            # the initialize response that agrees on it included)
             call = self.calls.peek(str(rec.get("dir")), msg.get("id")) if message_kind(msg) == "response" else None
-            rec = {**rec, "violations": validate_message(msg, call[0] if call is not None else None, 2)}
+            answered = call[0] if call is not None else None
+            if agreed_version(msg, answered, 2 if self.v2 else 1) >= 2:
+                rec = {**rec, "violations": validate_message(msg, answered, 2)}
         super().message(rec)
 
     def request(self, rec: dict[str, Any], d: str, msg: dict[str, Any], method: str) -> None:

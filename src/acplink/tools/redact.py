@@ -23,6 +23,9 @@ REDACT_KEEP = frozenset({
     # names, places and labels (they may name files and commands)
     "name", "title", "version", "description", "hint", "path", "uri", "cwd", "additionalDirectories",
     "command", "updatedAt", "message",
+    # ACP v2: its ids, states and kinds (an idle ``state_update`` must still end its turn)
+    "planId", "compactionId", "groupId", "providerId", "serverId", "senderSessionId", "recipientSessionId",
+    "senderMessageId", "recipientMessageId", "replayFrom", "state", "severity", "operation", "apiType",
 })
 
 #: free-form parts whose strings are all redacted, whatever their keys: tool input and output,

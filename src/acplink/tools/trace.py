@@ -28,7 +28,7 @@ import orjson
 from ..rpc.framing import LineDecoder, Oversized
 from ..rpc.messages import CallMatcher, message_kind
 from .redact import redact_message, redacted
-from .validate import validate_message
+from .validate import agreed_version, validate_message
 
 __all__ = ["TRACE_FORMAT", "TRACE_VERSION", "TraceListener", "TraceRecord", "TraceWriter", "read_trace"]
 
@@ -142,9 +142,7 @@ class TraceWriter:
                 rec["method"] = answered
             if "error" in msg:
                 rec["error"] = True
-        if answered == "initialize" and isinstance(msg.get("result"), dict):
-            version = msg["result"].get("protocolVersion")  # (the version the peers agreed on)
-            self.version = version if type(version) is int else 1
+        self.version = agreed_version(msg, answered, self.version)  # (the version the peers agreed on)
         if self.validate:
             errs = validate_message(msg, answered, self.version)
             if errs:

@@ -11,7 +11,7 @@ from ..rpc.messages import message_kind, usable_id
 from ..schema._parse import parse
 from ..schema.registry import method_info as _v1_method_info
 
-__all__ = ["validate_message"]
+__all__ = ["agreed_version", "validate_message"]
 
 
 def _envelope_errors(msg: Any) -> list[dict[str, Any]]:
@@ -60,6 +60,16 @@ def _schema_errors(tp: Any, data: Any, prefix: str, name: str) -> list[dict[str,
             item["strict_only"] = True
         out.append(item)
     return out
+
+
+def agreed_version(msg: Any, answered: str | None, current: int = 1) -> int:
+    """The ACP version in effect from ``msg`` on: the ``protocolVersion`` of an ``initialize``
+    result (``answered``: the method the message answers; the response itself already follows
+    that version's schema), else ``current``."""
+    if answered == "initialize" and isinstance(msg, dict) and isinstance(msg.get("result"), dict):
+        version = msg["result"].get("protocolVersion")
+        return version if type(version) is int else 1
+    return current
 
 
 def validate_message(msg: Any, method: str | None = None, version: int = 1) -> list[dict[str, Any]]:

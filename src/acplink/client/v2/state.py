@@ -16,7 +16,6 @@ import binascii
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...protocol.v2 import Update
 from ...schema import v2 as m
 from ..state import SubagentState, _patch
 
@@ -36,8 +35,11 @@ def _state_types() -> tuple[type[Any], ...]:
 
 
 def state_of(update: Any) -> str | None:
-    """The foreground state a ``state_update`` reports (``"idle"``, ``"running"``, …), else None."""
-    if isinstance(update, _state_types()) and _tag(update) in (Update.STATE_UPDATE, None):
+    """The foreground state a ``state_update`` reports (``"idle"``, ``"running"``, …), else None.
+
+    (The models only take a ``state_update`` as one of these: another kind never parses as a
+    state, so the type says it all.)"""
+    if isinstance(update, _state_types()):
         state: str = update.state
         return state
     return None

@@ -1425,7 +1425,7 @@ def _d_StateUpdateOther() -> Any:
 
 
 def _d_StateUpdate() -> Any:
-    StateUpdate = Annotated[Union[Annotated[Union[RunningStateUpdate, RequiresActionStateUpdate, UnknownStateUpdate], Field(discriminator='state')], IdleStateUpdate, StateUpdateOther], Field(union_mode='left_to_right')]
+    StateUpdate = Annotated[Union[Annotated[Union[RunningStateUpdate, RequiresActionStateUpdate, UnknownStateUpdate], Field(discriminator='state')], Annotated[IdleStateUpdate, BeforeValidator(require_tag('state', 'idle'))], StateUpdateOther], Field(union_mode='left_to_right')]
     """ACP type `StateUpdate`. Unstable."""
     return StateUpdate
 

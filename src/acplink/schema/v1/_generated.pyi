@@ -2814,7 +2814,7 @@ class StateUpdateOther(_TaggedMixin, FallbackVariant, AcpModel):
     ) -> None: ...
 
 
-StateUpdate = Annotated[Union[Annotated[Union[RunningStateUpdate, RequiresActionStateUpdate, UnknownStateUpdate], Field(discriminator='state')], IdleStateUpdate, StateUpdateOther], Field(union_mode='left_to_right')]
+StateUpdate = Annotated[Union[Annotated[Union[RunningStateUpdate, RequiresActionStateUpdate, UnknownStateUpdate], Field(discriminator='state')], Annotated[IdleStateUpdate, BeforeValidator(require_tag('state', 'idle'))], StateUpdateOther], Field(union_mode='left_to_right')]
 """ACP type `StateUpdate`. Unstable."""
 
 

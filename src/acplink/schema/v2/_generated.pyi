@@ -1579,7 +1579,7 @@ class StateUpdateOther(_TaggedMixin, FallbackVariant, AcpModel):
     ) -> None: ...
 
 
-StateUpdate = Annotated[Union[Annotated[Union[RunningStateUpdate, RequiresActionStateUpdate, UnknownStateUpdate], Field(discriminator='state')], IdleStateUpdate, StateUpdateOther], Field(union_mode='left_to_right')]
+StateUpdate = Annotated[Union[Annotated[Union[RunningStateUpdate, RequiresActionStateUpdate, UnknownStateUpdate], Field(discriminator='state')], Annotated[IdleStateUpdate, BeforeValidator(require_tag('state', 'idle'))], StateUpdateOther], Field(union_mode='left_to_right')]
 """ACP type `StateUpdate`. Stable. Spec: https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#session-states"""
 
 
@@ -3303,7 +3303,7 @@ class SessionUpdateOther(_TaggedMixin, FallbackVariant, AcpModel):
     ) -> None: ...
 
 
-SessionUpdate = Annotated[Union[Annotated[Union[UserMessageChunk, UserMessage, AgentMessageChunk, AgentMessage, AgentThoughtChunk, AgentThought, ToolCallContentChunk, SessionUpdateToolCallUpdate, TerminalUpdate, TerminalOutputChunk, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk, SubagentUpdate, SessionMessage, SessionMessageChunk], Field(discriminator='session_update')], StateUpdate, SessionUpdateOther], Field(union_mode='left_to_right')]
+SessionUpdate = Annotated[Union[Annotated[Union[UserMessageChunk, UserMessage, AgentMessageChunk, AgentMessage, AgentThoughtChunk, AgentThought, ToolCallContentChunk, SessionUpdateToolCallUpdate, TerminalUpdate, TerminalOutputChunk, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk, SubagentUpdate, SessionMessage, SessionMessageChunk], Field(discriminator='session_update')], Annotated[StateUpdate, BeforeValidator(require_tag('sessionUpdate', 'state_update'))], SessionUpdateOther], Field(union_mode='left_to_right')]
 """ACP type `SessionUpdate`. Stable. Spec: https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output"""
 
 
