@@ -347,19 +347,24 @@ class _Analyzer:
             tid = str(upd.get("toolCallId"))
             tc = self.t.tool_calls.get(tid)
             if kind == "tool_call" or tc is not None:
-                if tc is None:
-                    tc = self.t.tool_calls[tid] = TraceToolCall(tid, sid, first=mono)
-                    if turn is not None:
-                        turn.tool_calls.append(tid)
-                        turn.add("tool", tid)
-                tc.title = upd.get("title") or tc.title
-                tc.kind = upd.get("kind") or tc.kind
-                status = upd.get("status") or ("pending" if kind == "tool_call" else None)
-                if status and (not tc.statuses or tc.statuses[-1] != status):
-                    tc.statuses.append(str(status))
-                tc.last = mono
+                self.tool_call(tid, sid, mono, turn, upd, upd.get("status") or ("pending" if kind == "tool_call" else None))
             else:
                 self.find("tool-update-unknown-id", f"tool_call_update for unknown tool call {tid!r}", rec)
+
+    def tool_call(self, tid: str, sid: str, mono: Any, turn: TraceTurn | None, upd: dict[str, Any],
+                  status: Any) -> None:
+        """Record an update of tool call ``tid`` (created, and attached to ``turn``, on first sight)."""
+        tc = self.t.tool_calls.get(tid)
+        if tc is None:
+            tc = self.t.tool_calls[tid] = TraceToolCall(tid, sid, first=mono)
+            if turn is not None:
+                turn.tool_calls.append(tid)
+                turn.add("tool", tid)
+        tc.title = upd.get("title") or tc.title
+        tc.kind = upd.get("kind") or tc.kind
+        if status and (not tc.statuses or tc.statuses[-1] != status):
+            tc.statuses.append(str(status))
+        tc.last = mono
 
 
 _TEXT_KINDS = {"agent_message_chunk": "reply", "agent_thought_chunk": "thought"}

@@ -16,7 +16,7 @@ from typing import Any
 
 from ..protocol.v2 import Method, Update
 from ..rpc.messages import message_kind
-from .analysis import Permission, TraceToolCall, TraceTurn, _Analyzer, _blocks_text, _obj
+from .analysis import Permission, TraceTurn, _Analyzer, _blocks_text, _obj
 from .validate import agreed_version, validate_message
 
 __all__ = ["V2Analyzer", "speaks_v2"]
@@ -135,16 +135,4 @@ class V2Analyzer(_Analyzer):
             turn.stop_reason = upd.get("stopReason")
             turns.pop(0)  # type: ignore[union-attr]
         if kind == Update.TOOL_CALL_UPDATE:
-            tid = str(upd.get("toolCallId"))
-            tc = self.t.tool_calls.get(tid)
-            if tc is None:
-                tc = self.t.tool_calls[tid] = TraceToolCall(tid, sid, first=mono)
-                if turn is not None:
-                    turn.tool_calls.append(tid)
-                    turn.add("tool", tid)
-            tc.title = upd.get("title") or tc.title
-            tc.kind = upd.get("kind") or tc.kind
-            status = upd.get("status")
-            if status and (not tc.statuses or tc.statuses[-1] != status):
-                tc.statuses.append(str(status))
-            tc.last = mono
+            self.tool_call(str(upd.get("toolCallId")), sid, mono, turn, upd, upd.get("status"))
