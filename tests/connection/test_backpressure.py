@@ -11,9 +11,9 @@ import orjson
 import pytest
 from test_memory import RawEnd
 
-from acplink.connection._delivery import LONG_RUNNING
 from acplink.connection.peer import Peer, PeerLimits
 from acplink.errors import ConnectionClosed
+from acplink.protocol import V1
 from acplink.transports import memory_pair
 from acplink.transports.base import FlowControl
 
@@ -34,7 +34,7 @@ class Gates:
 
     async def handle_request(self, method: str, params: Any) -> bytes:
         self.started.append(params["k"])
-        if method == "_t/gate" or method in LONG_RUNNING:
+        if method == "_t/gate" or method in V1.long_running:
             await self.gate(params["k"]).wait()
         return orjson.dumps(params)
 
@@ -68,7 +68,8 @@ async def over_the_mark(peer: Peer, raw: RawEnd) -> tuple[asyncio.Future[Any], a
 async def pair(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Peer, Gates, RawEnd]]:
     ours, theirs = memory_pair()
     gates = Gates()
-    peer = Peer(ours, gates, limits=request.param if hasattr(request, "param") else PeerLimits())
+    peer = Peer(ours, gates, limits=request.param if hasattr(request, "param") else PeerLimits(),
+                long_running=V1.long_running)
     raw = RawEnd(theirs)
     await peer.start()
     await raw.start()

@@ -4,6 +4,7 @@ the only place that spells wire method names."""
 from __future__ import annotations
 
 import ast
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -12,6 +13,7 @@ import pytest
 
 import acplink
 from acplink import AgentApp, Client, PromptContext
+from acplink.connection.peer import PeerLimits
 from acplink.errors import MethodNotFound, UsageError
 from acplink.protocol import (
     PROTOCOL_VERSION,
@@ -29,8 +31,7 @@ SRC = Path(acplink.__file__).resolve().parent
 
 #: the packages that must not spell a wire method: they ask the protocol object
 NO_WIRE_NAMES = ("connection", "agent", "client", "testing", "tools")
-#: exempt for now: connection/peer.py (the seams helper's file this round: `$/cancel_request`
-#: and its list of long-running requests), conformance/ and cli/ (not scanned)
+#: exempt for now: connection/peer.py (`$/cancel_request`), conformance/ and cli/ (not scanned)
 EXEMPT = {"connection/peer.py"}
 
 
@@ -179,3 +180,39 @@ def test_the_capability_flags_are_the_boolean_capabilities_of_the_schema() -> No
     V1.advertise(wire, "agent:loadSession")
     V1.advertise(wire, "agent:sessionCapabilities.list")
     assert wire == {"loadSession": True, "sessionCapabilities": {"list": {}}}
+
+
+@pytest.mark.usefixtures("toy")
+@pytest.mark.parametrize("version", [1, 99])
+async def test_the_versions_long_running_methods_take_no_running_slot(version: int) -> None:
+    # One running slot: a prompt turn waiting (session/prompt in v1, session/ask in the toy
+    # version) must not hold back a quick request of the same client (session/new or /open).
+    assert ("session/ask" in TOY.long_running) and "session/prompt" not in TOY.long_running
+    app = AgentApp("toy", protocols=(1, 99))
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @app.prompt
+    async def prompt(ctx: PromptContext) -> None:
+        started.set()
+        await release.wait()
+
+    ours, theirs = memory_pair()
+    agent = app.connection(theirs, limits=PeerLimits(max_running_requests=1))
+    client = Client(ours)
+    turn: asyncio.Future[Any] | None = None
+    async with agent:
+        try:
+            await client.start(protocol_version=version)
+            assert agent.protocol.version == version
+            session = await client.new_session()
+            turn = asyncio.ensure_future(session.prompt("hi").result())
+            await asyncio.wait_for(started.wait(), 10)
+            other = await asyncio.wait_for(client.new_session(), 10)  # (not held behind the turn)
+            assert other.session_id != session.session_id
+            release.set()
+            assert (await asyncio.wait_for(turn, 10)).stop_reason == "end_turn"
+        finally:
+            release.set()
+            if turn is not None:
+                turn.cancel()
+            await client.aclose()

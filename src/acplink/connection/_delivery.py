@@ -6,8 +6,9 @@ inbound request starts only after them too (a permission question finds the tool
 names known). Requests then run concurrently, each in its own task, within the limits of
 :class:`~acplink.connection.peer.PeerLimits`:
 
-* at most ``max_running_requests`` run at once (the long-waiting ones of :data:`LONG_RUNNING`
-  excepted); the others are *held*, in arrival order;
+* at most ``max_running_requests`` run at once (the long-waiting ones of
+  :attr:`Delivery.long_running`, the protocol's ``long_running``, excepted); the others are
+  *held*, in arrival order;
 * while our write buffer is over its high-water mark no request starts (its answer would only
   add to the buffer); a watcher task starts them once it drains, and disconnects a peer that
   takes nothing of a full buffer for ``stalled_peer_timeout`` seconds;
@@ -27,23 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 from .._tasks import TaskSet
 from ..errors import ConnectionClosed, InternalError, RequestCancelled, RequestError
-from ..protocol import get_protocol, known_versions
 from ..rpc.engine import IncomingNotification, IncomingRequest, IncomingResponse
 from ._calls import resolve
 
 if TYPE_CHECKING:
     from .peer import Peer, PeerLimits
 
-__all__ = ["LONG_RUNNING", "Delivery"]
+__all__ = ["Delivery"]
 
 log = logging.getLogger("acplink.rpc")
-
-#: requests that may wait a long time on something outside this connection (the user, a
-#: process, the model): they take no ``max_running_requests`` slot, so that a few dozen of
-#: them waiting cannot hold back a quick request they depend on (``terminal/kill`` ending a
-#: ``terminal/wait_for_exit``). Their answers are small.
-LONG_RUNNING: frozenset[str] = frozenset().union(
-    *(get_protocol(v).long_running for v in known_versions()))
 
 _CANCELLED_BY_PEER = "cancelled by the peer ($/cancel_request)"
 
@@ -66,10 +59,18 @@ _EOF = object()
 class Delivery:
     """The inbound side of one peer (see the module doc)."""
 
-    def __init__(self, peer: Peer, limits: PeerLimits, tasks: TaskSet) -> None:
+    def __init__(self, peer: Peer, limits: PeerLimits, tasks: TaskSet,
+                 long_running: frozenset[str] = frozenset()) -> None:
         self.peer = peer
         self.limits = limits
         self.tasks = tasks
+        #: wire methods that may wait a long time on something outside this connection (the
+        #: user, a process, the model): they take no ``max_running_requests`` slot, so that a
+        #: few dozen of them waiting cannot hold back a quick request they depend on
+        #: (``terminal/kill`` ending a ``terminal/wait_for_exit``). Their answers are small.
+        #: The protocol in use says which (``Protocol.long_running``); a connection updates it
+        #: when ``initialize`` selects another version.
+        self.long_running = long_running
         #: what waits for the consumer: notifications (deferred ones as bytes), requests,
         #: responses (_Resolution), the end of input
         self.queue: collections.deque[Any] = collections.deque()
@@ -235,7 +236,7 @@ class Delivery:
         self._dispatch(ev)
 
     def _dispatch(self, ev: IncomingRequest) -> None:
-        if ev.method in LONG_RUNNING:
+        if ev.method in self.long_running:
             self.long.add(ev.id)
         else:
             self.busy += 1
@@ -245,7 +246,7 @@ class Delivery:
         """A new inbound request waits: the peer is not taking our output (its answer would
         only add to the buffer), or max_running_requests are running already."""
         return self.peer.transport.writing_paused or (
-            self.busy >= self.limits.max_running_requests and method not in LONG_RUNNING)
+            self.busy >= self.limits.max_running_requests and method not in self.long_running)
 
     def release(self) -> None:
         """Start the held requests that may run now, in arrival order."""

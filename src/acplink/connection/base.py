@@ -114,7 +114,7 @@ class Connection:
         self.check_capabilities = check_capabilities
         self.strict = strict
         self.peer = Peer(transport, self, limits=limits, skip_noise=self.side == "client", debug=debug,
-                         name=self.side or "connection")
+                         name=self.side or "connection", long_running=self.protocol.long_running)
         #: what the peer advertised at initialize (AgentCapabilities or ClientCapabilities)
         self.peer_capabilities: Any = None
         #: what we advertised
@@ -134,6 +134,7 @@ class Connection:
         if version not in known_versions():
             return False
         self.protocol = get_protocol(version)
+        self.peer.delivery.long_running = self.protocol.long_running
         self._capability_cache.clear()
         if self._router_factory is not None:
             self.router = self._install(self._router_factory(self.protocol))

@@ -70,8 +70,9 @@ class PeerLimits:
     Backpressure: above ``write_buffer_high`` bytes waiting for the peer, writers wait until
     the buffer is down to ``write_buffer_low`` (default a quarter of the high mark) and new
     inbound requests are held back (not run) until then. At most ``max_running_requests``
-    inbound requests run at once (the long-waiting ones in :data:`LONG_RUNNING` excepted);
-    the others wait their turn in arrival order. Once more than ``write_buffer_high`` bytes
+    inbound requests run at once (the long-waiting ones excepted: the ``long_running`` wire
+    methods given to :class:`Peer`, which a connection takes from its protocol); the others
+    wait their turn in arrival order. Once more than ``write_buffer_high`` bytes
     were read while requests wait, reading stops until they have all started. A peer that
     takes nothing of a full buffer for ``stalled_peer_timeout`` seconds (``None``: never) is
     disconnected: every call fails with ``ConnectionClosed`` "… the peer stopped reading …".
@@ -125,6 +126,7 @@ class Peer:
         skip_noise: bool = False,
         debug: bool = False,
         name: str = "peer",
+        long_running: frozenset[str] = frozenset(),
     ) -> None:
         self.transport = transport
         self.dispatcher = dispatcher
@@ -136,7 +138,7 @@ class Peer:
         #: every task of this connection (see the class doc)
         self.tasks = TaskSet(name)
         self.calls = Calls(self.engine, limits.max_pending_requests)
-        self.delivery = Delivery(self, limits, self.tasks)
+        self.delivery = Delivery(self, limits, self.tasks, long_running)
         self._queue = self.delivery.queue  # (the same deque: the read path appends to it)
         self._closed = False
         self._closed_event: asyncio.Event | None = None

@@ -113,6 +113,7 @@ class Protocol:
         names = {k: (renames.get(m, m), kind) for k, (m, kind) in self.names.items()}
         return replace(self, version=version, table=self.table.renamed(dict(renames)), names=names,
                        before_initialize=frozenset(renames.get(m, m) for m in self.before_initialize),
+                       long_running=frozenset(renames.get(m, m) for m in self.long_running),
                        outbound={**self.outbound, **renames})
 
     def send_name(self, method: str) -> str:

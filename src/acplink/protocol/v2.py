@@ -206,6 +206,7 @@ def protocol() -> Protocol:
             client_calls=(("request_permission", None),),  # (no fs or terminal methods in v2)
             session_openers=frozenset({"new_session", "resume_session", "fork_session"}),
             capabilities_field=("capabilities", "capabilities"),
+            long_running=frozenset({Method.SESSION_PROMPT, Method.REQUEST_PERMISSION, Method.ELICITATION_CREATE}),
         )
         register_protocol(_V2)
     return _V2
