@@ -9,29 +9,22 @@
 from __future__ import annotations
 
 import asyncio
-import logging
 import os
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .._version import __version__
 from ..connection.base import Router, advertises
 from ..connection.client_side import ClientSideConnection
 from ..connection.peer import PeerLimits
-from ..errors import (
-    ConnectionClosed,
-    MethodNotFound,
-    PeerOutputNotJson,
-    ResourceNotFound,
-    TransportError,
-    UsageError,
-)
+from ..errors import MethodNotFound, PeerOutputNotJson, ResourceNotFound, UsageError
 from ..protocol import PROTOCOL_VERSION, Protocol
 from ..schema import _generated as s
-from ..transports._remote import CookieJar, RemoteOptions, is_remote_url, remote_transport
 from ..transports.base import Transport
-from ..transports.memory import memory_pair
 from ..transports.subprocess import SubprocessTransport
+from ._connect import _agent_failed as _agent_failed  # (re-exported: testing/ imports it from here)
+from ._connect import connect
+from ._questions import Elicitor, QuestionObserver, Questions, elicitation_cancelled
 from .fs import FileBudget, FileSystemHandler
 from .permissions import PermissionPolicy, cancelled_answer
 from .session import Session, session_cwd
@@ -39,23 +32,14 @@ from .terminal import TerminalHandler
 from .v2 import ProtocolChoice
 
 if TYPE_CHECKING:
-    from ..agent.app import AgentBase
     from ..connection.agent_side import AgentSideConnection
     from .v2.link import V2Link
 
 __all__ = ["Client", "QuestionObserver", "connect"]
 
-log = logging.getLogger("acplink.client")
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 UpdateObserver = Callable[[Session, Any], None]
-Elicitor = Callable[[Any], Awaitable[Any]]
-#: called with (session id, method, request params) when a question the agent asked
-#: (``session/request_permission``, ``elicitation/create``) was answered "cancelled" because
-#: the client cancelled the session's turn: a UI closes the question it shows
-QuestionObserver = Callable[[str, str, Any], None]
-
-_ELICITATION_CANCELLED: dict[str, Any] = {"action": "cancel"}
 
 
 def _session_of(params: Any, fields: dict[str, Any]) -> str | None:
@@ -79,7 +63,7 @@ class _Connection(ClientSideConnection):
         if self.protocol.is_(self.protocol.send_name(method), "cancel"):
             sid = _session_of(params, fields)
             if sid is not None:
-                self._owner._cancel_questions(sid)
+                self._owner._questions.cancel(sid)
         await super()._notify(method, params, fields)
 
     # once initialize agreed on v2, the v2 link routes what the agent sends
@@ -97,7 +81,7 @@ class _Connection(ClientSideConnection):
 
     async def _call(self, method: str, params: Any, fields: dict[str, Any], *, timeout: float | None = None) -> Any:
         if self.protocol.is_(self.protocol.send_name(method), "prompt"):
-            self._owner._cancelled_turns.discard(_session_of(params, fields) or "")
+            self._owner._questions.turn_started(_session_of(params, fields) or "")
         return await super()._call(method, params, fields, timeout=timeout)
 
 
@@ -141,23 +125,21 @@ class Client:
         self.client_info = client_info or s.Implementation(name="acplink", version=__version__)
         self.sessions: dict[str, Session] = {}
         self.observers: list[UpdateObserver] = []
-        #: called when a pending question is answered "cancelled" by a session/cancel
-        self.question_observers: list[QuestionObserver] = []
         self._fs: dict[str, FileSystemHandler] = {}
         # one budget for all sessions' file operations; a read waits for earlier answers to drain
         self._fs_budget = FileBudget(drain=transport.drain)
         self._max_read_bytes = (limits or PeerLimits()).max_message_size
         self._owned: list[AgentSideConnection] = []
-        #: session id -> a future per question the agent waits on (set: answer "cancelled")
-        self._questions: dict[str, set[asyncio.Future[None]]] = {}
-        #: sessions whose turn was cancelled and no new prompt sent since
-        self._cancelled_turns: set[str] = set()
         #: handlers registered with :meth:`on`: (wire method, kind) -> handler
         self.handlers: dict[tuple[str, str], Callable[[Any], Awaitable[Any]]] = {}
         #: the connection to the agent (``conn`` is the same, its older name)
         self.connection = _Connection(self, transport, self._router, limits=limits,
                                       check_capabilities=check_capabilities, debug=debug)
         self.connection.on_session_opened = self._session_opened
+        #: the questions the agent asks (permission, elicitation) and their cancellation
+        self._questions = Questions(self.connection.tasks)
+        #: called when a pending question is answered "cancelled" by a session/cancel
+        self.question_observers: list[QuestionObserver] = self._questions.observers
 
     @property
     def conn(self) -> _Connection:
@@ -379,56 +361,6 @@ class Client:
             if not cursor:
                 return out
 
-    # -- questions the agent asks (permission, elicitation) ----------------------------------------
-
-    def _cancel_questions(self, session_id: str) -> None:
-        """``session/cancel`` is being sent: every question of the session still waiting is
-        answered "cancelled" now (the spec's MUST), and so is any it asks before its next turn."""
-        self._cancelled_turns.add(session_id)
-        for gone in self._questions.get(session_id, ()):
-            if not gone.done():
-                gone.set_result(None)
-
-    async def _question(self, session_id: str | None, method: str, params: Any,
-                        answer: Callable[[], Awaitable[Any]], cancelled: Any) -> Any:
-        """Run ``answer`` for one question; when the session's turn is cancelled first, answer
-        ``cancelled`` at once, cancel ``answer`` (a UI sees CancelledError in its callback) and
-        tell :attr:`question_observers`."""
-        if session_id is None:  # (not tied to a session: nothing can cancel it)
-            return await answer()
-        if session_id in self._cancelled_turns:
-            return cancelled
-        task = self.connection.tasks.spawn(answer())  # (the connection owns it: closing awaits it)
-        gone: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        waiting = self._questions.setdefault(session_id, set())
-        waiting.add(gone)
-        try:
-            await asyncio.wait((task, gone), return_when=asyncio.FIRST_COMPLETED)
-        except asyncio.CancelledError:  # the agent withdrew the request ($/cancel_request)
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            raise
-        finally:
-            waiting.discard(gone)
-            if not waiting:
-                self._questions.pop(session_id, None)
-        if task.done():
-            return task.result()
-        # the answer goes out now; the callback is cancelled and awaited in the background
-        # (owned here: aclose awaits it)
-        task.cancel()
-        task.add_done_callback(self._drop_done)
-        for observer in self.question_observers:
-            try:
-                observer(session_id, method, params)
-            except Exception:  # a UI's bug must not keep the answer from the agent
-                log.exception("question observer failed")
-        return cancelled
-
-    def _drop_done(self, task: asyncio.Future[Any]) -> None:
-        if not task.cancelled() and task.exception() is not None:
-            log.warning("a cancelled question's callback failed: %s", task.exception())
-
     # -- handlers for the agent's calls ----------------------------------------------------------
 
     def _session_roots(self, session_id: str) -> list[str] | None:
@@ -463,7 +395,7 @@ class Client:
                 obs(sess, p.update)
 
         async def on_permission(p: s.RequestPermissionRequest) -> s.RequestPermissionResponse:
-            answer: s.RequestPermissionResponse = await self._question(
+            answer: s.RequestPermissionResponse = await self._questions.ask(
                 p.session_id, protocol.wire("request_permission"), p, lambda: self.permission.decide(p),
                 cancelled_answer())
             return answer
@@ -488,8 +420,8 @@ class Client:
         elicitor = self.elicitation
         if elicitor is not None:
             async def on_elicitation(p: Any) -> Any:
-                return await self._question(getattr(p, "session_id", None), protocol.wire("create_elicitation"), p,
-                                            lambda: elicitor(p), dict(_ELICITATION_CANCELLED))
+                return await self._questions.ask(getattr(p, "session_id", None), protocol.wire("create_elicitation"),
+                                                 p, lambda: elicitor(p), elicitation_cancelled())
 
             builtin["create_elicitation"] = on_elicitation
         handlers = {protocol.names[name]: fn for name, fn in builtin.items() if protocol.has(name)}
@@ -500,131 +432,3 @@ class Client:
             else:
                 r.add_notification(method, fn)
         return r
-
-
-class connect:
-    """Connect to an agent: a command line (spawned), a remote agent's URL (``ws://``,
-    ``wss://``: WebSocket; ``http://``, ``https://``: streamable HTTP), an :class:`AgentApp`
-    (in-process), or a ready :class:`Transport`. Use as ``async with connect(...) as client``
-    or ``client = await connect(...)`` (then ``await client.aclose()``).
-
-    A URL's requests carry ``headers`` and, with ``token``, ``Authorization: Bearer``; the
-    cookies the server sets are kept in ``cookies`` (pass the same :class:`CookieJar` to a
-    later ``connect`` to reconnect to the same instance behind a load balancer). A remote
-    agent is offered no file access and no terminals unless ``fs``/``terminal`` are given.
-
-    ``fs``/``terminal`` turn the default handlers on (file access confined to each
-    session's cwd and additional directories, ``fs="read"``: reads only; real terminal
-    processes without a shell). Permission requests go to ``permission`` (default: deny);
-    a confining policy (``PermissionPolicy.deny_all()``) also turns writes and terminals off.
-    ``protocol``: the ACP version: 1 (default), 2 (the v2 draft: the agent must agree) or
-    "auto" (asks for 2, continues on v1 when the agent answers 1); see ``docs/v2.md``.
-    The other keyword arguments are those of :class:`Client`.
-    """
-
-    def __init__(
-        self,
-        agent: Sequence[str] | str | AgentBase | Transport,
-        *,
-        env: dict[str, str] | None = None,
-        inherit_env: bool = True,
-        cwd: str | os.PathLike[str] | None = None,
-        stderr: Any = "inherit",
-        initialize: bool = True,
-        protocol_version: int = PROTOCOL_VERSION,
-        fs: bool | Literal["read"] | None = None,
-        terminal: bool | TerminalHandler | None = None,
-        permission: PermissionPolicy | None = None,
-        elicitation: Elicitor | None = None,
-        client_info: s.Implementation | None = None,
-        limits: PeerLimits | None = None,
-        check_capabilities: bool = True,
-        debug: bool = False,
-        headers: dict[str, str] | Sequence[tuple[str, str]] | None = None,
-        token: str | None = None,
-        cookies: CookieJar | None = None,
-        protocol: ProtocolChoice = 1,
-    ) -> None:
-        self.agent = agent
-        remote = isinstance(agent, str) and is_remote_url(agent)
-        self.remote = RemoteOptions(str(agent), headers=headers, token=token, cookies=cookies) if remote else None
-        if not remote and (headers is not None or token is not None or cookies is not None):
-            raise UsageError("headers=, token= and cookies= are for a remote agent's URL")
-        if fs is None:
-            fs = not remote
-        if terminal is None:
-            terminal = not remote
-        self.env = env
-        self.inherit_env = inherit_env
-        self.cwd = cwd
-        self.stderr = stderr
-        self.initialize = initialize
-        self.protocol_version = protocol_version
-        # the options of the Client (real parameters, so that a misspelt one fails type checking)
-        self.client_kw: dict[str, Any] = {
-            "fs": fs, "terminal": terminal, "permission": permission, "elicitation": elicitation,
-            "client_info": client_info, "limits": limits, "check_capabilities": check_capabilities,
-            "debug": debug, "protocol": protocol}
-        self.client: Client | None = None
-
-    async def _open(self) -> Client:
-        agent = self.agent
-        owned: list[AgentSideConnection] = []
-        if isinstance(agent, Transport):
-            transport: Transport = agent
-        elif self.remote is not None:
-            transport = remote_transport(self.remote, max_message_size=(
-                self.client_kw["limits"] or PeerLimits()).max_message_size)
-        elif isinstance(agent, (str, list, tuple)):
-            cmd = [agent] if isinstance(agent, str) else list(agent)
-            if not cmd:
-                raise UsageError("connect() needs an agent command line")
-            transport = SubprocessTransport(cmd, env=self.env, inherit_env=self.inherit_env, cwd=self.cwd,
-                                            stderr=self.stderr)
-        elif hasattr(agent, "connection"):
-            ours, theirs = memory_pair()
-            agent_conn = agent.connection(theirs)
-            await agent_conn.start()
-            owned.append(agent_conn)
-            transport = ours
-        else:
-            raise UsageError(f"connect() takes an agent command line, an agent app or a transport, not {agent!r}")
-        client = Client(transport, **self.client_kw)
-        client._owned.extend(owned)
-        try:
-            await client.start(initialize=self.initialize, protocol_version=self.protocol_version)
-        except (ConnectionClosed, TransportError) as exc:
-            await client.aclose()
-            raise _agent_failed(transport, exc) from None
-        except BaseException:
-            await client.aclose()
-            raise
-        self.client = client
-        return client
-
-    async def __aenter__(self) -> Client:
-        return await self._open()
-
-    async def __aexit__(self, *exc: object) -> None:
-        if self.client is not None:
-            await self.client.aclose()
-
-    def __await__(self) -> Generator[Any, None, Client]:
-        return self._open().__await__()
-
-
-def _agent_failed(transport: Transport, exc: BaseException) -> TransportError:
-    failure = getattr(transport, "failure", None)  # (a remote transport: the server's answer)
-    if isinstance(failure, TransportError):
-        return failure
-    if isinstance(transport, SubprocessTransport):
-        tail = "\n".join(transport.stderr_tail[-10:])
-        code = transport.returncode
-        msg = f"agent {transport.command_line!r} failed during initialize: {exc}"
-        if code is not None and not isinstance(exc, PeerOutputNotJson):  # (that one was stopped)
-            msg += f" (exit code {code})"
-        if tail:
-            msg += f"\nlast stderr lines:\n{tail}"
-        kind = next(k for k in (PeerOutputNotJson, ConnectionClosed, TransportError) if isinstance(exc, k))
-        return kind(msg)
-    return exc if isinstance(exc, TransportError) else ConnectionClosed(str(exc))

@@ -21,6 +21,7 @@ from ...protocol.v2 import V1_ONLY_METHODS, Method
 from ...schema import _generated as s
 from ...schema import dump_json, parse
 from ...schema import v2 as m
+from .._questions import elicitation_cancelled
 from ..permissions import cancelled_answer
 from .session import V2PromptTurn, V2Session
 
@@ -192,8 +193,8 @@ class V2Link:
         v1 = s.RequestPermissionRequest.model_validate({
             "sessionId": p.session_id, "toolCall": {k: v for k, v in call.items() if v is not None},
             "options": [o.to_wire() for o in p.options], "_meta": p.meta})
-        answer = await self.client._question(p.session_id, Method.REQUEST_PERMISSION, p,
-                                             lambda: self.client.permission.decide(v1), cancelled_answer())
+        answer = await self.client._questions.ask(p.session_id, Method.REQUEST_PERMISSION, p,
+                                                  lambda: self.client.permission.decide(v1), cancelled_answer())
         outcome = answer.to_wire().get("outcome", {})
         if outcome.get("outcome") not in ("selected", "cancelled"):  # (v1-only outcomes, e.g. timeout)
             outcome = {"outcome": "cancelled"}
@@ -202,8 +203,8 @@ class V2Link:
     async def _on_elicitation(self, p: Any) -> Any:
         elicitor = self.client.elicitation
         assert elicitor is not None
-        return await self.client._question(getattr(p, "session_id", None), Method.ELICITATION_CREATE, p,
-                                           lambda: elicitor(p), {"action": "cancel"})
+        return await self.client._questions.ask(getattr(p, "session_id", None), Method.ELICITATION_CREATE, p,
+                                                lambda: elicitor(p), elicitation_cancelled())
 
 
 def _wire(value: Any) -> Any:

@@ -68,7 +68,7 @@ class V2Session(Session):
         if not blocks:
             raise UsageError("a prompt needs at least one content block")
         request = m.PromptRequest(session_id=self.session_id, prompt=blocks, **fields)
-        self.client._cancelled_turns.discard(self.session_id)
+        self.client._questions.turn_started(self.session_id)
         turn = V2PromptTurn(self, request, timeout=timeout, cancel_wait=wait)
         self._turn = turn
         return turn
@@ -76,7 +76,7 @@ class V2Session(Session):
     async def cancel(self) -> None:
         """Send ``session/cancel``: the running work ends with an idle ``cancelled``."""
         if not self.client.closed:
-            self.client._cancel_questions(self.session_id)
+            self.client._questions.cancel(self.session_id)
             await self.link.notify(m.CancelSessionNotification(session_id=self.session_id))
 
     async def close(self) -> None:

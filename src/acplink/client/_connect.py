@@ -1,0 +1,160 @@
+"""``connect(...)``: a :class:`~acplink.client.Client` connected to an agent given as a command
+line (spawned), a remote agent's URL (WebSocket or streamable HTTP, with its options), an agent
+app (in-process) or a ready transport; and the one-line error of an agent that fails during
+``initialize``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator, Sequence
+from typing import TYPE_CHECKING, Any, Literal
+
+from ..connection.peer import PeerLimits
+from ..errors import ConnectionClosed, PeerOutputNotJson, TransportError, UsageError
+from ..protocol import PROTOCOL_VERSION
+from ..schema import _generated as s
+from ..transports._remote import CookieJar, RemoteOptions, is_remote_url, remote_transport
+from ..transports.base import Transport
+from ..transports.memory import memory_pair
+from ..transports.subprocess import SubprocessTransport
+from ._questions import Elicitor
+from .permissions import PermissionPolicy
+from .terminal import TerminalHandler
+from .v2 import ProtocolChoice
+
+if TYPE_CHECKING:
+    from ..agent.app import AgentBase
+    from ..connection.agent_side import AgentSideConnection
+    from .client import Client
+
+__all__ = ["connect"]
+
+
+class connect:
+    """Connect to an agent: a command line (spawned), a remote agent's URL (``ws://``,
+    ``wss://``: WebSocket; ``http://``, ``https://``: streamable HTTP), an :class:`AgentApp`
+    (in-process), or a ready :class:`Transport`. Use as ``async with connect(...) as client``
+    or ``client = await connect(...)`` (then ``await client.aclose()``).
+
+    A URL's requests carry ``headers`` and, with ``token``, ``Authorization: Bearer``; the
+    cookies the server sets are kept in ``cookies`` (pass the same :class:`CookieJar` to a
+    later ``connect`` to reconnect to the same instance behind a load balancer). A remote
+    agent is offered no file access and no terminals unless ``fs``/``terminal`` are given.
+
+    ``fs``/``terminal`` turn the default handlers on (file access confined to each
+    session's cwd and additional directories, ``fs="read"``: reads only; real terminal
+    processes without a shell). Permission requests go to ``permission`` (default: deny);
+    a confining policy (``PermissionPolicy.deny_all()``) also turns writes and terminals off.
+    ``protocol``: the ACP version: 1 (default), 2 (the v2 draft: the agent must agree) or
+    "auto" (asks for 2, continues on v1 when the agent answers 1); see ``docs/v2.md``.
+    The other keyword arguments are those of :class:`Client`.
+    """
+
+    def __init__(
+        self,
+        agent: Sequence[str] | str | AgentBase | Transport,
+        *,
+        env: dict[str, str] | None = None,
+        inherit_env: bool = True,
+        cwd: str | os.PathLike[str] | None = None,
+        stderr: Any = "inherit",
+        initialize: bool = True,
+        protocol_version: int = PROTOCOL_VERSION,
+        fs: bool | Literal["read"] | None = None,
+        terminal: bool | TerminalHandler | None = None,
+        permission: PermissionPolicy | None = None,
+        elicitation: Elicitor | None = None,
+        client_info: s.Implementation | None = None,
+        limits: PeerLimits | None = None,
+        check_capabilities: bool = True,
+        debug: bool = False,
+        headers: dict[str, str] | Sequence[tuple[str, str]] | None = None,
+        token: str | None = None,
+        cookies: CookieJar | None = None,
+        protocol: ProtocolChoice = 1,
+    ) -> None:
+        self.agent = agent
+        remote = isinstance(agent, str) and is_remote_url(agent)
+        self.remote = RemoteOptions(str(agent), headers=headers, token=token, cookies=cookies) if remote else None
+        if not remote and (headers is not None or token is not None or cookies is not None):
+            raise UsageError("headers=, token= and cookies= are for a remote agent's URL")
+        if fs is None:
+            fs = not remote
+        if terminal is None:
+            terminal = not remote
+        self.env = env
+        self.inherit_env = inherit_env
+        self.cwd = cwd
+        self.stderr = stderr
+        self.initialize = initialize
+        self.protocol_version = protocol_version
+        # the options of the Client (real parameters, so that a misspelt one fails type checking)
+        self.client_kw: dict[str, Any] = {
+            "fs": fs, "terminal": terminal, "permission": permission, "elicitation": elicitation,
+            "client_info": client_info, "limits": limits, "check_capabilities": check_capabilities,
+            "debug": debug, "protocol": protocol}
+        self.client: Client | None = None
+
+    async def _open(self) -> Client:
+        agent = self.agent
+        owned: list[AgentSideConnection] = []
+        if isinstance(agent, Transport):
+            transport: Transport = agent
+        elif self.remote is not None:
+            transport = remote_transport(self.remote, max_message_size=(
+                self.client_kw["limits"] or PeerLimits()).max_message_size)
+        elif isinstance(agent, (str, list, tuple)):
+            cmd = [agent] if isinstance(agent, str) else list(agent)
+            if not cmd:
+                raise UsageError("connect() needs an agent command line")
+            transport = SubprocessTransport(cmd, env=self.env, inherit_env=self.inherit_env, cwd=self.cwd,
+                                            stderr=self.stderr)
+        elif hasattr(agent, "connection"):
+            ours, theirs = memory_pair()
+            agent_conn = agent.connection(theirs)
+            await agent_conn.start()
+            owned.append(agent_conn)
+            transport = ours
+        else:
+            raise UsageError(f"connect() takes an agent command line, an agent app or a transport, not {agent!r}")
+        from .client import Client  # (client.py re-exports connect: imported here, not above)
+
+        client = Client(transport, **self.client_kw)
+        client._owned.extend(owned)
+        try:
+            await client.start(initialize=self.initialize, protocol_version=self.protocol_version)
+        except (ConnectionClosed, TransportError) as exc:
+            await client.aclose()
+            raise _agent_failed(transport, exc) from None
+        except BaseException:
+            await client.aclose()
+            raise
+        self.client = client
+        return client
+
+    async def __aenter__(self) -> Client:
+        return await self._open()
+
+    async def __aexit__(self, *exc: object) -> None:
+        if self.client is not None:
+            await self.client.aclose()
+
+    def __await__(self) -> Generator[Any, None, Client]:
+        return self._open().__await__()
+
+
+def _agent_failed(transport: Transport, exc: BaseException) -> TransportError:
+    failure = getattr(transport, "failure", None)  # (a remote transport: the server's answer)
+    if isinstance(failure, TransportError):
+        return failure
+    if isinstance(transport, SubprocessTransport):
+        tail = "\n".join(transport.stderr_tail[-10:])
+        code = transport.returncode
+        msg = f"agent {transport.command_line!r} failed during initialize: {exc}"
+        if code is not None and not isinstance(exc, PeerOutputNotJson):  # (that one was stopped)
+            msg += f" (exit code {code})"
+        if tail:
+            msg += f"\nlast stderr lines:\n{tail}"
+        kind = next(k for k in (PeerOutputNotJson, ConnectionClosed, TransportError) if isinstance(exc, k))
+        return kind(msg)
+    return exc if isinstance(exc, TransportError) else ConnectionClosed(str(exc))
