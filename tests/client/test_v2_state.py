@@ -146,15 +146,18 @@ def test_compactions_subagents_session_messages() -> None:
         upd("compaction_summary_chunk", compactionId="k1", content=text("sum")),
         upd("compaction_summary_chunk", compactionId="k1", content=text("mary")),
         upd("compaction_update", compactionId="k1", status="completed"),
-        upd("subagent_update", sessionId="child", title="helper", cwd="/w"),
+        upd("subagent_update", sessionId="child", title="helper", cwd="/w", description="reads the docs"),
         upd("session_message", messageId="sm1", senderSessionId="child", content=[text("hi ")]),
         upd("session_message_chunk", messageId="sm1", content=text("there")),
     )
     k = st.compactions["k1"]
     assert (k.status, "".join(b.text for b in k.summary)) == ("completed", "summary")
-    assert (st.subagents["child"].title, st.subagents["child"].cwd) == ("helper", "/w")
+    assert k.summary_text == "summary"  # (the v1 reducer's entities read v2 blocks too)
+    child = st.subagents["child"]
+    assert (child.title, child.cwd, child.description) == ("helper", "/w", "reads the docs")
     sm = st.session_messages["sm1"]
     assert sm.sender_session_id == "child" and "".join(b.text for b in sm.content) == "hi there"
+    assert sm.text == "hi there"
 
 
 def test_unknown_update_kinds_are_kept_raw() -> None:

@@ -7,7 +7,7 @@ import collections
 import logging
 import os
 import uuid
-from collections.abc import AsyncIterator, Generator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Generator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -218,23 +218,27 @@ class PromptTurn:
             if self._task.done():
                 self._finish()
                 raise StopAsyncIteration
-            self._wakeup.clear()
-            try:
-                await self._wakeup.wait()
-            except asyncio.CancelledError:
-                await self._stop_and_wait()
-                raise
+            await self._next_event()
         return updates.popleft()
+
+    async def _next_event(self) -> None:
+        """Wait until something arrives (an update, the answer); a caller cancelled meanwhile
+        stops the turn first (it is cancelled and its end awaited) and re-raises."""
+        self._wakeup.clear()
+        await self._stopping_on_cancel(self._wakeup.wait())
+
+    async def _stopping_on_cancel(self, waiting: Awaitable[Any]) -> None:
+        try:
+            await waiting
+        except asyncio.CancelledError:
+            await self._stop_and_wait()
+            raise
 
     async def result(self) -> s.PromptResponse:
         """Wait for the response (updates still land in the session state)."""
         task = self._task
         if not task.done():
-            try:
-                await asyncio.wait({task})
-            except asyncio.CancelledError:
-                await self._stop_and_wait()
-                raise
+            await self._stopping_on_cancel(asyncio.wait({task}))
         self._updates.clear()
         return self._finish()
 

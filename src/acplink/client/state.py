@@ -11,9 +11,9 @@ the two apart by the fields actually present in the update (``model_fields_set``
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ..schema import (
     AgentMessageChunk,
@@ -25,7 +25,6 @@ from ..schema import (
     ConfigOptionUpdate,
     ContentBlock,
     CurrentModeUpdate,
-    EmbeddedResource,
     ForkSessionResponse,
     LoadSessionResponse,
     ModelInfo,
@@ -48,7 +47,6 @@ from ..schema import (
     SessionUpdate,
     SubagentUpdate,
     TextContent,
-    TextResourceContents,
     ToolCall,
     ToolCallContent,
     ToolCallLocation,
@@ -74,12 +72,19 @@ SessionSetupResponse = NewSessionResponse | LoadSessionResponse | ResumeSessionR
 
 
 def block_text(block: ContentBlock) -> str:
-    """The text of a content block (text blocks and embedded text resources), else ``""``."""
-    if isinstance(block, TextContent):
-        return block.text
-    if isinstance(block, EmbeddedResource) and isinstance(block.resource, TextResourceContents):
-        return block.resource.text
+    """The text of a content block (text blocks and embedded text resources), else ``""``
+    (a block of any protocol version: read by its ``type`` tag)."""
+    kind = getattr(block, "type", None)
+    if kind == "text":
+        return _text_of(block)
+    if kind == "resource":
+        return _text_of(getattr(block, "resource", None))
     return ""
+
+
+def _text_of(value: Any) -> str:
+    text = getattr(value, "text", None)
+    return text if isinstance(text, str) else ""
 
 
 @dataclass
@@ -190,7 +195,7 @@ class SessionMessageState:
     @property
     def text(self) -> str:
         """The concatenated text of the message's text blocks."""
-        return "".join(b.text for b in self.content if isinstance(b, TextContent))
+        return "".join(_text_of(b) for b in self.content if getattr(b, "type", None) == "text")
 
 
 def _patch(target: object, update: Any, names: tuple[str, ...]) -> None:
@@ -199,6 +204,56 @@ def _patch(target: object, update: Any, names: tuple[str, ...]) -> None:
     for name in names:
         if name in present:
             setattr(target, name, getattr(update, name))
+
+
+# -- the entities both protocol versions upsert by id (v1 unstable and v2 alike) ---------------
+
+_E = TypeVar("_E")
+
+
+def entity(store: dict[str, _E], key: str, make: Callable[[str], _E]) -> _E:
+    """The entity ``key`` of ``store``, created (``make(key)``) by the first update naming it."""
+    found = store.get(key)
+    if found is None:
+        found = store[key] = make(key)
+    return found
+
+
+def apply_compaction(compactions: dict[str, CompactionState], update: Any) -> None:
+    """A ``compaction_update``: the compaction by id, its status set, its other fields patched."""
+    state = entity(compactions, update.compaction_id, CompactionState)
+    state.status = update.status
+    _patch(state, update, ("error", "meta"))
+    if "summary" in update.model_fields_set:
+        state.summary = list(update.summary or [])
+
+
+def apply_subagent(subagents: dict[str, SubagentState], update: Any) -> None:
+    """A ``subagent_update``: the child session by id, the fields present patched."""
+    _patch(entity(subagents, update.session_id, SubagentState), update,
+           ("title", "description", "capabilities", "state", "cwd", "additional_directories", "meta"))
+
+
+def apply_session_message(messages: dict[str, SessionMessageState], update: Any) -> None:
+    """A ``session_message``: the message by id, the fields present patched."""
+    state = entity(messages, update.message_id, SessionMessageState)
+    _patch(state, update, ("sender_session_id", "recipient_session_id", "sender_message_id",
+                           "recipient_message_id", "meta"))
+    if "content" in update.model_fields_set:
+        state.content = list(update.content or [])
+
+
+def plan_of(content: Any, kinds: tuple[type[Any], type[Any], type[Any]]) -> PlanState | None:
+    """The plan a ``plan_update`` carries, ``kinds`` being the version's (items, file, markdown)
+    content classes; None for a content type the version does not know."""
+    items, file, markdown = kinds
+    if isinstance(content, items):
+        return PlanState(plan_id=content.plan_id, kind="items", entries=list(content.entries))
+    if isinstance(content, file):
+        return PlanState(plan_id=content.plan_id, kind="file", uri=content.uri)
+    if isinstance(content, markdown):
+        return PlanState(plan_id=content.plan_id, kind="markdown", markdown=content.content)
+    return None
 
 
 class SessionState:
@@ -314,15 +369,15 @@ class SessionState:
         elif isinstance(update, Notice):
             self.notices.append(update)
         elif isinstance(update, CompactionUpdate):
-            self._compaction_update(update)
+            apply_compaction(self.compactions, update)
         elif isinstance(update, CompactionSummaryChunk):
-            self._compaction(update.compaction_id).summary.append(update.content)
+            entity(self.compactions, update.compaction_id, CompactionState).summary.append(update.content)
         elif isinstance(update, SubagentUpdate):
-            self._subagent(update)
+            apply_subagent(self.subagents, update)
         elif isinstance(update, SessionMessage):
-            self._session_message(update)
+            apply_session_message(self.session_messages, update)
         elif isinstance(update, SessionMessageChunk):
-            self._session_message_state(update.message_id).content.append(update.content)
+            entity(self.session_messages, update.message_id, SessionMessageState).content.append(update.content)
         elif isinstance(update, UnknownSessionUpdate):
             self.unknown.append(update)
         else:
@@ -415,14 +470,9 @@ class SessionState:
 
     def _plan_update(self, update: PlanUpdate) -> None:
         content = update.plan
-        if isinstance(content, PlanItems):
-            new = PlanState(plan_id=content.plan_id, kind="items", entries=list(content.entries))
-        elif isinstance(content, PlanFile):
-            new = PlanState(plan_id=content.plan_id, kind="file", uri=content.uri)
-        elif isinstance(content, PlanMarkdown):
-            new = PlanState(plan_id=content.plan_id, kind="markdown", markdown=content.content)
-        else:
-            raw = content.raw
+        new = plan_of(content, (PlanItems, PlanFile, PlanMarkdown))
+        if new is None:  # (an UnknownPlanUpdateContent: its raw data kept)
+            raw: dict[str, Any] = getattr(content, "raw", None) or {}
             plan_id = raw.get("planId")
             if not isinstance(plan_id, str):
                 self.warnings.append("plan_update of an unknown type without a planId; ignored")
@@ -441,45 +491,6 @@ class SessionState:
             return
         if self.plan is removed:
             self.plan = next(reversed(self.plans.values()), None) if self.plans else self._legacy_plan
-
-    # -- compactions, subagents, session messages -------------------------------------------
-
-    def _compaction(self, compaction_id: str) -> CompactionState:
-        state = self.compactions.get(compaction_id)
-        if state is None:
-            state = self.compactions[compaction_id] = CompactionState(compaction_id=compaction_id)
-        return state
-
-    def _compaction_update(self, update: CompactionUpdate) -> None:
-        state = self._compaction(update.compaction_id)
-        state.status = update.status
-        present = update.model_fields_set
-        if "summary" in present:
-            state.summary = list(update.summary or [])
-        if "error" in present:
-            state.error = update.error
-        if "meta" in present:
-            state.meta = update.meta
-
-    def _subagent(self, update: SubagentUpdate) -> None:
-        state = self.subagents.get(update.session_id)
-        if state is None:
-            state = self.subagents[update.session_id] = SubagentState(session_id=update.session_id)
-        _patch(state, update, ("title", "description", "capabilities", "state", "cwd",
-                               "additional_directories", "meta"))
-
-    def _session_message_state(self, message_id: str) -> SessionMessageState:
-        state = self.session_messages.get(message_id)
-        if state is None:
-            state = self.session_messages[message_id] = SessionMessageState(message_id=message_id)
-        return state
-
-    def _session_message(self, update: SessionMessage) -> None:
-        state = self._session_message_state(update.message_id)
-        _patch(state, update, ("sender_session_id", "recipient_session_id", "sender_message_id",
-                               "recipient_message_id", "meta"))
-        if "content" in update.model_fields_set:
-            state.content = list(update.content or [])
 
     # -- reading ----------------------------------------------------------------------------
 

@@ -178,12 +178,7 @@ class V2PromptTurn(PromptTurn):
     async def __anext__(self) -> Any:
         # the receipt comes first: updates that arrived before it wait behind it
         while self.receipt is None and not self._task.done():
-            self._wakeup.clear()
-            try:
-                await self._wakeup.wait()
-            except asyncio.CancelledError:
-                await self._stop_and_wait()
-                raise
+            await self._next_event()
         return await super().__anext__()
 
     def _fail(self, exc: BaseException) -> None:

@@ -17,7 +17,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...schema import v2 as m
-from ..state import SubagentState, _patch
+from ..state import (
+    CompactionState,
+    PlanState,
+    SessionMessageState,
+    SubagentState,
+    _patch,
+    apply_compaction,
+    apply_session_message,
+    apply_subagent,
+    entity,
+    plan_of,
+)
 
 __all__ = ["V2Message", "V2SessionState", "V2TerminalState", "V2ToolCallState", "stop_reason_of", "state_of"]
 
@@ -120,38 +131,6 @@ class V2TerminalState:
         return self.output.decode("utf-8", "replace")
 
 
-@dataclass
-class V2PlanState:
-    """One plan by id: ``items`` (entries), ``file`` (uri), ``markdown`` or an unknown type (raw)."""
-
-    plan_id: str
-    kind: str
-    entries: list[Any] = field(default_factory=list)
-    uri: str | None = None
-    markdown: str | None = None
-    raw: dict[str, Any] | None = None
-
-
-@dataclass
-class V2Compaction:
-    compaction_id: str
-    status: str = "in_progress"
-    summary: list[Any] = field(default_factory=list)
-    error: str | None = None
-    meta: dict[str, Any] | None = None
-
-
-@dataclass
-class V2SessionMessage:
-    message_id: str
-    sender_session_id: str | None = None
-    recipient_session_id: str | None = None
-    sender_message_id: str | None = None
-    recipient_message_id: str | None = None
-    content: list[Any] = field(default_factory=list)
-    meta: dict[str, Any] | None = None
-
-
 def _decode(data: str) -> bytes:
     try:
         return base64.b64decode(data, validate=True)
@@ -181,10 +160,10 @@ class V2SessionState:
         self.message_by_id: dict[tuple[str, str], V2Message] = {}
         self.tool_calls: dict[str, V2ToolCallState] = {}
         self.terminals: dict[str, V2TerminalState] = {}
-        self.plans: dict[str, V2PlanState] = {}
-        self.compactions: dict[str, V2Compaction] = {}
+        self.plans: dict[str, PlanState] = {}
+        self.compactions: dict[str, CompactionState] = {}
         self.subagents: dict[str, SubagentState] = {}
-        self.session_messages: dict[str, V2SessionMessage] = {}
+        self.session_messages: dict[str, SessionMessageState] = {}
         self.state: str | None = None
         self.stop_reason: str | None = None
         self.error: Any = None
@@ -268,10 +247,7 @@ class V2SessionState:
     # -- entities ---------------------------------------------------------------------------
 
     def _tool_call(self, update: Any) -> None:
-        tid = update.tool_call_id
-        state = self.tool_calls.get(tid)
-        if state is None:
-            state = self.tool_calls[tid] = V2ToolCallState(tool_call_id=tid)
+        state = entity(self.tool_calls, update.tool_call_id, V2ToolCallState)
         _patch(state, update, ("title", "name", "kind", "status", "raw_input", "raw_output", "capabilities", "meta"))
         present = update.model_fields_set
         if "content" in present:
@@ -287,10 +263,7 @@ class V2SessionState:
         state.content.append(update.content)
 
     def _terminal(self, update: Any) -> None:
-        tid = update.terminal_id
-        state = self.terminals.get(tid)
-        if state is None:
-            state = self.terminals[tid] = V2TerminalState(terminal_id=tid)
+        state = entity(self.terminals, update.terminal_id, V2TerminalState)
         _patch(state, update, ("command", "cwd", "exit_status", "size", "capabilities", "meta"))
         if "output" in update.model_fields_set:
             state.output = _decode(update.output.data) if update.output is not None else b""
@@ -304,58 +277,22 @@ class V2SessionState:
 
     def _plan(self, update: Any) -> None:
         content = update.plan
-        if isinstance(content, m.PlanItems):
-            new = V2PlanState(content.plan_id, "items", entries=list(content.entries))
-        elif isinstance(content, m.PlanFile):
-            new = V2PlanState(content.plan_id, "file", uri=content.uri)
-        elif isinstance(content, m.PlanMarkdown):
-            new = V2PlanState(content.plan_id, "markdown", markdown=content.content)
-        else:  # an unknown plan type: kept raw, still addressed by its id
+        new = plan_of(content, (m.PlanItems, m.PlanFile, m.PlanMarkdown))
+        if new is None:  # an unknown plan type: kept raw, still addressed by its id
             raw = content.to_wire()
-            new = V2PlanState(str(raw.get("planId")), "unknown", raw=raw)
-        self.plans.pop(new.plan_id, None)  # dict order: the plan updated last comes last
-        self.plans[new.plan_id] = new
+            new = PlanState(str(raw.get("planId")), "unknown", raw=raw)
+        plan_id = str(new.plan_id)
+        self.plans.pop(plan_id, None)  # dict order: the plan updated last comes last
+        self.plans[plan_id] = new
 
     def _plan_removed(self, update: Any) -> None:
         if self.plans.pop(update.plan_id, None) is None:
             self.warnings.append(f"plan_removed for unknown plan {update.plan_id!r}")
 
     @property
-    def plan(self) -> V2PlanState | None:
+    def plan(self) -> PlanState | None:
         """The plan updated last."""
         return next(reversed(self.plans.values()), None) if self.plans else None
-
-    def _compaction(self, compaction_id: str) -> V2Compaction:
-        found = self.compactions.get(compaction_id)
-        if found is None:
-            found = self.compactions[compaction_id] = V2Compaction(compaction_id)
-        return found
-
-    def _compaction_update(self, update: Any) -> None:
-        state = self._compaction(update.compaction_id)
-        state.status = update.status
-        _patch(state, update, ("error", "meta"))
-        if "summary" in update.model_fields_set:
-            state.summary = list(update.summary or [])
-
-    def _subagent(self, update: Any) -> None:
-        state = self.subagents.get(update.session_id)
-        if state is None:
-            state = self.subagents[update.session_id] = SubagentState(update.session_id)
-        _patch(state, update, ("title", "capabilities", "state", "cwd", "additional_directories", "meta"))
-
-    def _session_message(self, message_id: str) -> V2SessionMessage:
-        found = self.session_messages.get(message_id)
-        if found is None:
-            found = self.session_messages[message_id] = V2SessionMessage(message_id)
-        return found
-
-    def _session_message_update(self, update: Any) -> None:
-        state = self._session_message(update.message_id)
-        _patch(state, update, ("sender_session_id", "recipient_session_id", "sender_message_id",
-                               "recipient_message_id", "meta"))
-        if "content" in update.model_fields_set:
-            state.content = list(update.content or [])
 
     def _info(self, update: Any) -> None:
         _patch(self, update, ("title", "updated_at"))
@@ -386,9 +323,11 @@ _HANDLERS: dict[str, Any] = {
     "session_info_update": V2SessionState._info,
     "usage_update": lambda st, u: setattr(st, "usage", u),
     "notice": lambda st, u: st.notices.append(u),
-    "compaction_update": V2SessionState._compaction_update,
-    "compaction_summary_chunk": lambda st, u: st._compaction(u.compaction_id).summary.append(u.content),
-    "subagent_update": V2SessionState._subagent,
-    "session_message": V2SessionState._session_message_update,
-    "session_message_chunk": lambda st, u: st._session_message(u.message_id).content.append(u.content),
+    "compaction_update": lambda st, u: apply_compaction(st.compactions, u),
+    "compaction_summary_chunk": lambda st, u: entity(st.compactions, u.compaction_id,
+                                                     CompactionState).summary.append(u.content),
+    "subagent_update": lambda st, u: apply_subagent(st.subagents, u),
+    "session_message": lambda st, u: apply_session_message(st.session_messages, u),
+    "session_message_chunk": lambda st, u: entity(st.session_messages, u.message_id,
+                                                  SessionMessageState).content.append(u.content),
 }
