@@ -21,7 +21,7 @@ import orjson
 from .._tasks import TaskSet
 from ..errors import AcpError, UsageError
 from .probe import Outcome
-from .requirements import Level, Requirement
+from .requirements import Requirement, make_requirement
 from .runner import CheckRun, Report, RequirementResult
 
 __all__ = ["CLIENT_REQUIREMENTS", "ClientDidNotRun", "ClientOptions", "expand_agent", "run_client_check"]
@@ -29,8 +29,7 @@ __all__ = ["CLIENT_REQUIREMENTS", "ClientDidNotRun", "ClientOptions", "expand_ag
 PLACEHOLDER = "{agent}"
 
 
-def _c(id: str, level: Level, spec: str, title: str) -> Requirement:
-    return Requirement(id, level, spec, title)
+_c = make_requirement
 
 
 CLIENT_REQUIREMENTS: tuple[Requirement, ...] = (

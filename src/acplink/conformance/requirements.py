@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Literal
 
-__all__ = ["REQUIREMENTS", "SPEC_BASE", "KitRequirement", "Level", "Requirement", "requirement", "tck_requirements"]
+__all__ = ["REQUIREMENTS", "SPEC_BASE", "KitRequirement", "Level", "Requirement", "make_requirement", "requirement",
+           "tck_requirements"]
 
 Level = Literal["must", "should", "informational"]
 
@@ -26,14 +27,22 @@ class Requirement:
     title: str
     #: the ids of the official conformance kit (acp-tck, v1) this requirement covers
     tck: tuple[str, ...] = ()
+    #: where the spec pages ``spec`` names are (the v1 pages, or another version's)
+    spec_base: str = SPEC_BASE
 
     @property
     def url(self) -> str:
-        return SPEC_BASE + self.spec
+        return self.spec_base + self.spec
 
 
-def _r(id: str, level: Level, spec: str, title: str, *tck: str) -> Requirement:
-    return Requirement(id, level, spec, title, tuple(f"ACP-{t}" for t in tck))
+def make_requirement(id: str, level: Level, spec: str, title: str, *tck: str,
+                     spec_base: str = SPEC_BASE) -> Requirement:
+    """One row of a requirement table (the agent's v1 and v2 ones, the client's): ``tck``, the
+    numbers of the acp-tck requirements it covers (``"INIT-001"`` for ``ACP-INIT-001``)."""
+    return Requirement(id, level, spec, title, tuple(f"ACP-{t}" for t in tck), spec_base)
+
+
+_r = make_requirement
 
 
 REQUIREMENTS: tuple[Requirement, ...] = (

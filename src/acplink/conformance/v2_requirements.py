@@ -6,24 +6,19 @@ Spec references are ``page#anchor`` under https://agentclientprotocol.com/protoc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import functools
 
-from .requirements import Level, Requirement
+from .requirements import Requirement, make_requirement
 
 __all__ = ["V2_REQUIREMENTS", "V2_SPEC_BASE", "V2Requirement"]
 
 V2_SPEC_BASE = "https://agentclientprotocol.com/protocol/v2/draft/"
 
 
-@dataclass(frozen=True)
-class V2Requirement(Requirement):
-    @property
-    def url(self) -> str:
-        return V2_SPEC_BASE + self.spec
+#: a v2 requirement: a :class:`Requirement` whose spec pages are the v2 draft's
+V2Requirement = Requirement
 
-
-def _r(id: str, level: Level, spec: str, title: str) -> V2Requirement:
-    return V2Requirement(id, level, spec, title)
+_r = functools.partial(make_requirement, spec_base=V2_SPEC_BASE)
 
 
 V2_REQUIREMENTS: tuple[V2Requirement, ...] = (
