@@ -1083,8 +1083,9 @@ def package_init(ir: SchemaIR, digests: list[tuple[str, str]], version: Version)
     lines = em.header(f"ACP {version.name}: every schema definition as a model, the method table and the typed "
                       "call stubs.\n\nModels are built on first use (attribute access).", future=False)
     lines += [
-        "from typing import TYPE_CHECKING, Any",
+        "from typing import TYPE_CHECKING",
         "",
+        "from .._lazy import lazy_models",
         "from .._table import MethodInfo, MethodTable",
         "from . import _generated",
         "from ._generated import STABILITY",
@@ -1114,15 +1115,8 @@ def package_init(ir: SchemaIR, digests: list[tuple[str, str]], version: Version)
         "if TYPE_CHECKING:",
         "    from ._generated import *",
         "else:",
-        "",
-        "    def __getattr__(name: str) -> Any:",
-        "        # models are built on first use (see _generated.py)",
-        "        if name in _generated._ORDER:",
-        "            return _generated._get(name)",
-        "        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')",
-        "",
-        "    def __dir__() -> list[str]:",
-        "        return sorted(set(globals()) | set(__all__))",
+        "    # models are built on first use (see _generated.py)",
+        "    __getattr__, __dir__ = lazy_models(__name__, _generated, lambda: [*globals(), *__all__])",
         "",
     ]
     return "\n".join(lines)

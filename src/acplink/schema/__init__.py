@@ -8,9 +8,10 @@ This namespace is ACP v1 (the same as ``acplink.schema.v1``). The v2 draft's mod
 table are in ``acplink.schema.v2`` (imported only when used).
 """
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ._base import STRICT, AcpModel, UnknownVariant
+from ._lazy import lazy_models
 from ._parse import dump, dump_json, parse, parse_json
 from ._table import MethodInfo, MethodTable
 from .v1 import METHODS, STABILITY, agent_methods, client_methods, method_info
@@ -39,16 +40,6 @@ if TYPE_CHECKING:
     from .v1._generated import *  # noqa: F403
 else:
 
-    def __getattr__(name: str) -> Any:
-        # models are built on first use (see _generated.py); this keeps `import acplink` cheap
-        if name in _generated._ORDER:
-            return _generated._get(name)
-        if name == "v2":  # the v2 draft is imported on first use only
-            import importlib
-
-            return importlib.import_module(".v2", __name__)
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-    def __dir__() -> list[str]:
-        # the models are not module attributes until first use: list them for completion
-        return sorted(set(globals()) | set(__all__))
+    # models are built on first use (see _generated.py), and the v2 draft is imported on first
+    # use only: this keeps `import acplink` cheap
+    __getattr__, __dir__ = lazy_models(__name__, _generated, lambda: [*globals(), *__all__], ("v2",))

@@ -15,8 +15,9 @@ Inputs:
 # ruff: noqa
 # mypy: ignore-errors
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from .._lazy import lazy_models
 from .._table import MethodInfo, MethodTable
 from . import _generated
 from ._generated import STABILITY
@@ -46,12 +47,5 @@ __all__ = [
 if TYPE_CHECKING:
     from ._generated import *
 else:
-
-    def __getattr__(name: str) -> Any:
-        # models are built on first use (see _generated.py)
-        if name in _generated._ORDER:
-            return _generated._get(name)
-        raise AttributeError(f'module {__name__!r} has no attribute {name!r}')
-
-    def __dir__() -> list[str]:
-        return sorted(set(globals()) | set(__all__))
+    # models are built on first use (see _generated.py)
+    __getattr__, __dir__ = lazy_models(__name__, _generated, lambda: [*globals(), *__all__])
