@@ -69,6 +69,8 @@ class ClientOptions:
     cwd: str | None = None  # where the client runs (default: a fresh temporary directory)
     strict: bool = False
     probe: list[str] | None = None  # the probe agent's command line (default: this Python's module)
+    #: seconds a client that launched the probe may take, beyond ``timeout``, to send its prompt
+    prompt_grace: float = 20.0
 
 
 def expand_agent(command: Sequence[str], agent: Sequence[str]) -> list[str]:
@@ -189,9 +191,9 @@ async def _watch(proc: asyncio.subprocess.Process, path: str, opts: ClientOption
         if stage == "prompt" and (exited or "stdin-closed" in names):
             how = f"exited (code {proc.returncode})" if exited else "closed it"
             raise ClientDidNotRun(f"the client launched the probe agent but {how} without sending a prompt" + stderr())
-        if stage == "prompt" and time.monotonic() - t0 > opts.timeout + 20:
+        if stage == "prompt" and time.monotonic() - t0 > opts.timeout + opts.prompt_grace:
             raise ClientDidNotRun(f"the client launched the probe agent but sent no prompt within "
-                                  f"{opts.timeout + 20:g} s")
+                                  f"{opts.timeout + opts.prompt_grace:g} s")
         if stage == "turn" and (exited or "stdin-closed" in names or time.monotonic() - t0 > turn_bound):
             return _read_events(path)  # the turn was cut short: judged on what the probe saw
         await asyncio.sleep(0.1)
