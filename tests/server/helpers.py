@@ -8,7 +8,7 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -68,12 +68,17 @@ def pid_alive(pid: int) -> bool:
 
 async def wait_gone(pid: int, bound: float = BOUND) -> bool:
     """Whether process ``pid`` is gone before ``bound`` seconds (a hang guard)."""
+    return await _wait_until_not(lambda: pid_alive(pid), bound, 0.02)
+
+
+async def _wait_until_not(busy: Callable[[], Any], bound: float, poll: float) -> bool:
+    """Whether ``busy()`` turns false before ``bound`` seconds (looked at every ``poll`` s)."""
     loop = asyncio.get_running_loop()
     end = loop.time() + bound
-    while pid_alive(pid):
+    while busy():
         if loop.time() > end:
             return False
-        await asyncio.sleep(0.02)
+        await asyncio.sleep(poll)
     return True
 
 
@@ -158,6 +163,24 @@ def env_without_token() -> dict[str, str]:
 
 
 ACPLINK = [sys.executable, "-m", "acplink"]
+#: the demo agent, served by ``acplink serve`` to the official SDKs' clients
+DEMO = [*ACPLINK, "demo-agent"]
+
+
+async def peer_events(*argv: str) -> list[dict[str, Any]]:
+    """Run a peer program (an official SDK's remote client, tests/interop/) to its end: the JSON
+    events it prints one a line, the last of which must be ``{"event": "closed"}``."""
+    proc = await asyncio.create_subprocess_exec(*argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        async with asyncio.timeout(60):  # a hang guard
+            out, err = await proc.communicate()
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+    events = [orjson.loads(line) for line in out.decode().splitlines()]
+    assert events and events[-1] == {"event": "closed"}, err.decode()
+    return events
 
 
 class Served:
@@ -222,10 +245,4 @@ def children_of(pid: int) -> set[int]:
 
 async def wait_no_children(pid: int, bound: float) -> bool:
     """Whether ``pid`` has no child process left before ``bound`` seconds."""
-    loop = asyncio.get_running_loop()
-    end = loop.time() + bound
-    while children_of(pid):
-        if loop.time() > end:
-            return False
-        await asyncio.sleep(0.05)
-    return True
+    return await _wait_until_not(lambda: children_of(pid), bound, 0.05)

@@ -5,19 +5,15 @@ Acp-Session-Id: the server routes the answer by the request it answers."""
 
 from __future__ import annotations
 
-import asyncio
-import json
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .helpers import env_without_token, serve, wait_no_children
+from .helpers import DEMO, env_without_token, peer_events, serve, wait_no_children
 
 PEERS = Path(__file__).resolve().parents[1] / "interop" / "peers"
 PEERS_PYTHON = Path(__file__).resolve().parents[2] / ".peers-venv" / "bin" / "python"
-DEMO = [sys.executable, "-m", "acplink", "demo-agent"]
 
 pytestmark = [
     pytest.mark.skipif(not PEERS_PYTHON.exists(), reason="official Python SDK peer venv missing: "
@@ -27,19 +23,8 @@ pytestmark = [
 
 
 async def py_client(url: str, transport: str, *args: str) -> list[dict[str, Any]]:
-    proc = await asyncio.create_subprocess_exec(
-        str(PEERS_PYTHON), str(PEERS / "py_remote_client.py"), "--url", url, "--transport", transport, *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    try:
-        async with asyncio.timeout(60):
-            out, err = await proc.communicate()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    events = [json.loads(line) for line in out.decode().splitlines()]
-    assert events and events[-1] == {"event": "closed"}, err.decode()
-    return events
+    return await peer_events(str(PEERS_PYTHON), str(PEERS / "py_remote_client.py"), "--url", url,
+                             "--transport", transport, *args)
 
 
 async def test_a_turn_with_a_permission_request(transport: str, tmp_path: Path) -> None:

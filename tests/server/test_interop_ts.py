@@ -4,10 +4,7 @@ experimental/http-client; our peer program tests/interop/js/remote_client.mjs) a
 
 from __future__ import annotations
 
-import asyncio
-import json
 import shutil
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -15,11 +12,10 @@ import pytest
 
 from acplink.server import AcpServer
 
-from .helpers import children_of, env_without_token, serve, serving, wait_no_children
+from .helpers import DEMO, children_of, env_without_token, peer_events, serve, serving, wait_no_children
 
 JS = Path(__file__).resolve().parents[1] / "interop" / "js"
 NODE = shutil.which("node")
-DEMO = [sys.executable, "-m", "acplink", "demo-agent"]
 
 pytestmark = [
     pytest.mark.skipif(NODE is None, reason="node not found on PATH"),
@@ -32,19 +28,7 @@ pytestmark = [
 
 async def ts_client(url: str, transport: str, *args: str) -> list[dict[str, Any]]:
     assert NODE is not None
-    proc = await asyncio.create_subprocess_exec(
-        NODE, str(JS / "remote_client.mjs"), "--url", url, "--transport", transport, *args,
-        stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE)
-    try:
-        async with asyncio.timeout(60):
-            out, err = await proc.communicate()
-    finally:
-        if proc.returncode is None:
-            proc.kill()
-            await proc.wait()
-    events = [json.loads(line) for line in out.decode().splitlines()]
-    assert events and events[-1] == {"event": "closed"}, err.decode()
-    return events
+    return await peer_events(NODE, str(JS / "remote_client.mjs"), "--url", url, "--transport", transport, *args)
 
 
 def chunks(events: list[dict[str, Any]], kind: str = "agent_message_chunk") -> str:
