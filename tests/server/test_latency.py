@@ -18,7 +18,7 @@ from acplink.demo.agent import DemoStore, create_demo_agent
 from acplink.server import AcpServer
 from acplink.server.connection import Mailbox, pump
 
-from .helpers import BOUND, serving
+from .helpers import BOUND, serve, serving
 
 
 class _CountLookups(importlib.abc.MetaPathFinder):
@@ -94,3 +94,14 @@ def test_uvicorn_takes_the_c_http_parser() -> None:
     config = uvicorn.Config(AcpServer(["true"]), log_config=None)
     config.load()
     assert config.http_protocol_class.__name__ == "HttpToolsProtocol"
+
+
+async def test_serve_does_not_compress_websocket_frames() -> None:
+    # a client offering permessage-deflate (the `ws` package, browsers) gets plain frames, as
+    # from the TS server: zlib on every small message costs both ends more than it saves
+    from websockets.asyncio.client import connect as ws_connect
+
+    async with serve("--ws") as served, asyncio.timeout(BOUND):
+        async with ws_connect(served.urls["ws"], compression="deflate") as ws:
+            assert ws.response is not None
+            assert ws.response.headers.get("Sec-WebSocket-Extensions") is None
