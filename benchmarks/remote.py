@@ -6,9 +6,12 @@ client and server against the official TypeScript SDK 2.4.0's.
     python benchmarks/remote.py --rounds 5 --flood 50000 --rtt 5000 --json out.json
     python benchmarks/remote.py --quick               # smoke run: small N, one round
 
-Servers: ``acplink serve --port 0 -- python benchmarks/scenario_agent.py`` (one agent process
-per connection, behind the server's pipes) and ``benchmarks/peers/official_ts/remote_server.mjs``
-(the TS scenario agent in the server's process). Clients: ``benchmarks/scenario_client.py``
+Servers: ``benchmarks/remote_server.py`` (acplink's scenario agent in the server's process, under
+uvicorn as ``acplink serve`` runs it) and ``benchmarks/peers/official_ts/remote_server.mjs`` (the
+TS scenario agent in the server's process): the same work on both sides. ``--acplink-server
+command`` measures ``acplink serve --port 0 -- python benchmarks/scenario_agent.py`` instead (one
+agent process per connection, behind the server's pipes: a process and a pipe hop more per
+message). Clients: ``benchmarks/scenario_client.py``
 and ``benchmarks/peers/official_ts/scenario_client.mjs``, given the URL after ``--``; both
 follow the wire contract of benchmarks/README.md. Pairs: acplink→acplink and ts→ts (the
 comparison), acplink→ts and ts→acplink (interoperability; shown too). Rates are medians over
@@ -36,9 +39,12 @@ TS_SDK = ROOT / "tests" / "interop" / "js" / "node_modules" / "@agentclientproto
 CHILD_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def servers(python: str) -> dict[str, list[str]]:
-    out = {"acplink": [python, "-m", "acplink", "serve", "--port", "0", "--max-connections", "64", "--",
-                       python, str(BENCH / "scenario_agent.py")]}
+def servers(python: str, acplink_server: str = "app") -> dict[str, list[str]]:
+    if acplink_server == "app":  # the scenario agent in the server's process, as the TS server has it
+        out = {"acplink": [python, str(BENCH / "remote_server.py")]}
+    else:  # `acplink serve`: one agent process per connection, behind the server's pipes
+        out = {"acplink": [python, "-m", "acplink", "serve", "--port", "0", "--max-connections", "64", "--",
+                           python, str(BENCH / "scenario_agent.py")]}
     node = shutil.which("node")
     if node is not None and TS_SDK.is_dir():
         out["ts"] = [node, str(TS_DIR / "remote_server.mjs")]
@@ -99,12 +105,16 @@ def main() -> int:
     ap.add_argument("--rtt", type=int, default=2000)
     ap.add_argument("--quick", action="store_true", help="flood 300, rtt 50, one round")
     ap.add_argument("--python", default=sys.executable)
+    ap.add_argument("--acplink-server", choices=("app", "command"), default="app",
+                    help="app: the scenario agent in the server's process (benchmarks/remote_server.py; the "
+                         "same work as the TS server, the default); command: `acplink serve -- "
+                         "scenario_agent.py` (an agent process per connection: one pipe hop more)")
     ap.add_argument("--json", metavar="FILE")
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.flood, args.rtt = 1, 300, 50
-    srv_cmds, cli_cmds = servers(args.python), clients(args.python)
+    srv_cmds, cli_cmds = servers(args.python, args.acplink_server), clients(args.python)
     if "ts" not in srv_cmds:
         print("official-ts skipped: node or tests/interop/js/node_modules missing ((cd tests/interop/js && npm ci))")
     running = {name: Server(argv) for name, argv in srv_cmds.items()}
@@ -133,7 +143,8 @@ def main() -> int:
         for server_ in running.values():
             server_.stop()
     pairs_seen = sorted({p for (_, _, p) in rates}, key=lambda p: (p != "acplink→acplink", p != "ts→ts", p))
-    print(f"\nmedian rates over {args.rounds} round(s) (flood: notifications/s, rtt: requests/s; higher is better)")
+    print(f"\nmedian rates over {args.rounds} round(s) (flood: notifications/s, rtt: requests/s; higher is better; "
+          f"acplink server: {args.acplink_server})")
     print(f"{'scenario':<8} {'transport':<9} " + " ".join(f"{p:>16}" for p in pairs_seen) + "  acplink/ts")
     for scenario in ("flood", "rtt"):
         for transport in ("ws", "http"):

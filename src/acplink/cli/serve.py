@@ -115,6 +115,8 @@ async def _serve(app: Any, sock: socket.socket, transports: tuple[str, ...]) -> 
     config = uvicorn.Config(app, log_config=None, access_log=False, log_level="warning", lifespan="on",
                             ws="auto" if "ws" in transports else "none",
                             ws_max_size=app.limits.max_message_bytes + 1024,
+                            # no permessage-deflate (as the TS server): zlib on every small frame, both ends
+                            ws_per_message_deflate=False,
                             timeout_graceful_shutdown=1, timeout_keep_alive=30)
     server = _server_class()(config, app)
     for scheme in ("ws", "http"):

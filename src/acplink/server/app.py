@@ -88,7 +88,8 @@ class AcpServer:
             else:
                 await send({"type": "websocket.close", "code": 1008})
             return
-        refusal = self.access.check(header_map(scope))
+        headers = header_map(scope)
+        refusal = self.access.check(headers)
         if kind == "websocket":
             if refusal is None and "ws" not in self.transports:
                 refusal = Refusal(426, "Upgrade Required: this server does not serve WebSocket")
@@ -104,7 +105,7 @@ class AcpServer:
             await answer(send, 426, "Upgrade Required: this server speaks WebSocket only",
                          headers=[("upgrade", "websocket")])
             return
-        await handle_http(self.registry, scope, receive, send)
+        await handle_http(self.registry, scope, receive, send, headers)
 
     def _matches(self, scope: Scope) -> bool:
         path: str = scope.get("path", "")

@@ -110,8 +110,13 @@ async def pump(box: Mailbox, send: Callable[[bytes], Awaitable[None]], *,
             continue
         if box.finished:
             return
+        if keepalive is None:
+            await box.wake.wait()
+            continue
+        # (a timeout scope, not wait_for: no task per wait, the sender wakes in one loop turn)
         try:
-            await asyncio.wait_for(box.wake.wait(), keepalive)
+            async with asyncio.timeout(keepalive):
+                await box.wake.wait()
         except TimeoutError:
             if on_quiet is not None:
                 await on_quiet()

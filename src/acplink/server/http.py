@@ -22,8 +22,11 @@ _BATCH_ERROR = orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {
     "code": -32600, "message": "JSON-RPC batches are not supported"}})
 
 
-async def handle_http(registry: Registry, scope: Scope, receive: Receive, send: Send) -> None:
-    headers = header_map(scope)
+async def handle_http(registry: Registry, scope: Scope, receive: Receive, send: Send,
+                      headers: dict[str, str] | None = None) -> None:
+    """Answer one request; ``headers``: the request's :func:`header_map`, when already made."""
+    if headers is None:
+        headers = header_map(scope)
     method = scope["method"]
     if method == "POST":
         await _post(registry, scope, headers, receive, send)

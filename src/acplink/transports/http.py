@@ -110,6 +110,8 @@ class HttpTransport(Transport):
         #: the server's ``Acp-Connection-Id``, once ``initialize`` was answered
         self.connection_id: str | None = None
         self._client: httpx.AsyncClient | None = None
+        #: the URL parsed once (httpx parses a string again on every request)
+        self._url: httpx.URL | None = None
         self._sink: TransportSink | None = None
         self._outbox: deque[bytes] = deque()
         self._outbox_bytes = 0
@@ -151,6 +153,7 @@ class HttpTransport(Transport):
         import httpx
 
         self._sink = sink
+        self._url = httpx.URL(self.options.url)
         self._client = httpx.AsyncClient(
             http2=self.http2, follow_redirects=False,
             timeout=httpx.Timeout(self.connect_timeout, read=None, write=60.0, pool=None))
@@ -283,7 +286,7 @@ class HttpTransport(Transport):
         ``limit`` bytes for a success)."""
         client = self._client
         assert client is not None
-        async with client.stream(method, self.options.url, headers=[*self.options.request_headers(), *headers],
+        async with client.stream(method, self._endpoint, headers=[*self.options.request_headers(), *headers],
                                  content=content) as resp:
             self.options.cookies.store(resp.headers.get_list("set-cookie"))
             body = await _read_capped(resp, limit if resp.status_code < 300 else _ERROR_BODY)
@@ -292,7 +295,7 @@ class HttpTransport(Transport):
     async def _initialize(self, message: bytes, rid: Any) -> None:
         client = self._client
         assert client is not None
-        async with client.stream("POST", self.options.url, content=message,
+        async with client.stream("POST", self._endpoint, content=message,
                                  headers=[*self.options.request_headers(), ("Content-Type", _JSON)]) as resp:
             self.options.cookies.store(resp.headers.get_list("set-cookie"))
             if resp.status_code != 200:
@@ -317,6 +320,11 @@ class HttpTransport(Transport):
         self._conn_stream = self._owned.spawn(self._read_connection(), name="acplink-http-sse")
         assert self._sink is not None
         self._sink.message_received(body, None)
+
+    @property
+    def _endpoint(self) -> httpx.URL:
+        assert self._url is not None  # (set by start(), before any request)
+        return self._url
 
     def _too_large(self) -> MessageTooLarge:
         return too_large("a message", self.max_message_size)
@@ -440,7 +448,7 @@ class HttpTransport(Transport):
         client = self._client
         sink = self._sink
         assert client is not None and sink is not None
-        async with client.stream("GET", self.options.url,
+        async with client.stream("GET", self._endpoint,
                                  headers=[*self.options.request_headers(), ("Accept", _SSE), *headers]) as resp:
             self.options.cookies.store(resp.headers.get_list("set-cookie"))
             if resp.status_code != 200:
