@@ -180,18 +180,22 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
 
     async def events(request: Request) -> Response:
         """The live feed: an event whenever messages or connections were added."""
+        # ``since``: the state the page was rendered with (Store.live_state), so a change
+        # committed between the page and this subscription is announced, not lost
         async def stream() -> AsyncIterator[bytes]:
-            last = store.last_message_id()
-            conns = _conn_state(store)
+            state = request.query_params.get("since", "")
+            if not state.split(",")[0].isdigit():
+                state = store.live_state()
             yield b": live\n\n"
             while not await request.is_disconnected():
                 await asyncio.sleep(POLL)
-                new = store.db.execute("SELECT DISTINCT conn FROM messages WHERE id > ?", (last,)).fetchall()
-                now = _conn_state(store)
-                if new or now != conns:
-                    last = store.last_message_id()
-                    conns = now
-                    data = orjson.dumps({"conns": [r[0] for r in new], "last": last})
+                now = store.live_state()  # (first: a row committed after it is in the next round)
+                if now != state:
+                    last, upto = int(state.split(",")[0]), int(now.split(",")[0])
+                    new = store.db.execute("SELECT DISTINCT conn FROM messages WHERE id > ? AND id <= ?",
+                                           (last, upto)).fetchall()
+                    state = now
+                    data = orjson.dumps({"conns": [r[0] for r in new], "last": upto})
                     yield b"event: change\ndata: " + data + b"\n\n"
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"cache-control": "no-store"})
 
@@ -295,11 +299,6 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.chats = chats
     return app
-
-
-def _conn_state(store: Store) -> tuple[Any, ...]:
-    return tuple(store.db.execute("SELECT count(*), max(id), sum(ended IS NULL), max(ended) FROM connections")
-                 .fetchone())
 
 
 async def _iterate(lines: Any) -> AsyncIterator[bytes]:

@@ -202,6 +202,13 @@ class Store:
     def last_message_id(self) -> int:
         return int(self.db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
 
+    def live_state(self) -> str:
+        """What the live feed compares: the last message row and the connections' state (count,
+        newest, how many still running, the last end). A page keeps the value it was rendered
+        with and the feed starts from it, so nothing committed in between is missed."""
+        conns = self.db.execute("SELECT count(*), max(id), sum(ended IS NULL), max(ended) FROM connections").fetchone()
+        return ",".join(str(x) for x in (self.last_message_id(), *conns))
+
     def rows(self, conn: int, where: str = "", params: Sequence[Any] = (), *, limit: int | None = None,
              columns: str = "*", order: str = "seq") -> list[sqlite3.Row]:
         cur = self.db.cursor()

@@ -53,7 +53,8 @@ def sessions_page(store: Store, search: str = "") -> str:
     body = (f'<form class="bar" method="get"><input name="q" value="{esc(search)}" placeholder="search agent, '
             f'command, session id" id="search"><button>Search</button>'
             f'<a class="btn" href="/diff">Compare two…</a></form>'
-            f'<table class="list" id="sessions" data-live-reload="/partial/sessions?q={esc(search)}">'
+            f'<table class="list" id="sessions" data-live-reload="/partial/sessions?q={esc(search)}" '
+            f'data-since="{esc(store.live_state())}">'
             f"<thead><tr><th>#</th><th>agent</th><th>source</th><th>start</th><th>duration</th><th>turns</th>"
             f"<th>errors</th><th>messages</th><th>sessions</th><th>exit</th></tr></thead>"
             f"<tbody>{sessions_rows(store, search)}</tbody></table>")
@@ -138,6 +139,7 @@ def _options(values: list[str], chosen: str, label: str) -> str:
 
 def timeline_page(store: Store, c: ConnectionRow, f: Filters, at: int | None = None) -> str:
     conn = c.id
+    since = store.live_state()  # (before the rows: a row stored in between comes again, never not at all)
     methods = [r[0] for r in store.db.execute(
         "SELECT DISTINCT method FROM messages WHERE conn = ? AND method IS NOT NULL ORDER BY method", (conn,))]
     after = max(0, at - 20) if at else 0
@@ -154,7 +156,7 @@ def timeline_page(store: Store, c: ConnectionRow, f: Filters, at: int | None = N
             f'{" · <span class=live>live</span>" if c.ended is None else ""}</p>')
     table = (f'<div class="split"><div class="rows" id="rows-box"><table class="list timeline" id="timeline" '
              f'data-conn="{conn}" data-filters="{esc(f.query())}" data-last="{last if last is not None else ""}" '
-             f'data-live="{1 if c.ended is None else 0}" data-open="{at or ""}">'
+             f'data-live="{1 if c.ended is None else 0}" data-since="{esc(since)}" data-open="{at or ""}">'
              f"<thead><tr><th>#</th><th>time</th><th>dir</th><th>kind</th><th>method</th><th>id</th>"
              f"<th>session</th><th>size</th><th>latency</th><th></th></tr></thead><tbody>{rows}</tbody></table>"
              f'<div id="more"></div></div><aside id="detail"><p class="dim">Select a message.</p></aside></div>')
