@@ -25,6 +25,7 @@ from typing import IO, Any
 
 from ..transports.base import Transport
 from ..transports.recording import RecordingTransport
+from .spool import SpoolWriter, _write_all
 from .trace import TraceListener, TraceWriter
 
 __all__ = ["RecordingProxy", "recording_transport", "run_proxy"]
@@ -56,7 +57,8 @@ class RecordingProxy:
     def __init__(self, command: Sequence[str], out: str | os.PathLike[str] | IO[bytes] | None, *,
                  redact: bool = False, validate: bool = True, close_timeout: float = 5.0, term_timeout: float = 3.0,
                  stdin_fd: int = 0, stdout_fd: int = 1, listeners: Sequence[TraceListener] = (),
-                 on_idle: Callable[[], None] | None = None, on_close: Callable[[], None] | None = None) -> None:
+                 on_idle: Callable[[], None] | None = None, on_close: Callable[[], None] | None = None,
+                 on_quiet: Callable[[], bool] | None = None, spool: SpoolWriter | None = None) -> None:
         self.command = list(command)
         self.out = out
         #: more consumers of the trace records (``acplink record --db``: the database), and a
@@ -65,6 +67,12 @@ class RecordingProxy:
         self.listeners = list(listeners)
         self.on_idle = on_idle
         self.on_close = on_close
+        #: called when the traffic has paused (background work, e.g. validating stored rows;
+        #: it returns True while work is left, to be called again at the next pause)
+        self.on_quiet = on_quiet
+        #: the write-ahead spool: every chunk is appended to it before it is forwarded, so a
+        #: SIGKILLed proxy loses nothing it forwarded (see :mod:`.spool`)
+        self.spool = spool
         self.redact = redact
         self.validate = validate
         self.close_timeout = close_timeout
@@ -80,7 +88,10 @@ class RecordingProxy:
         # timestamp and queue together, before forwarding: the trace's order is causal
         # (an answer cannot be queued before the message it answers) and its clock monotonic
         with self._order:
-            self._q.put((kind, data, time.monotonic(), time.time()))
+            mono, wall = time.monotonic(), time.time()
+            if self.spool is not None:
+                self.spool.append(kind if kind != "eof" else "eof-" + data.decode(), data, mono, wall)
+            self._q.put((kind, data, mono, wall))
 
     # -- forwarding ----------------------------------------------------------------------------
 
@@ -143,6 +154,8 @@ class RecordingProxy:
                     writer.flush()
                     if self.on_idle is not None:
                         self.on_idle()
+                    if kind == "idle" and self.on_quiet is not None:
+                        pending = self.on_quiet()
             except Exception as exc:  # the trace must never break the traffic
                 try:
                     writer.event("recorder-error", message=f"{type(exc).__name__}: {exc}")
@@ -177,9 +190,12 @@ class RecordingProxy:
 
     def run(self) -> int:
         """Run until the agent exits (or our stdin closes and the ladder ends); its exit code."""
+        header: dict[str, Any] = {"tool": "acplink record", "command": self.command, "pid": os.getpid(),
+                                  "validated": self.validate}
+        if self.spool is not None:
+            header["spool"] = os.fspath(self.spool.path)
         writer = TraceWriter(self.out, redact=self.redact, validate=self.validate, listeners=self.listeners,
-                             header={"tool": "acplink record", "command": self.command, "pid": os.getpid(),
-                                     "validated": self.validate})
+                             header=header)
         try:
             self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=None, bufsize=0, start_new_session=True)
@@ -225,6 +241,8 @@ class RecordingProxy:
             writer_code = proc.returncode
             self._q.put(_STOP)
             tracer.join()
+            if self.spool is not None:
+                self.spool.append("exit", str(writer_code).encode(), time.monotonic(), time.time())
             writer.event("exit", code=writer_code)
             writer.close()
             if self.on_close is not None:
@@ -232,13 +250,6 @@ class RecordingProxy:
             for sig, handler in old.items():
                 signal.signal(sig, handler)
         return code
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
 
 
 def run_proxy(command: Sequence[str], out: str | os.PathLike[str], *, redact: bool = False) -> int:
