@@ -40,6 +40,7 @@ def test_findings_use_the_validation_stored_with_the_recording(tmp_path: Path, m
         # without validation): validated here
         store.db.execute("UPDATE connections SET header = '{}' WHERE id = ?", (conn,))
         store.db.execute("UPDATE messages SET checked = NULL WHERE conn = ?", (conn,))
+        store.db.execute("DELETE FROM views")  # (the findings computed above are kept: not a new row)
         c = store.connection(conn)
         assert c is not None
         assert "No findings" in findings_page(store, c) and len(calls) == c.messages
@@ -61,6 +62,7 @@ def test_rows_stored_unvalidated_are_validated_once_when_first_analysed(tmp_path
         store.db.execute("UPDATE messages SET checked = 0, violations = NULL WHERE conn = ?", (conn,))
         store.db.execute("UPDATE messages SET body = json_remove(body, '$.params.prompt') WHERE conn = ? AND "
                          "method = 'session/prompt' AND kind = 'request'", (conn,))
+        store.db.execute("DELETE FROM views")
         calls: list[Any] = []
         real = store_module.validate_message
         monkeypatch.setattr(store_module, "validate_message", lambda *a: calls.append(a) or real(*a))

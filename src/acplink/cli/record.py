@@ -87,8 +87,10 @@ def run(args: argparse.Namespace) -> int:
         if spool is not None:  # every row is stored: the spool goes (kept for recovery if not)
             spool.close(remove=ingest.failed is None)
         if ingest.conn is not None and not ingest.failed:
-            try:  # validate what is left, for a while (the rest is validated when first viewed)
-                ingest.store.validate_pending(ingest.conn, budget=1.0)
+            from ..devtools.cache import warm
+
+            try:  # validate what is left and precompute the whole-session views (a kill
+                warm(ingest.store, ingest.conn)  # here loses nothing: they are then made when first opened)
             except sqlite3.Error:
                 pass
         ingest.store.close()

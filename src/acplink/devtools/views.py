@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from ..tools.analysis import FINDING_CODES, analyze
+from .cache import cached
 from .html import DETAIL_LIMIT, esc, fmt_ms, fmt_size, page, pretty_json
 from .store import ConnectionRow, Store, row_record
 
@@ -181,6 +182,7 @@ def _body_block(store: Store, conn: int, seq: int, title: str) -> tuple[str, sql
 
 
 def detail_html(store: Store, conn: int, seq: int) -> str | None:
+    store.validate_pending(conn, seq)  # (a row stored unvalidated: its result is shown, and kept)
     block, r = _body_block(store, conn, seq, "Message")
     if r is None:
         return None
@@ -206,6 +208,11 @@ def detail_html(store: Store, conn: int, seq: int) -> str | None:
 
 
 def findings_page(store: Store, c: ConnectionRow) -> str:
+    body = cached(store, [c], "findings", lambda: _findings(store, c))
+    return page(f"Findings · #{c.id}", body, conn=c.id, active="Findings")
+
+
+def _findings(store: Store, c: ConnectionRow) -> str:
     t = analyze(list(store.records(c.id)))
     if not t.findings:
         body = '<p class="ok">No findings: every message matches the schema and the protocol order.</p>'
@@ -217,7 +224,7 @@ def findings_page(store: Store, c: ConnectionRow) -> str:
         body = (f'<p>{len(t.findings)} findings (the analysis of <code>acplink inspect</code>).</p>'
                 f'<table class="list" id="findings"><thead><tr><th>message</th><th>dir</th><th>finding</th>'
                 f"<th>detail</th></tr></thead><tbody>{rows}</tbody></table>")
-    return page(f"Findings · #{c.id}", body, conn=c.id, active="Findings")
+    return body
 
 
 def export_lines(store: Store, conn: int) -> Iterator[bytes]:
