@@ -55,11 +55,12 @@ def run(args: argparse.Namespace) -> int:
         import sqlite3
 
         from ..devtools.store import DatabaseError, Ingest, Store, default_db_path
+        from ..errors import AcpError
         from ..tools.spool import SpoolWriter, spool_dir
 
         db = args.db or default_db_path()
         try:
-            store = Store(db)  # (this also stores what a recorder that was killed left in its spool)
+            store = Store(db, recover=False)  # (spools of killed recorders: recovered at the end)
         except DatabaseError as exc:
             return fail(str(exc), 2)
         try:
@@ -91,7 +92,10 @@ def run(args: argparse.Namespace) -> int:
 
             try:  # validate what is left and precompute the whole-session views (a kill
                 warm(ingest.store, ingest.conn)  # here loses nothing: they are then made when first opened)
-            except sqlite3.Error:
+                # then what recorders that were killed left in their spools (not at the start:
+                # that would delay the agent's start)
+                ingest.store.recover()
+            except (sqlite3.Error, AcpError):
                 pass
         ingest.store.close()
 

@@ -8,12 +8,14 @@ has ended, ``acplink devtools import`` after an import."""
 
 from __future__ import annotations
 
+import functools
 import sqlite3
+import threading
 from collections.abc import Callable, Sequence
 
 from .store import ConnectionRow, Store
 
-__all__ = ["cached", "warm"]
+__all__ = ["cached", "warm", "warm_all"]
 
 
 def _last_row(store: Store, conns: Sequence[int]) -> int:
@@ -41,17 +43,39 @@ def cached(store: Store, conns: Sequence[ConnectionRow], name: str, compute: Cal
     return html
 
 
-def warm(store: Store, conn: int) -> None:
-    """Compute and keep the views of an ended connection (its schema validation first)."""
+def warm(store: Store, conn: int, stop: threading.Event | None = None) -> None:
+    """Compute and keep the views of an ended connection (its schema validation first);
+    ``stop``: give up between two steps once it is set."""
     from .conversation import conversation_page
     from .views import findings_page
     from .waterfall import waterfall_page
 
-    store.validate_pending(conn)
+    def stopped() -> bool:
+        return stop is not None and stop.is_set()
+
+    while store.validate_pending(conn, budget=0.2):
+        if stopped():
+            return
     c = store.connection(conn)
     if c is None or c.ended is None:
         return
-    findings_page(store, c)
-    waterfall_page(store, c)
-    for session in c.sessions or ("",):
-        conversation_page(store, c, session)
+    steps: list[Callable[[], str]] = [lambda: findings_page(store, c), lambda: waterfall_page(store, c)]
+    steps += [functools.partial(conversation_page, store, c, s) for s in c.sessions or ("",)]
+    for step in steps:
+        if stopped():
+            return
+        step()
+
+
+def warm_all(store: Store, stop: threading.Event) -> None:
+    """:func:`warm` every ended connection, newest first, until ``stop`` is set (the devtools
+    server runs it in a thread, with its own :class:`Store`, for recordings that were not
+    warmed: recovered from a spool, made by an older acplink). A database error ends it."""
+    try:
+        for (conn,) in store.db.execute("SELECT id FROM connections WHERE ended IS NOT NULL ORDER BY id DESC")\
+                .fetchall():
+            if stop.is_set():
+                return
+            warm(store, int(conn), stop)
+    except sqlite3.Error:
+        pass

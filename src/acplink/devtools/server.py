@@ -16,6 +16,7 @@ import secrets
 import shlex
 import socket
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from http.cookies import SimpleCookie
 from importlib.resources import files
@@ -29,11 +30,12 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .cache import warm_all
 from .compare import diff_page
 from .connect import Chats
 from .conversation import conversation_page
 from .html import esc, page
-from .store import Store
+from .store import DatabaseError, Store
 from .views import (
     Filters,
     detail_html,
@@ -276,9 +278,17 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # the views of recordings not warmed yet (recovered from a spool, older ones) are
+        # computed in the background, on a connection of its own
+        stop = threading.Event()
+        warmer = threading.Thread(target=_warm_in_background, args=(store.path, stop), name="acplink-devtools-warm",
+                                  daemon=True)
+        warmer.start()
         try:
             yield
         finally:
+            stop.set()
+            await asyncio.to_thread(warmer.join)
             await chats.aclose()
 
     static = StaticFiles(directory=str(files("acplink.devtools").joinpath("static")))
@@ -299,6 +309,17 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
     app = Starlette(routes=routes, lifespan=lifespan)
     app.state.chats = chats
     return app
+
+
+def _warm_in_background(path: Any, stop: threading.Event) -> None:
+    try:
+        own = Store(path, recover=False)
+    except DatabaseError:
+        return
+    try:
+        warm_all(own, stop)
+    finally:
+        own.close()
 
 
 async def _iterate(lines: Any) -> AsyncIterator[bytes]:

@@ -13,6 +13,7 @@ When our stdin closes, the agent's stdin is closed and the shutdown ladder follo
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import signal
@@ -47,8 +48,10 @@ def recording_transport(inner: Transport, out: str | os.PathLike[str] | IO[bytes
 
 _CHUNK = 1 << 16
 _STOP = ("stop", b"", 0.0, 0.0)
-#: the longest the trace file and the database lag behind the traffic (seconds)
-_IDLE_EVERY = 0.05
+#: a pause in the traffic (seconds): the queued chunks are then stored
+_QUIET = 0.02
+#: the longest a chunk waits to be stored during a burst of traffic (seconds)
+_LAG = 1.0
 
 
 class RecordingProxy:
@@ -128,39 +131,53 @@ class RecordingProxy:
         self._pump(self.proc.stdout.fileno(), self.stdout_fd, "a2c")
 
     def _trace(self, writer: TraceWriter) -> None:
-        """Turn the queued chunks into records. The trace file is flushed and ``on_idle`` called
-        (a database commit) when the queue has been empty for a moment, or at least every
-        :data:`_IDLE_EVERY` seconds during a flood: a live view lags by at most that, and a flood
-        is stored in big batches instead of one commit per message."""
-        pending = False
-        last_idle = time.monotonic()
+        """Turn the queued chunks into records, out of the traffic's way: a batch is taken when
+        the traffic pauses (nothing queued for :data:`_QUIET` seconds) or, in a burst, once the
+        oldest chunk waited :data:`_LAG` seconds; then the trace file is flushed and ``on_idle``
+        called (a database commit). So the work of recording does not compete with the traffic
+        for the CPU while it flows, a live view lags a pause (or at most ``_LAG``) behind, and a
+        flood is stored in big batches. The spool (if any) has every chunk already."""
+        quiet_work = False  # on_quiet has more to do at the next pause
         while True:
             try:
-                kind, data, mono, wall = self._q.get(timeout=_IDLE_EVERY) if pending else self._q.get()
+                first = self._q.get(timeout=_QUIET) if quiet_work else self._q.get()
             except queue.Empty:
-                kind = "idle"
-            try:
+                quiet_work = self._call(writer, self.on_quiet)
+                continue
+            batch = [first]
+            until = time.monotonic() + _LAG
+            while batch[-1][0] != "stop":
+                try:
+                    batch.append(self._q.get(timeout=max(0.0, min(_QUIET, until - time.monotonic()))))
+                except queue.Empty:
+                    break
+                if time.monotonic() >= until:
+                    break
+            for kind, data, mono, wall in batch:
                 if kind == "stop":
                     return
                 if kind == "eof":
-                    writer.eof(data.decode(), mono, wall)
-                elif kind != "idle":
-                    writer.feed(kind, data, mono, wall)
-                pending = True
-                now = time.monotonic()
-                if kind == "idle" or now - last_idle >= _IDLE_EVERY:
-                    pending = False
-                    last_idle = now
-                    writer.flush()
-                    if self.on_idle is not None:
-                        self.on_idle()
-                    if kind == "idle" and self.on_quiet is not None:
-                        pending = self.on_quiet()
-            except Exception as exc:  # the trace must never break the traffic
-                try:
-                    writer.event("recorder-error", message=f"{type(exc).__name__}: {exc}")
-                except Exception:
-                    pass
+                    self._call(writer, functools.partial(writer.eof, data.decode(), mono, wall))
+                else:
+                    self._call(writer, functools.partial(writer.feed, kind, data, mono, wall))
+            self._call(writer, writer.flush)
+            self._call(writer, self.on_idle)
+            quiet_work = self.on_quiet is not None
+
+    @staticmethod
+    def _call(writer: TraceWriter, fn: Callable[[], Any] | None) -> bool:
+        """``fn()`` (True if it returned True); an error is noted in the trace, never raised:
+        the trace must never break the traffic."""
+        if fn is None:
+            return False
+        try:
+            return fn() is True
+        except Exception as exc:
+            try:
+                writer.event("recorder-error", message=f"{type(exc).__name__}: {exc}")
+            except Exception:
+                pass
+            return False
 
     # -- lifecycle -----------------------------------------------------------------------------
 
