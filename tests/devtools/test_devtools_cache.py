@@ -81,3 +81,29 @@ def test_a_live_connection_is_not_cached(tmp_path: Path, monkeypatch: pytest.Mon
     finally:
         ingest.close()
         store.close()
+
+
+def test_the_server_warms_the_views_of_recordings_in_the_background(tmp_path: Path) -> None:
+    import time
+
+    from starlette.testclient import TestClient
+
+    from acplink.devtools.server import build_app
+
+    db = tmp_path / "d.sqlite"
+    conn = record_demo(db, ["hello"], tmp_path)
+    store = Store(db)
+    try:
+        store.db.execute("DELETE FROM views")  # (a recording not warmed: recovered, or older)
+        store.db.execute("UPDATE messages SET checked = 0 WHERE conn = ?", (conn,))
+        with TestClient(build_app(store)):
+            deadline = time.monotonic() + 60  # (a bound against a hang, not a timing)
+            while time.monotonic() < deadline:
+                names = {n for (n,) in store.db.execute("SELECT name FROM views WHERE conn = ?", (conn,))}
+                if len(names) >= 3:
+                    break
+                time.sleep(0.05)
+        assert {"findings", "waterfall"} <= names and any(n.startswith("conversation ") for n in names)
+        assert store.db.execute("SELECT count(*) FROM messages WHERE checked = 0").fetchone()[0] == 0
+    finally:
+        store.close()
