@@ -46,6 +46,7 @@ def cached(store: Store, conns: Sequence[ConnectionRow], name: str, compute: Cal
 def warm(store: Store, conn: int, stop: threading.Event | None = None) -> None:
     """Compute and keep the views of an ended connection (its schema validation first);
     ``stop``: give up between two steps once it is set."""
+    from .compare import steps
     from .conversation import conversation_page
     from .views import findings_page
     from .waterfall import waterfall_page
@@ -59,12 +60,13 @@ def warm(store: Store, conn: int, stop: threading.Event | None = None) -> None:
     c = store.connection(conn)
     if c is None or c.ended is None:
         return
-    steps: list[Callable[[], str]] = [lambda: findings_page(store, c), lambda: waterfall_page(store, c)]
-    steps += [functools.partial(conversation_page, store, c, s) for s in c.sessions or ("",)]
-    for step in steps:
+    views: list[Callable[[], object]] = [lambda: findings_page(store, c), lambda: waterfall_page(store, c)]
+    views += [functools.partial(conversation_page, store, c, s) for s in c.sessions or ("",)]
+    views += [functools.partial(steps, store, c.id, s) for s in ("", *c.sessions)]  # (for the diff)
+    for view in views:
         if stopped():
             return
-        step()
+        view()
 
 
 def warm_all(store: Store, stop: threading.Event) -> None:

@@ -4,6 +4,7 @@ differ (missing on one side, other method, other text) are highlighted."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,17 @@ def _update_text(msg: Any) -> str:
 
 
 def steps(store: Store, conn: int, session: str = "") -> list[Step]:
+    """The connection's (or session's) steps; kept with the cached views once it has ended, so
+    a diff against it reads a few folded steps instead of every message."""
+    c = store.connection(conn)
+    if c is None:
+        return []
+    data = cached(store, [c], f"steps {session}",
+                  lambda: orjson.dumps([dataclasses.astuple(s) for s in _steps(store, conn, session)]).decode())
+    return [Step(*t) for t in orjson.loads(data)]
+
+
+def _steps(store: Store, conn: int, session: str) -> list[Step]:
     where, params = ("session = ?", [session]) if session else ("", [])
     out: list[Step] = []
     turn = 0
