@@ -36,11 +36,42 @@ def test_findings_use_the_validation_stored_with_the_recording(tmp_path: Path, m
         calls = _count_validations(monkeypatch)
         html = findings_page(store, c)
         assert "No findings" in html and calls == []
-        # the same recording without the mark (an old or --no-validate trace): validated here
+        # the same recording without the mark (rows of an older acplink, of a trace recorded
+        # without validation): validated here
         store.db.execute("UPDATE connections SET header = '{}' WHERE id = ?", (conn,))
+        store.db.execute("UPDATE messages SET checked = NULL WHERE conn = ?", (conn,))
+        store.db.execute("DELETE FROM views")  # (the findings computed above are kept: not a new row)
         c = store.connection(conn)
         assert c is not None
         assert "No findings" in findings_page(store, c) and len(calls) == c.messages
+    finally:
+        store.close()
+
+
+def test_rows_stored_unvalidated_are_validated_once_when_first_analysed(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """``acplink record --db`` stores rows first and validates them later (checked = 0): the
+    first reader validates them and remembers the result, a schema error included."""
+    import acplink.devtools.store as store_module
+
+    db = tmp_path / "d.sqlite"
+    conn = record_demo(db, ["hello"], tmp_path)
+    store = Store(db)
+    try:
+        # as the recorder leaves them: unvalidated, and one of them breaks the schema
+        store.db.execute("UPDATE messages SET checked = 0, violations = NULL WHERE conn = ?", (conn,))
+        store.db.execute("UPDATE messages SET body = json_remove(body, '$.params.prompt') WHERE conn = ? AND "
+                         "method = 'session/prompt' AND kind = 'request'", (conn,))
+        store.db.execute("DELETE FROM views")
+        calls: list[Any] = []
+        real = store_module.validate_message
+        monkeypatch.setattr(store_module, "validate_message", lambda *a: calls.append(a) or real(*a))
+        c = store.connection(conn)
+        assert c is not None
+        html = findings_page(store, c)
+        assert "$.params.prompt" in html and len(calls) == c.messages
+        assert store.db.execute("SELECT count(*) FROM messages WHERE conn = ? AND checked = 0", (conn,)).fetchone()[0] == 0
+        assert "$.params.prompt" in findings_page(store, c) and len(calls) == c.messages  # remembered
     finally:
         store.close()
 

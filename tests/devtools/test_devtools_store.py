@@ -35,7 +35,7 @@ def _newer(path: Path) -> Path:
 
 def test_a_database_from_a_newer_acplink_is_refused_with_a_clear_message(tmp_path: Path) -> None:
     path = _newer(tmp_path / "new.sqlite")
-    with pytest.raises(DatabaseError, match=r"newer acplink \(schema version \d+; this acplink knows up to 1\)"):
+    with pytest.raises(DatabaseError, match=r"newer acplink \(schema version \d+; this acplink knows up to 2\)"):
         Store(path)
     out = subprocess.run([*ACPLINK, "devtools", "--db", str(path), "--no-browser"], capture_output=True,
                          text=True, timeout=60)

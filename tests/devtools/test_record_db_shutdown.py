@@ -1,5 +1,6 @@
 """`acplink record --db` under a flood: every message it forwarded is in the database even when
-the client closes the pipe and signals the proxy right after the last message."""
+the client closes the pipe and signals the proxy right after the last message, SIGKILL
+included (then the next opening of the database recovers the rows from the proxy's spool)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from dtutil import ACPLINK
 
 from acplink.devtools.store import Store
+from acplink.tools.spool import spool_dir
 
 AGENT = Path(__file__).resolve().parents[2] / "benchmarks" / "scenario_agent.py"
 
@@ -67,17 +69,24 @@ def _flood_through_proxy(tmp_path: Path, db: Path, n: int, sig: signal.Signals) 
     return len(sent), received, stderr
 
 
-@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL])
 def test_a_signalled_recorder_still_stores_every_forwarded_message(tmp_path: Path, sig: signal.Signals) -> None:
     db = tmp_path / "f.sqlite"
-    sent, received, stderr = _flood_through_proxy(tmp_path, db, 5000, sig)
-    assert received > 5000
+    n = 20000 if sig == signal.SIGKILL else 5000
+    sent, received, stderr = _flood_through_proxy(tmp_path, db, n, sig)
+    assert received > n
     assert "Traceback" not in stderr, stderr
-    store = Store(db)
+    store = Store(db)  # (recovers the spool of a killed recorder)
     try:
         (c,) = store.connections()
         counts = dict(store.db.execute("SELECT dir, count(*) FROM messages WHERE conn = ? GROUP BY dir", (c.id,)))
         assert counts == {"c2a": sent, "a2c": received}
         assert c.ended is not None  # the connection was closed properly, not cut off
+        seqs = [r[0] for r in store.db.execute("SELECT seq FROM messages WHERE conn = ? ORDER BY seq", (c.id,))]
+        assert seqs == list(range(1, sent + received + 1))
+        chunks = [orjson.loads(body)["params"]["update"]["content"]["text"].split()[2] for (body,) in store.db.execute(
+            "SELECT body FROM messages WHERE conn = ? AND method = 'session/update' ORDER BY seq", (c.id,))]
+        assert len(chunks) == n and chunks == sorted(chunks)  # every update, in the order it was forwarded
+        assert not list(spool_dir(db).glob("*.spool"))  # recovered, then removed
     finally:
         store.close()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
+import time
 import traceback
 from typing import Any
 
@@ -48,24 +50,60 @@ def run(args: argparse.Namespace) -> int:
     if args.out is None and args.db is None:
         return fail("nowhere to record: give --out FILE and/or --db [FILE]", 2)
     ingest = None
+    spool = None
     if args.db is not None:
-        from ..devtools.store import DatabaseError, Ingest, Store, default_db_path
+        import sqlite3
 
+        from ..devtools.store import DatabaseError, Ingest, Store, default_db_path
+        from ..errors import AcpError
+        from ..tools.spool import SpoolWriter, spool_dir
+
+        db = args.db or default_db_path()
         try:
-            store = Store(args.db or default_db_path())
+            store = Store(db, recover=False)  # (spools of killed recorders: recovered at the end)
         except DatabaseError as exc:
             return fail(str(exc), 2)
+        try:
+            spool = SpoolWriter(spool_dir(db) / f"{os.getpid()}-{time.time_ns()}.spool")
+        except OSError as exc:
+            store.close()
+            return fail(f"cannot write the recording spool beside {os.fspath(db)!r}: {exc.strerror or exc}", 2)
         ingest = Ingest(store, shlex.join(cmd))
 
-    def close_db() -> None:  # (called by the proxy after the last record, and again here: idempotent)
-        if ingest is not None:
-            ingest.close()
-            ingest.store.close()
+    def validate_some() -> bool:  # (when the traffic pauses: the schema validation of stored rows)
+        if ingest is None or ingest.conn is None or ingest.failed:
+            return False
+        try:
+            return ingest.store.validate_pending(ingest.conn, limit=500)
+        except sqlite3.Error:
+            return False
+
+    closed: list[bool] = []
+
+    def close_db() -> None:  # (called by the proxy after the last record, and again here)
+        if ingest is None or closed:
+            return
+        closed.append(True)
+        ingest.close()
+        if spool is not None:  # every row is stored: the spool goes (kept for recovery if not)
+            spool.close(remove=ingest.failed is None)
+        if ingest.conn is not None and not ingest.failed:
+            from ..devtools.cache import warm
+
+            try:  # validate what is left and precompute the whole-session views (a kill
+                warm(ingest.store, ingest.conn)  # here loses nothing: they are then made when first opened)
+                # then what recorders that were killed left in their spools (not at the start:
+                # that would delay the agent's start)
+                ingest.store.recover()
+            except (sqlite3.Error, AcpError):
+                pass
+        ingest.store.close()
 
     try:
-        code = RecordingProxy(cmd, args.out, redact=args.redact, validate=not args.no_validate,
+        # with --db only, the schema validation is done after storing (off the proxy's path)
+        code = RecordingProxy(cmd, args.out, redact=args.redact, validate=not args.no_validate and args.out is not None,
                               listeners=[ingest] if ingest else [], on_idle=ingest.flush if ingest else None,
-                              on_close=close_db).run()
+                              on_close=close_db, on_quiet=validate_some if ingest else None, spool=spool).run()
     except OSError as exc:
         if args.debug:
             traceback.print_exc()

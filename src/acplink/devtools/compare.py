@@ -4,12 +4,14 @@ differ (missing on one side, other method, other text) are highlighted."""
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from .cache import cached
 from .html import esc, page
 from .store import Store
 
@@ -23,6 +25,7 @@ class Step:
     seq: int
     count: int = 1
     text: str = ""
+    more: list[str] | None = None  # (the texts of the folded run, joined once at the end)
 
 
 def _update_text(msg: Any) -> str:
@@ -32,6 +35,17 @@ def _update_text(msg: Any) -> str:
 
 
 def steps(store: Store, conn: int, session: str = "") -> list[Step]:
+    """The connection's (or session's) steps; kept with the cached views once it has ended, so
+    a diff against it reads a few folded steps instead of every message."""
+    c = store.connection(conn)
+    if c is None:
+        return []
+    data = cached(store, [c], f"steps {session}",
+                  lambda: orjson.dumps([dataclasses.astuple(s) for s in _steps(store, conn, session)]).decode())
+    return [Step(*t) for t in orjson.loads(data)]
+
+
+def _steps(store: Store, conn: int, session: str) -> list[Step]:
     where, params = ("session = ?", [session]) if session else ("", [])
     out: list[Step] = []
     turn = 0
@@ -48,10 +62,16 @@ def steps(store: Store, conn: int, session: str = "") -> list[Step]:
             prompt = ((msg or {}).get("params") or {}).get("prompt") if isinstance(msg, dict) else None
             text = " ".join(str(b.get("text", "")) for b in prompt or [] if isinstance(b, dict))
         if out and out[-1].key == key and r["method"] == "session/update":
-            out[-1].count += 1
-            out[-1].text += text
+            last = out[-1]
+            last.count += 1
+            if last.more is None:
+                last.more = [last.text]
+            last.more.append(text)
             continue
         out.append(Step(key, turn, r["seq"], 1, text))
+    for s in out:
+        if s.more is not None:
+            s.text, s.more = "".join(s.more), None
     return out
 
 
@@ -81,8 +101,15 @@ def diff_page(store: Store, query: Any) -> str:
     a, b = query.get("a", ""), query.get("b", "")
     sa, sb = query.get("sa", ""), query.get("sb", "")
     form = _pick_form(store, a, b, sa, sb)
-    if not (a.isdigit() and b.isdigit()):
+    ca = store.connection(int(a)) if a.isdigit() else None
+    cb = store.connection(int(b)) if b.isdigit() else None
+    if ca is None or cb is None:
         return page("Diff", form + '<p class="dim">Pick two recordings to compare.</p>', active="Diff")
+    body = cached(store, [ca, cb], f"diff {b} {sa} {sb}", lambda: _diff(store, a, b, sa, sb))
+    return page("Diff", form + body, active="Diff")
+
+
+def _diff(store: Store, a: str, b: str, sa: str, sb: str) -> str:
     left, right = steps(store, int(a), sa), steps(store, int(b), sb)
     matcher = difflib.SequenceMatcher(None, [s.key for s in left], [s.key for s in right], autojunk=False)
     rows = []
@@ -103,4 +130,4 @@ def diff_page(store: Store, query: Any) -> str:
                f'<span class="legend only-b">only in #{esc(b)}</span></p>')
     table = (f'<table class="list diff2" id="diff"><thead><tr><th>turn</th><th>#{esc(a)} {esc(sa)}</th>'
              f'<th>turn</th><th>#{esc(b)} {esc(sb)}</th></tr></thead><tbody>{"".join(rows)}</tbody></table>')
-    return page("Diff", form + summary + table, active="Diff")
+    return summary + table

@@ -12,6 +12,7 @@ from ..client.state import Message, SessionState, block_text
 from ..errors import AcpError
 from ..schema import Content, Diff, SessionNotification, Terminal
 from ..schema._parse import parse
+from .cache import cached
 from .html import diff_html, esc, markdown, page
 from .store import ConnectionRow, Store
 
@@ -167,6 +168,12 @@ def conversation_page(store: Store, c: ConnectionRow, session: str) -> str:
     session = session or (sessions[0] if sessions else "")
     picker = "".join(f'<a href="/c/{c.id}/conversation?session={esc(s)}"{" class=on" if s == session else ""}>'
                      f"{esc(s)}</a>" for s in sessions)
+    talk = cached(store, [c], f"conversation {session}", lambda: _conversation(store, c, session))
+    body = f'<p class="sessions">{picker or "no sessions"}</p>{talk}'
+    return page(f"Conversation · #{c.id}", body, conn=c.id, active="Conversation")
+
+
+def _conversation(store: Store, c: ConnectionRow, session: str) -> str:
     fold = _Fold()
     rows = store.rows(c.id, "session = ? OR method LIKE 'terminal/%'", [session],
                       columns="seq, kind, method, pair, is_json, body")
@@ -197,6 +204,4 @@ def conversation_page(store: Store, c: ConnectionRow, session: str) -> str:
     if fold.bad_updates:
         out.append(f'<p class="warn">{fold.bad_updates} session/update messages do not match the schema and are '
                    "left out (see Findings).</p>")
-    body = (f'<p class="sessions">{picker or "no sessions"}</p>'
-            f'<div class="conversation" id="conversation">{"".join(out) or "<p class=dim>nothing yet</p>"}</div>')
-    return page(f"Conversation · #{c.id}", body, conn=c.id, active="Conversation")
+    return f'<div class="conversation" id="conversation">{"".join(out) or "<p class=dim>nothing yet</p>"}</div>'

@@ -51,4 +51,8 @@ def import_trace(store: Store, path: str | os.PathLike[str]) -> ImportResult:
     finally:
         ingest.close()
     result.conn = ingest.conn
+    if ingest.conn is not None and not ingest.failed:
+        from .cache import warm
+
+        warm(store, ingest.conn)  # (validation and the whole-session views, before the first look)
     return result

@@ -16,6 +16,7 @@ import secrets
 import shlex
 import socket
 import sys
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
 from http.cookies import SimpleCookie
 from importlib.resources import files
@@ -29,11 +30,12 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .cache import warm_all
 from .compare import diff_page
 from .connect import Chats
 from .conversation import conversation_page
 from .html import esc, page
-from .store import Store
+from .store import DatabaseError, Store
 from .views import (
     Filters,
     detail_html,
@@ -180,18 +182,22 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
 
     async def events(request: Request) -> Response:
         """The live feed: an event whenever messages or connections were added."""
+        # ``since``: the state the page was rendered with (Store.live_state), so a change
+        # committed between the page and this subscription is announced, not lost
         async def stream() -> AsyncIterator[bytes]:
-            last = store.last_message_id()
-            conns = _conn_state(store)
+            state = request.query_params.get("since", "")
+            if not state.split(",")[0].isdigit():
+                state = store.live_state()
             yield b": live\n\n"
             while not await request.is_disconnected():
                 await asyncio.sleep(POLL)
-                new = store.db.execute("SELECT DISTINCT conn FROM messages WHERE id > ?", (last,)).fetchall()
-                now = _conn_state(store)
-                if new or now != conns:
-                    last = store.last_message_id()
-                    conns = now
-                    data = orjson.dumps({"conns": [r[0] for r in new], "last": last})
+                now = store.live_state()  # (first: a row committed after it is in the next round)
+                if now != state:
+                    last, upto = int(state.split(",")[0]), int(now.split(",")[0])
+                    new = store.db.execute("SELECT DISTINCT conn FROM messages WHERE id > ? AND id <= ?",
+                                           (last, upto)).fetchall()
+                    state = now
+                    data = orjson.dumps({"conns": [r[0] for r in new], "last": upto})
                     yield b"event: change\ndata: " + data + b"\n\n"
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"cache-control": "no-store"})
 
@@ -272,9 +278,17 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        # the views of recordings not warmed yet (recovered from a spool, older ones) are
+        # computed in the background, on a connection of its own
+        stop = threading.Event()
+        warmer = threading.Thread(target=_warm_in_background, args=(store.path, stop), name="acplink-devtools-warm",
+                                  daemon=True)
+        warmer.start()
         try:
             yield
         finally:
+            stop.set()
+            await asyncio.to_thread(warmer.join)
             await chats.aclose()
 
     static = StaticFiles(directory=str(files("acplink.devtools").joinpath("static")))
@@ -297,9 +311,15 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
     return app
 
 
-def _conn_state(store: Store) -> tuple[Any, ...]:
-    return tuple(store.db.execute("SELECT count(*), max(id), sum(ended IS NULL), max(ended) FROM connections")
-                 .fetchone())
+def _warm_in_background(path: Any, stop: threading.Event) -> None:
+    try:
+        own = Store(path, recover=False)
+    except DatabaseError:
+        return
+    try:
+        warm_all(own, stop)
+    finally:
+        own.close()
 
 
 async def _iterate(lines: Any) -> AsyncIterator[bytes]:

@@ -29,6 +29,9 @@ import orjson
 
 from ..errors import AcpError
 from ..rpc.messages import CallMatcher
+from ..tools.spool import claim_spool, read_spool, spool_dir
+from ..tools.trace import TraceWriter
+from ..tools.validate import agreed_version, validate_message
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "DatabaseError", "Ingest", "Store", "default_db_path"]
 
@@ -74,6 +77,21 @@ MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX messages_conn_method ON messages(conn, method, kind);
     CREATE INDEX messages_conn_bad ON messages(conn) WHERE error = 1 OR violations IS NOT NULL;
     """,
+    # 2: the recorder's spool (recovery), rows whose schema validation is pending (checked = 0:
+    # validated later, off the recorder's path; NULL: an older row, see its header), and the
+    # cached views of a connection (valid while no row was added: ``upto`` is its last row id)
+    """
+    ALTER TABLE connections ADD COLUMN spool TEXT;
+    ALTER TABLE messages ADD COLUMN checked INTEGER;
+    CREATE INDEX messages_unchecked ON messages(conn, seq) WHERE checked = 0;
+    CREATE TABLE views (
+        conn INTEGER NOT NULL REFERENCES connections(id) ON DELETE CASCADE,
+        name TEXT NOT NULL,
+        upto INTEGER NOT NULL,
+        data BLOB,
+        PRIMARY KEY (conn, name)
+    );
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
@@ -109,7 +127,7 @@ class ConnectionRow:
 class Store:
     """One open devtools database (created and upgraded as needed)."""
 
-    def __init__(self, path: str | os.PathLike[str]) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, recover: bool = True) -> None:
         self.path = Path(path)
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -122,6 +140,8 @@ class Store:
             self.db.close()
             raise
         self.lock = threading.Lock()
+        if recover:
+            self.recover()
 
     def _migrate(self) -> None:
         try:
@@ -158,10 +178,102 @@ class Store:
     # -- writing -------------------------------------------------------------------------------
 
     def new_connection(self, source: str, header: dict[str, Any] | None = None, started: float | None = None) -> int:
+        spool = (header or {}).get("spool")
         with self.lock:
-            cur = self.db.execute("INSERT INTO connections (source, header, started) VALUES (?, ?, ?)",
-                                  (source, orjson.dumps(header or {}).decode(), started or time.time()))
+            cur = self.db.execute("INSERT INTO connections (source, header, started, spool) VALUES (?, ?, ?, ?)",
+                                  (source, orjson.dumps(header or {}).decode(), started or time.time(),
+                                   os.path.basename(spool) if isinstance(spool, str) else None))
             return int(cur.lastrowid or 0)
+
+    # -- recovery ------------------------------------------------------------------------------
+
+    def recover(self) -> list[int]:
+        """Store what recorders that are gone (SIGKILLed, crashed, their database was locked)
+        left in their spools: the rows not stored yet, then the connection is marked ended.
+        The connections recovered; a spool still locked by its recorder is left alone."""
+        folder = spool_dir(self.path)
+        if not folder.is_dir():
+            return []
+        done = []
+        for path in sorted(folder.glob("*.spool")):
+            fd = claim_spool(path)
+            if fd is None:
+                continue
+            try:
+                row = self.db.execute("SELECT id, source, header FROM connections WHERE spool = ?",
+                                      (path.name,)).fetchone()
+                if row is not None:  # (none: the recorder died before it forwarded anything)
+                    self._replay(fd, int(row[0]), str(row[1]), _loads(row[2]) or {})
+                    done.append(int(row[0]))
+                path.unlink(missing_ok=True)
+            except sqlite3.Error as exc:
+                raise DatabaseError(f"cannot recover the recording spool {os.fspath(path)!r}: {exc}") from None
+            finally:
+                os.close(fd)
+        return done
+
+    def _replay(self, fd: int, conn: int, source: str, header: dict[str, Any]) -> None:
+        stored = int(self.db.execute("SELECT coalesce(max(seq), 0) FROM messages WHERE conn = ?",
+                                     (conn,)).fetchone()[0])
+        ingest = Ingest(self, source, conn=conn, skip_through=stored)
+        writer = TraceWriter(None, redact=header.get("redacted") is True, validate=False, listeners=[ingest])
+        for kind, data, mono, wall in read_spool(fd):
+            if kind == "exit":
+                ingest({"type": "exit", "code": int(data) if data.lstrip(b"-").isdigit() else None, "wall": wall})
+            elif kind.startswith("eof-"):
+                writer.eof(kind[4:], mono, wall)
+            else:
+                writer.feed(kind, data, mono, wall)
+        writer.close()
+        ingest.close()
+        if ingest.failed:
+            raise sqlite3.OperationalError(ingest.failed)
+
+    # -- validation (off the recorder's path) --------------------------------------------------
+
+    def validate_pending(self, conn: int, upto: int | None = None, *, limit: int | None = None,
+                         budget: float | None = None) -> bool:
+        """Validate the connection's rows stored unvalidated (up to seq ``upto``, at most
+        ``limit`` rows, for about ``budget`` seconds) and remember the result. True: some
+        are still pending."""
+        deadline = None if budget is None else time.monotonic() + budget
+        version = self._versions(conn)
+        left = limit
+        while True:
+            n = 2000 if left is None else min(left, 2000)
+            rows = self.db.execute(
+                "SELECT seq, kind, method, body FROM messages WHERE conn = ? AND checked = 0 AND seq <= ? "
+                "ORDER BY seq LIMIT ?", (conn, upto if upto is not None else 1 << 62, n)).fetchall()
+            if not rows:
+                return False
+            updates = []
+            for seq, kind, method, body in rows:
+                answered = method if kind == "response" else None
+                errs = validate_message(orjson.loads(body), answered, version[1] if seq >= version[0] else 1)
+                updates.append((orjson.dumps(errs).decode() if errs else None, conn, seq))
+            with self.lock:
+                self.db.execute("BEGIN IMMEDIATE")
+                try:
+                    self.db.executemany("UPDATE messages SET violations = ?, checked = 1 WHERE conn = ? AND seq = ?",
+                                        updates)
+                    self.db.execute("COMMIT")
+                except BaseException:
+                    self.db.execute("ROLLBACK")
+                    raise
+            if left is not None:
+                left -= len(rows)
+                if left <= 0:
+                    return True
+            if deadline is not None and time.monotonic() > deadline:
+                return True
+
+    def _versions(self, conn: int) -> tuple[int, int]:
+        """(seq of the initialize response, the version agreed from it on)."""
+        got = self.db.execute("SELECT seq, body FROM messages WHERE conn = ? AND kind = 'response' AND "
+                              "method = 'initialize' AND is_json = 1 ORDER BY seq LIMIT 1", (conn,)).fetchone()
+        if got is None:
+            return (1 << 62, 1)
+        return (int(got[0]), agreed_version(_loads(got[1]), "initialize", 1))
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -202,6 +314,13 @@ class Store:
     def last_message_id(self) -> int:
         return int(self.db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
 
+    def live_state(self) -> str:
+        """What the live feed compares: the last message row and the connections' state (count,
+        newest, how many still running, the last end). A page keeps the value it was rendered
+        with and the feed starts from it, so nothing committed in between is missed."""
+        conns = self.db.execute("SELECT count(*), max(id), sum(ended IS NULL), max(ended) FROM connections").fetchone()
+        return ",".join(str(x) for x in (self.last_message_id(), *conns))
+
     def rows(self, conn: int, where: str = "", params: Sequence[Any] = (), *, limit: int | None = None,
              columns: str = "*", order: str = "seq") -> list[sqlite3.Row]:
         cur = self.db.cursor()
@@ -216,28 +335,38 @@ class Store:
         c = self.connection(conn)
         header = (c.header if c else None) or {}
         yield {"type": "header", **header}
-        # a recording validated as it went (its header says so) needs no second validation: a
-        # message stored without violations has none (the analysis re-validates only otherwise)
+        # a recording validated as it went (its header says so, or the row's ``checked``) needs
+        # no second validation: a message stored without violations has none
+        self.validate_pending(conn)
         checked = header.get("validated") is True
-        where, params = ("session = ? OR session IS NULL", (session,)) if session else ("", ())
-        for r in self.rows(conn, where, params):
-            yield row_record(r, checked)
+        where, params = (" AND (session = ? OR session IS NULL)", (session,)) if session else ("", ())
+        # (plain tuples, not sqlite3.Row: a 100k-message session is read here in one go)
+        for row in self.db.execute(f"SELECT {_RECORD_COLUMNS} FROM messages WHERE conn = ?{where} ORDER BY seq",
+                                   (conn, *params)):
+            yield _record(row, checked)
         if c is not None and c.exit_code is not None:
             yield {"type": "exit", "code": c.exit_code}
 
 
+_RECORD_COLUMNS = "seq, dir, mono, wall, size, is_json, body, violations, checked"
+
+
 def row_record(r: sqlite3.Row, checked: bool = False) -> dict[str, Any]:
-    """A row as a trace record; ``checked``: the row was validated when stored (no violations
-    stored means none, said with an empty list)."""
-    rec: dict[str, Any] = {"type": "message", "seq": r["seq"], "dir": r["dir"], "mono": r["mono"],
-                           "wall": r["wall"], "size": r["size"]}
-    if r["is_json"]:
-        rec["msg"] = orjson.loads(r["body"]) if r["body"] is not None else None
+    """A row as a trace record; ``checked``: the recording was validated when stored (an
+    older row without violations has none, said with an empty list)."""
+    return _record(tuple(r[k] for k in _RECORD_COLUMNS.split(", ")), checked)
+
+
+def _record(row: Any, checked: bool) -> dict[str, Any]:
+    seq, d, mono, wall, size, is_json, body, violations, row_checked = row
+    rec: dict[str, Any] = {"type": "message", "seq": seq, "dir": d, "mono": mono, "wall": wall, "size": size}
+    if is_json:
+        rec["msg"] = orjson.loads(body) if body is not None else None
     else:
-        rec["raw"] = bytes(r["body"] or b"").decode("utf-8", "replace")
-    if r["violations"] is not None:
-        rec["violations"] = orjson.loads(r["violations"])
-    elif checked and r["is_json"]:
+        rec["raw"] = bytes(body or b"").decode("utf-8", "replace")
+    if violations is not None:
+        rec["violations"] = orjson.loads(violations)
+    elif (checked if row_checked is None else row_checked == 1) and is_json:
         rec["violations"] = []
     return rec
 
@@ -260,11 +389,17 @@ class Ingest:
     ``batch`` records; :meth:`flush` commits what is pending (the recorder calls it whenever
     its queue is empty, so a live view sees messages at once and a flood is batched)."""
 
-    def __init__(self, store: Store, source: str, *, batch: int = 2000) -> None:
+    def __init__(self, store: Store, source: str, *, batch: int = 2000, conn: int | None = None,
+                 skip_through: int = 0) -> None:
         self.store = store
         self.source = source
         self.batch = batch
-        self.conn: int | None = None
+        #: an existing connection to add to (recovery): its header is not stored again, and
+        #: messages up to seq ``skip_through`` (stored already) only rebuild the pairing
+        self.conn = conn
+        self.skip_through = skip_through
+        #: rows come validated (the header says so): else validation is pending (checked = 0)
+        self._checked = 0
         self._pending: list[tuple[Any, ...]] = []
         self._pairs: list[tuple[int, int, int]] = []
         self._calls: CallMatcher[tuple[int, float, str | None, str | None]] = CallMatcher()
@@ -290,7 +425,9 @@ class Ingest:
         typ = rec.get("type")
         if typ == "header" or self.conn is None:
             header = {k: v for k, v in rec.items() if k != "type"} if typ == "header" else {}
-            self.conn = self.store.new_connection(self.source, header, rec.get("wall"))
+            if self.conn is None:
+                self._checked = 1 if header.get("validated") is True else 0
+                self.conn = self.store.new_connection(self.source, header, rec.get("wall"))
             if typ == "header":
                 return
         if typ == "message":
@@ -348,11 +485,14 @@ class Ingest:
             body = str(rec.get("raw", "")).encode()
             is_json = 0
             kind = kind or "invalid"
+        if seq <= self.skip_through:
+            return
         violations = rec.get("violations")
         self._pending.append((self.conn, seq, d, rec.get("wall"), mono, kind,
                               _str(method), None if rid is None else orjson.dumps(rid).decode(), session,
                               int(rec.get("size") or len(body)), error,
-                              orjson.dumps(violations).decode() if violations else None, pair, latency, is_json, body))
+                              orjson.dumps(violations).decode() if violations else None, pair, latency, is_json, body,
+                              self._checked if is_json else 1))
         if len(self._pending) >= self.batch:
             self._commit()
 
@@ -372,8 +512,8 @@ class Ingest:
             db.execute("BEGIN IMMEDIATE")
             try:
                 db.executemany("INSERT OR REPLACE INTO messages (conn, seq, dir, wall, mono, kind, method, rid, "
-                               "session, size, error, violations, pair, latency, is_json, body) "
-                               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", self._pending)
+                               "session, size, error, violations, pair, latency, is_json, body, checked) "
+                               "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", self._pending)
                 db.executemany("UPDATE messages SET pair = ? WHERE conn = ? AND seq = ?", self._pairs)
                 if self._agent is not None:
                     db.execute("UPDATE connections SET agent_name = ?, agent_version = ? WHERE id = ?",

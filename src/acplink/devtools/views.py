@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from ..tools.analysis import FINDING_CODES, analyze
+from .cache import cached
 from .html import DETAIL_LIMIT, esc, fmt_ms, fmt_size, page, pretty_json
 from .store import ConnectionRow, Store, row_record
 
@@ -53,7 +54,8 @@ def sessions_page(store: Store, search: str = "") -> str:
     body = (f'<form class="bar" method="get"><input name="q" value="{esc(search)}" placeholder="search agent, '
             f'command, session id" id="search"><button>Search</button>'
             f'<a class="btn" href="/diff">Compare two…</a></form>'
-            f'<table class="list" id="sessions" data-live-reload="/partial/sessions?q={esc(search)}">'
+            f'<table class="list" id="sessions" data-live-reload="/partial/sessions?q={esc(search)}" '
+            f'data-since="{esc(store.live_state())}">'
             f"<thead><tr><th>#</th><th>agent</th><th>source</th><th>start</th><th>duration</th><th>turns</th>"
             f"<th>errors</th><th>messages</th><th>sessions</th><th>exit</th></tr></thead>"
             f"<tbody>{sessions_rows(store, search)}</tbody></table>")
@@ -138,6 +140,7 @@ def _options(values: list[str], chosen: str, label: str) -> str:
 
 def timeline_page(store: Store, c: ConnectionRow, f: Filters, at: int | None = None) -> str:
     conn = c.id
+    since = store.live_state()  # (before the rows: a row stored in between comes again, never not at all)
     methods = [r[0] for r in store.db.execute(
         "SELECT DISTINCT method FROM messages WHERE conn = ? AND method IS NOT NULL ORDER BY method", (conn,))]
     after = max(0, at - 20) if at else 0
@@ -154,7 +157,7 @@ def timeline_page(store: Store, c: ConnectionRow, f: Filters, at: int | None = N
             f'{" · <span class=live>live</span>" if c.ended is None else ""}</p>')
     table = (f'<div class="split"><div class="rows" id="rows-box"><table class="list timeline" id="timeline" '
              f'data-conn="{conn}" data-filters="{esc(f.query())}" data-last="{last if last is not None else ""}" '
-             f'data-live="{1 if c.ended is None else 0}" data-open="{at or ""}">'
+             f'data-live="{1 if c.ended is None else 0}" data-since="{esc(since)}" data-open="{at or ""}">'
              f"<thead><tr><th>#</th><th>time</th><th>dir</th><th>kind</th><th>method</th><th>id</th>"
              f"<th>session</th><th>size</th><th>latency</th><th></th></tr></thead><tbody>{rows}</tbody></table>"
              f'<div id="more"></div></div><aside id="detail"><p class="dim">Select a message.</p></aside></div>')
@@ -179,6 +182,7 @@ def _body_block(store: Store, conn: int, seq: int, title: str) -> tuple[str, sql
 
 
 def detail_html(store: Store, conn: int, seq: int) -> str | None:
+    store.validate_pending(conn, seq)  # (a row stored unvalidated: its result is shown, and kept)
     block, r = _body_block(store, conn, seq, "Message")
     if r is None:
         return None
@@ -204,6 +208,11 @@ def detail_html(store: Store, conn: int, seq: int) -> str | None:
 
 
 def findings_page(store: Store, c: ConnectionRow) -> str:
+    body = cached(store, [c], "findings", lambda: _findings(store, c))
+    return page(f"Findings · #{c.id}", body, conn=c.id, active="Findings")
+
+
+def _findings(store: Store, c: ConnectionRow) -> str:
     t = analyze(list(store.records(c.id)))
     if not t.findings:
         body = '<p class="ok">No findings: every message matches the schema and the protocol order.</p>'
@@ -215,7 +224,7 @@ def findings_page(store: Store, c: ConnectionRow) -> str:
         body = (f'<p>{len(t.findings)} findings (the analysis of <code>acplink inspect</code>).</p>'
                 f'<table class="list" id="findings"><thead><tr><th>message</th><th>dir</th><th>finding</th>'
                 f"<th>detail</th></tr></thead><tbody>{rows}</tbody></table>")
-    return page(f"Findings · #{c.id}", body, conn=c.id, active="Findings")
+    return body
 
 
 def export_lines(store: Store, conn: int) -> Iterator[bytes]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import bisect
 
+from .cache import cached
 from .html import esc, fmt_ms, page
 from .store import ConnectionRow, Store
 
@@ -15,14 +16,18 @@ MAX_BARS = 1500
 
 
 def waterfall_page(store: Store, c: ConnectionRow) -> str:
+    return page(f"Waterfall · #{c.id}", cached(store, [c], "waterfall", lambda: _waterfall(store, c)), conn=c.id,
+                active="Waterfall")
+
+
+def _waterfall(store: Store, c: ConnectionRow) -> str:
     rows = store.db.execute(
         "SELECT q.seq, q.dir, q.method, q.mono, r.mono, q.session FROM messages q "
         "LEFT JOIN messages r ON r.conn = q.conn AND r.seq = q.pair "
         "WHERE q.conn = ? AND q.kind = 'request' ORDER BY q.seq", (c.id,)).fetchall()
     span = store.db.execute("SELECT min(mono), max(mono) FROM messages WHERE conn = ?", (c.id,)).fetchone()
     if not rows or span[0] is None:
-        return page(f"Waterfall · #{c.id}", '<p class="dim">No requests recorded.</p>', conn=c.id,
-                    active="Waterfall")
+        return '<p class="dim">No requests recorded.</p>'
     t0, t1 = float(span[0]), float(span[1])
     total = max(t1 - t0, 1e-6)
     # concurrency: the most requests in flight at once
@@ -67,4 +72,4 @@ def waterfall_page(store: Store, c: ConnectionRow) -> str:
             f'<div class="waterfall" id="waterfall">{"".join(bars)}</div>'
             f'<h3>Slowest calls</h3><table class="list"><thead><tr><th>#</th><th>method</th><th>dir</th>'
             f"<th>time to response</th></tr></thead><tbody>{slow_rows}</tbody></table>")
-    return page(f"Waterfall · #{c.id}", body, conn=c.id, active="Waterfall")
+    return body

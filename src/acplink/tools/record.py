@@ -13,6 +13,7 @@ When our stdin closes, the agent's stdin is closed and the shutdown ladder follo
 
 from __future__ import annotations
 
+import functools
 import os
 import queue
 import signal
@@ -25,6 +26,7 @@ from typing import IO, Any
 
 from ..transports.base import Transport
 from ..transports.recording import RecordingTransport
+from .spool import SpoolWriter, _write_all
 from .trace import TraceListener, TraceWriter
 
 __all__ = ["RecordingProxy", "recording_transport", "run_proxy"]
@@ -46,8 +48,10 @@ def recording_transport(inner: Transport, out: str | os.PathLike[str] | IO[bytes
 
 _CHUNK = 1 << 16
 _STOP = ("stop", b"", 0.0, 0.0)
-#: the longest the trace file and the database lag behind the traffic (seconds)
-_IDLE_EVERY = 0.05
+#: a pause in the traffic (seconds): the queued chunks are then stored
+_QUIET = 0.02
+#: the longest a chunk waits to be stored during a burst of traffic (seconds)
+_LAG = 1.0
 
 
 class RecordingProxy:
@@ -56,7 +60,8 @@ class RecordingProxy:
     def __init__(self, command: Sequence[str], out: str | os.PathLike[str] | IO[bytes] | None, *,
                  redact: bool = False, validate: bool = True, close_timeout: float = 5.0, term_timeout: float = 3.0,
                  stdin_fd: int = 0, stdout_fd: int = 1, listeners: Sequence[TraceListener] = (),
-                 on_idle: Callable[[], None] | None = None, on_close: Callable[[], None] | None = None) -> None:
+                 on_idle: Callable[[], None] | None = None, on_close: Callable[[], None] | None = None,
+                 on_quiet: Callable[[], bool] | None = None, spool: SpoolWriter | None = None) -> None:
         self.command = list(command)
         self.out = out
         #: more consumers of the trace records (``acplink record --db``: the database), and a
@@ -65,6 +70,12 @@ class RecordingProxy:
         self.listeners = list(listeners)
         self.on_idle = on_idle
         self.on_close = on_close
+        #: called when the traffic has paused (background work, e.g. validating stored rows;
+        #: it returns True while work is left, to be called again at the next pause)
+        self.on_quiet = on_quiet
+        #: the write-ahead spool: every chunk is appended to it before it is forwarded, so a
+        #: SIGKILLed proxy loses nothing it forwarded (see :mod:`.spool`)
+        self.spool = spool
         self.redact = redact
         self.validate = validate
         self.close_timeout = close_timeout
@@ -80,7 +91,10 @@ class RecordingProxy:
         # timestamp and queue together, before forwarding: the trace's order is causal
         # (an answer cannot be queued before the message it answers) and its clock monotonic
         with self._order:
-            self._q.put((kind, data, time.monotonic(), time.time()))
+            mono, wall = time.monotonic(), time.time()
+            if self.spool is not None:
+                self.spool.append(kind if kind != "eof" else "eof-" + data.decode(), data, mono, wall)
+            self._q.put((kind, data, mono, wall))
 
     # -- forwarding ----------------------------------------------------------------------------
 
@@ -117,37 +131,53 @@ class RecordingProxy:
         self._pump(self.proc.stdout.fileno(), self.stdout_fd, "a2c")
 
     def _trace(self, writer: TraceWriter) -> None:
-        """Turn the queued chunks into records. The trace file is flushed and ``on_idle`` called
-        (a database commit) when the queue has been empty for a moment, or at least every
-        :data:`_IDLE_EVERY` seconds during a flood: a live view lags by at most that, and a flood
-        is stored in big batches instead of one commit per message."""
-        pending = False
-        last_idle = time.monotonic()
+        """Turn the queued chunks into records, out of the traffic's way: a batch is taken when
+        the traffic pauses (nothing queued for :data:`_QUIET` seconds) or, in a burst, once the
+        oldest chunk waited :data:`_LAG` seconds; then the trace file is flushed and ``on_idle``
+        called (a database commit). So the work of recording does not compete with the traffic
+        for the CPU while it flows, a live view lags a pause (or at most ``_LAG``) behind, and a
+        flood is stored in big batches. The spool (if any) has every chunk already."""
+        quiet_work = False  # on_quiet has more to do at the next pause
         while True:
             try:
-                kind, data, mono, wall = self._q.get(timeout=_IDLE_EVERY) if pending else self._q.get()
+                first = self._q.get(timeout=_QUIET) if quiet_work else self._q.get()
             except queue.Empty:
-                kind = "idle"
-            try:
+                quiet_work = self._call(writer, self.on_quiet)
+                continue
+            batch = [first]
+            until = time.monotonic() + _LAG
+            while batch[-1][0] != "stop":
+                try:
+                    batch.append(self._q.get(timeout=max(0.0, min(_QUIET, until - time.monotonic()))))
+                except queue.Empty:
+                    break
+                if time.monotonic() >= until:
+                    break
+            for kind, data, mono, wall in batch:
                 if kind == "stop":
                     return
                 if kind == "eof":
-                    writer.eof(data.decode(), mono, wall)
-                elif kind != "idle":
-                    writer.feed(kind, data, mono, wall)
-                pending = True
-                now = time.monotonic()
-                if kind == "idle" or now - last_idle >= _IDLE_EVERY:
-                    pending = False
-                    last_idle = now
-                    writer.flush()
-                    if self.on_idle is not None:
-                        self.on_idle()
-            except Exception as exc:  # the trace must never break the traffic
-                try:
-                    writer.event("recorder-error", message=f"{type(exc).__name__}: {exc}")
-                except Exception:
-                    pass
+                    self._call(writer, functools.partial(writer.eof, data.decode(), mono, wall))
+                else:
+                    self._call(writer, functools.partial(writer.feed, kind, data, mono, wall))
+            self._call(writer, writer.flush)
+            self._call(writer, self.on_idle)
+            quiet_work = self.on_quiet is not None
+
+    @staticmethod
+    def _call(writer: TraceWriter, fn: Callable[[], Any] | None) -> bool:
+        """``fn()`` (True if it returned True); an error is noted in the trace, never raised:
+        the trace must never break the traffic."""
+        if fn is None:
+            return False
+        try:
+            return fn() is True
+        except Exception as exc:
+            try:
+                writer.event("recorder-error", message=f"{type(exc).__name__}: {exc}")
+            except Exception:
+                pass
+            return False
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -177,9 +207,12 @@ class RecordingProxy:
 
     def run(self) -> int:
         """Run until the agent exits (or our stdin closes and the ladder ends); its exit code."""
+        header: dict[str, Any] = {"tool": "acplink record", "command": self.command, "pid": os.getpid(),
+                                  "validated": self.validate}
+        if self.spool is not None:
+            header["spool"] = os.fspath(self.spool.path)
         writer = TraceWriter(self.out, redact=self.redact, validate=self.validate, listeners=self.listeners,
-                             header={"tool": "acplink record", "command": self.command, "pid": os.getpid(),
-                                     "validated": self.validate})
+                             header=header)
         try:
             self.proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                          stderr=None, bufsize=0, start_new_session=True)
@@ -225,6 +258,8 @@ class RecordingProxy:
             writer_code = proc.returncode
             self._q.put(_STOP)
             tracer.join()
+            if self.spool is not None:
+                self.spool.append("exit", str(writer_code).encode(), time.monotonic(), time.time())
             writer.event("exit", code=writer_code)
             writer.close()
             if self.on_close is not None:
@@ -232,13 +267,6 @@ class RecordingProxy:
             for sig, handler in old.items():
                 signal.signal(sig, handler)
         return code
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
 
 
 def run_proxy(command: Sequence[str], out: str | os.PathLike[str], *, redact: bool = False) -> int:

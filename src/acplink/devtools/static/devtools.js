@@ -8,7 +8,7 @@
   // -- sessions list: reload the rows when the database changes ----------------------------------
   const sessions = $("#sessions");
   if (sessions) {
-    const live = new EventSource("/events");
+    const live = new EventSource(`/events?since=${encodeURIComponent(sessions.dataset.since || "")}`);
     live.addEventListener("change", () => {
       fetch(sessions.dataset.liveReload).then(r => r.text()).then(html => { $("tbody", sessions).innerHTML = html; });
     });
@@ -54,7 +54,7 @@
       if (entries.some(e => e.isIntersecting) && timeline.dataset.last) more(timeline.dataset.last, false);
     }, { root: $("#rows-box"), rootMargin: "400px" }).observe(sentinel);
     if (timeline.dataset.live === "1") {
-      const live = new EventSource("/events");
+      const live = new EventSource(`/events?since=${encodeURIComponent(timeline.dataset.since || "")}`);
       live.addEventListener("change", (ev) => {
         const data = JSON.parse(ev.data);
         if (data.conns.map(String).includes(conn) && !timeline.dataset.last) more(lastSeq(), true);
