@@ -6,33 +6,17 @@ devtools and its agent (no child left). Every test runs the real command in a su
 from __future__ import annotations
 
 import os
-import signal
-import subprocess
 import sys
-import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any
 
-import httpx
 import orjson
 import pytest
-from dtutil import ACPLINK, env
+from dtutil import WAIT, Devtools, read_line
 
 from acplink.devtools.store import Store
 
-WAIT = 60.0  # s: generous bounds against hangs, never a timing assertion
 CHROMIUM = "/usr/bin/chromium"
-
-
-def read_line(stream: IO[bytes], timeout: float = WAIT) -> str:
-    """The next line of ``stream`` ('' at its end or after ``timeout``)."""
-    got: list[bytes] = []
-    reader = threading.Thread(target=lambda: got.append(stream.readline()))
-    reader.start()
-    reader.join(timeout)
-    return got[0].decode().rstrip("\n") if got else ""
 
 
 def descendants(pid: int) -> set[int]:
@@ -65,55 +49,12 @@ def running(pid: int) -> bool:
     return state != "Z"
 
 
-class Devtools:
-    """``acplink devtools --db DB --no-browser -- AGENT...`` in a subprocess."""
-
-    def __init__(self, db: Path, cwd: Path, agent: list[str]) -> None:
-        self.proc = subprocess.Popen([*ACPLINK, "devtools", "--db", str(db), "--no-browser", "--", *agent],
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env())
-        assert self.proc.stdout is not None and self.proc.stderr is not None
-        self.url = read_line(self.proc.stdout)
-        self.base = self.url.split("/connect/")[0]
-        self.http = httpx.Client(base_url=self.base, timeout=WAIT)
-
-    def events(self, chat: int, until: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
-        """The chat's events (replayed from its start) up to the first for which ``until`` holds."""
-        seen: list[dict[str, Any]] = []
-        deadline = time.monotonic() + WAIT
-        with self.http.stream("GET", f"/connect/{chat}/events") as r:
-            assert r.status_code == 200
-            for line in r.iter_lines():
-                if line.startswith("data: "):
-                    seen.append(orjson.loads(line[6:]))
-                    if until(seen[-1]):
-                        return seen
-                assert time.monotonic() < deadline, seen
-        raise AssertionError(f"the event stream ended: {seen}")
-
-    def stop(self) -> tuple[int, str]:
-        """SIGTERM, then its exit status and all it wrote on stderr."""
-        self.http.close()
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        try:
-            code = self.proc.wait(WAIT)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-            raise
-        finally:
-            self.proc.stdout.close()  # type: ignore[union-attr]
-        err = self.proc.stderr.read().decode()  # type: ignore[union-attr]
-        self.proc.stderr.close()  # type: ignore[union-attr]
-        return code, err
-
-
 @pytest.fixture
 def devtools(tmp_path: Path) -> Iterator[Callable[[list[str]], Devtools]]:
     started: list[Devtools] = []
 
     def start(agent: list[str]) -> Devtools:
-        started.append(Devtools(tmp_path / "d.sqlite", tmp_path, agent))
+        started.append(Devtools(tmp_path / "d.sqlite", tmp_path, ["--", *agent]))
         return started[-1]
 
     yield start
