@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -151,3 +152,32 @@ def test_a_bad_agent_command_gives_one_line_and_the_ui_still_serves(
     assert d.http.get("/").status_code == 200 and d.http.get("/connect").status_code == 200
     code, rest = d.stop()
     assert code == 0 and rest == "", rest  # that one line was all
+
+
+def marked(marker: str) -> set[int]:
+    """The running processes whose command line holds ``marker``."""
+    found = set()
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and marker.encode() in Path(f"/proc/{entry}/cmdline").read_bytes() \
+                    and running(int(entry)):
+                found.add(int(entry))
+        except OSError:
+            continue
+    return found
+
+
+@pytest.mark.parametrize("when", ["at once", "once the agent runs"])
+def test_stopping_devtools_while_its_agent_is_still_starting_stops_the_agent(
+        devtools: Callable[[list[str]], Devtools], when: str, tmp_path: Path) -> None:
+    marker = f"acplink-test-agent-{tmp_path.name}"
+    d = devtools([sys.executable, "-c", "import time; time.sleep(120)", marker])  # never answers initialize
+    assert "/connect/1?token=" in d.url
+    if when != "at once":
+        deadline = time.monotonic() + WAIT
+        while not marked(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert marked(marker) & descendants(d.proc.pid)
+    code, err = d.stop()  # (long before the 30 s start timeout)
+    assert code == 0 and err == "", err
+    assert not marked(marker)

@@ -117,7 +117,8 @@ def _not_found(what: str) -> HTMLResponse:
 
 
 def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None) -> Starlette:
-    """The web app over ``store``; ``agent``: the command line Connect offers first."""
+    """The web app over ``store``; ``agent``: the command line Connect offers first (:func:`serve`
+    starts it at once when asked to)."""
     chats = Chats(store)
     default_cmd = shlex.join(agent) if agent else shlex.join([sys.executable, "-m", "acplink.demo"])
     base_cwd = cwd or os.getcwd()
@@ -380,13 +381,16 @@ async def serve(store: Store, *, host: str = "127.0.0.1", port: int = 0, agent: 
     config = uvicorn.Config(guard, log_level="warning", lifespan="on", timeout_graceful_shutdown=1,
                             access_log=False)
     server = uvicorn.Server(config)
-    server.capture_signals = _Stop(server)  # type: ignore[method-assign]
+    # the signals are ours from before the agent starts: a signal before uvicorn runs stops it as
+    # soon as it has started (and so closes the agent), never kills the process with the agent left
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     try:
-        path = "/"
-        if autostart and agent:
-            path = f"/connect/{chats.launch(agent, cwd, on_failed=on_agent_failed).id}"
-        on_url(f"http://{shown}:{bound}{path}?token={token}")
-        await server.serve(sockets=[sock])
+        with _Stop(server)():
+            path = "/"
+            if autostart and agent:
+                path = f"/connect/{chats.launch(agent, cwd, on_failed=on_agent_failed).id}"
+            on_url(f"http://{shown}:{bound}{path}?token={token}")
+            await server.serve(sockets=[sock])
     finally:
         sock.close()
         await chats.aclose()  # (the lifespan closed them, unless the server never started)
