@@ -7,12 +7,12 @@ PY=${PYTHON:-python3}
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "system packages for the remote and browser tests (Debian's haproxy and chromium)"
-if command -v haproxy >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1; then
-  echo "haproxy and chromium present"
+step "system packages for the remote and browser tests (Debian's haproxy, chromium and firefox-esr)"
+if command -v haproxy >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && command -v firefox-esr >/dev/null 2>&1; then
+  echo "haproxy, chromium and firefox-esr present"
 elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy chromium >/dev/null
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy chromium firefox-esr >/dev/null
 else
   echo "not root or no apt-get: the load-balancer and browser tests will be skipped"
 fi

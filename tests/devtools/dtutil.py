@@ -4,16 +4,22 @@ from __future__ import annotations
 
 import asyncio
 import os
+import signal
+import subprocess
 import sys
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
+import httpx
 import orjson
 
 from acplink.client.client import connect
 from acplink.client.permissions import PermissionPolicy
 from acplink.demo.agent import DemoStore, create_demo_agent
+from acplink.devtools.importer import import_trace
 from acplink.devtools.store import Ingest, Store
 from acplink.tools.record import recording_transport
 from acplink.transports.memory import memory_pair
@@ -76,5 +82,80 @@ def bad_prompt_trace(path: Path) -> Path:
     ])
 
 
+def demo_db(root: Path) -> dict[str, Any]:
+    """The browser tests' database in ``root``: two demo-agent recordings (``one``: a plan, a
+    file written after a permission question; ``two``: the same start, then another turn, for
+    Diff) and an imported trace with a schema error (``bad``); ``work``: their directory."""
+    db = root / "d.sqlite"
+    work = root / "work"
+    work.mkdir(exist_ok=True)
+    one = record_demo(db, ["hello", "plan check the input; write the code; run the tests", "write f.txt hi there"],
+                      work, source="demo before")
+    two = record_demo(db, ["hello", "plan check the input; write the code", "think about it"], work,
+                      source="demo after")
+    store = Store(db)
+    try:
+        bad = import_trace(store, bad_prompt_trace(root / "bad.jsonl")).conn
+    finally:
+        store.close()
+    return {"db": db, "work": work, "one": one, "two": two, "bad": bad}
+
+
 def env() -> dict[str, str]:
     return {**os.environ, "PYTHONUNBUFFERED": "1"}
+
+
+WAIT = 60.0  # s: generous bounds against hangs, never a timing assertion
+
+
+def read_line(stream: IO[bytes], timeout: float = WAIT) -> str:
+    """The next line of ``stream`` ('' at its end or after ``timeout``)."""
+    got: list[bytes] = []
+    reader = threading.Thread(target=lambda: got.append(stream.readline()))
+    reader.start()
+    reader.join(timeout)
+    return got[0].decode().rstrip("\n") if got else ""
+
+
+class Devtools:
+    """``acplink devtools --db DB --no-browser ARGS...`` in a subprocess: its URL, an HTTP
+    client (with the token's cookie once the URL was fetched), :meth:`stop`."""
+
+    def __init__(self, db: Path, cwd: Path, args: Sequence[str] = ()) -> None:
+        self.proc = subprocess.Popen([*ACPLINK, "devtools", "--db", str(db), "--no-browser", *args],
+                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=cwd, env=env())
+        assert self.proc.stdout is not None and self.proc.stderr is not None
+        self.url = read_line(self.proc.stdout)
+        self.base = self.url.split("?")[0].rsplit("/connect/", 1)[0].rstrip("/")
+        self.http = httpx.Client(base_url=self.base, timeout=WAIT)
+
+    def events(self, chat: int, until: Callable[[dict[str, Any]], bool]) -> list[dict[str, Any]]:
+        """The chat's events (replayed from its start) up to the first for which ``until`` holds."""
+        seen: list[dict[str, Any]] = []
+        deadline = time.monotonic() + WAIT
+        with self.http.stream("GET", f"/connect/{chat}/events") as r:
+            assert r.status_code == 200
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    seen.append(orjson.loads(line[6:]))
+                    if until(seen[-1]):
+                        return seen
+                assert time.monotonic() < deadline, seen
+        raise AssertionError(f"the event stream ended: {seen}")
+
+    def stop(self) -> tuple[int, str]:
+        """SIGTERM, then its exit status and all it wrote on stderr."""
+        self.http.close()
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        try:
+            code = self.proc.wait(WAIT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+            raise
+        finally:
+            self.proc.stdout.close()  # type: ignore[union-attr]
+        err = self.proc.stderr.read().decode()  # type: ignore[union-attr]
+        self.proc.stderr.close()  # type: ignore[union-attr]
+        return code, err

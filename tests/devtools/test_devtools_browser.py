@@ -15,9 +15,8 @@ from typing import Any
 
 import orjson
 import pytest
-from dtutil import ACPLINK, bad_prompt_trace, env, record_demo
+from dtutil import ACPLINK, demo_db, env
 
-from acplink.devtools.importer import import_trace
 from acplink.devtools.store import Store
 
 CHROMIUM = "/usr/bin/chromium"
@@ -47,17 +46,8 @@ def shot(page: Any, name: str) -> None:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
-    root = tmp_path_factory.mktemp("devtools")
-    db = root / "d.sqlite"
-    work = root / "work"
-    work.mkdir()
-    one = record_demo(db, ["hello", "plan check the input; write the code; run the tests", "write f.txt hi there"],
-                      work, source="demo before")
-    two = record_demo(db, ["hello", "plan check the input; write the code", "think about it"], work,
-                      source="demo after")
-    store = Store(db)
-    bad = import_trace(store, bad_prompt_trace(root / "bad.jsonl")).conn
-    store.close()
+    demo = demo_db(tmp_path_factory.mktemp("devtools"))
+    db, work, one, two, bad = demo["db"], demo["work"], demo["one"], demo["two"], demo["bad"]
     proc = subprocess.Popen([*ACPLINK, "devtools", "--db", str(db), "--no-browser"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, cwd=work, env=env())
     assert proc.stdout is not None

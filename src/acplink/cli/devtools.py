@@ -14,12 +14,14 @@ __all__ = ["add_parser", "run"]
 HELP = "browse, filter, compare and watch ACP traffic in a web UI; chat with an agent in the browser"
 DESCRIPTION = """Serve the devtools UI over the recordings database (written by `acplink record --db`,
 by `acplink devtools import`, and by Connect). The first line of output is the URL, with its
-random access token; the server listens on 127.0.0.1 unless --host says otherwise."""
+random access token; the server listens on 127.0.0.1 unless --host says otherwise. With
+`-- AGENT_CMD`, that agent is started at once (its traffic recorded) and the URL opens its chat.
+Ctrl-C or SIGTERM stops the server and its agents."""
 EPILOG = """examples:
   acplink record --db -- acplink demo-agent        # record (e.g. as your editor's agent command)
   acplink devtools                                 # browse it, live
   acplink devtools import trace.jsonl other.jsonl  # load JSON-lines traces
-  acplink devtools --no-browser --port 8765 -- my-agent --acp   # Connect offers this agent"""
+  acplink devtools -- my-agent --acp               # start this agent and open its chat"""
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -35,7 +37,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--no-browser", action="store_true", help="do not open a web browser")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("action", nargs="*", metavar="import TRACE", help="`import TRACE...`: load JSON-lines traces")
-    p.__class__ = _AgentAfterDashDash  # everything after `--`: the agent command Connect offers
+    p.__class__ = _AgentAfterDashDash  # everything after `--`: the agent started at launch (Connect's chat)
     p.set_defaults(run=run, agent=[])
     return p
 
@@ -97,8 +99,14 @@ def _serve(store: Any, args: argparse.Namespace) -> int:
         if not args.no_browser:
             webbrowser.open(url)
 
+    def agent_failed(error: str) -> None:
+        print(f"acplink devtools: {error} (the UI still serves; Connect shows its stderr)", file=sys.stderr,
+              flush=True)
+
+    agent = given_command(args)
     try:
-        asyncio.run(serve(store, host=args.host, port=args.port, agent=given_command(args), on_url=announce))
+        asyncio.run(serve(store, host=args.host, port=args.port, agent=agent, on_url=announce,
+                          autostart=bool(agent), on_agent_failed=agent_failed))
     except OSError as exc:
         if args.debug:
             raise

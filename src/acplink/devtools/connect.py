@@ -6,6 +6,10 @@ confinement: file access limited to the session's working directory (``fs``), te
 if allowed, every permission question asked in the browser. Each chat keeps a list of events
 (the browser follows them over server-sent events); a chat that fails to start keeps its error
 and the agent's last stderr lines, and the rest of the UI goes on working.
+
+``acplink devtools -- AGENT_CMD`` starts its agent at launch (:meth:`Chats.launch`): the chat
+starts in the background while the server comes up, and a prompt sent before it is ready waits
+for it (:attr:`Chat.started`).
 """
 
 from __future__ import annotations
@@ -14,14 +18,14 @@ import asyncio
 import contextlib
 import itertools
 import shlex
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._tasks import TaskSet
 from ..client.client import Client, connect
 from ..client.permissions import PermissionPolicy
 from ..client.session import Session
-from ..errors import AcpError
+from ..errors import AcpError, ConnectionClosed
 from ..schema import RequestPermissionRequest
 from ..tools.record import recording_transport
 from ..transports.subprocess import SubprocessTransport
@@ -54,6 +58,8 @@ class Chat:
         #: the running turns (closing the chat cancels and awaits them)
         self._tasks = TaskSet(f"acplink-devtools-chat-{chat_id}")
         self._opening: Any = None
+        #: set once :meth:`start` has ended, the agent ready or failed
+        self.started = asyncio.Event()
 
     @property
     def conn(self) -> int | None:
@@ -65,22 +71,29 @@ class Chat:
             self.changed.notify_all()
 
     async def start(self) -> None:
+        try:
+            await self._start()
+        finally:
+            self.started.set()
+
+    async def _start(self) -> None:
+        shown = shlex.join(self.command).replace("\n", "\\n")  # (one line, whatever the command)
+        await self.emit({"type": "starting", "command": shown})
         inner = SubprocessTransport(self.command, cwd=self.cwd, stderr="capture")
         transport = recording_transport(inner, None, listeners=[self.ingest],
                                         header={"tool": "acplink devtools connect", "command": self.command})
         policy = PermissionPolicy(default="ask", ask=self._ask, remember=False)
         self._opening = connect(transport, fs=self.fs, terminal=self.terminal, permission=policy)
+        stage = "initialize"
         try:
             async with asyncio.timeout(START_TIMEOUT):
                 self.client = await self._opening
+                stage = "session/new"
                 self.session = await self.client.new_session(self.cwd)
         except (AcpError, TimeoutError, OSError) as exc:
+            code = inner.returncode  # (before closing: an exit of its own, not our stopping it)
             await self._close_client()
-            code = inner.returncode
-            what = "did not start within 30 s" if isinstance(exc, TimeoutError) else str(exc) or type(exc).__name__
-            self.error = f"the agent {shlex.join(self.command)!r} failed to start: {what}"
-            if code is not None:
-                self.error += f" (exit code {code})"
+            self.error = _start_failure(shown, stage, exc, code)
             await self.emit({"type": "failed", "message": self.error, "stderr": list(inner.stderr_tail)})
             return
         info = self.client.agent_info
@@ -114,10 +127,11 @@ class Chat:
             turn = self.session.prompt(text)
         except AcpError as exc:
             return str(exc)
-        self._tasks.spawn(self._turn(turn))
+        self._tasks.spawn(self._turn(text, turn))
         return None
 
-    async def _turn(self, turn: Any) -> None:
+    async def _turn(self, text: str, turn: Any) -> None:
+        await self.emit({"type": "prompt", "text": text})  # (every page following the chat shows it)
         try:
             async for update in turn:
                 await self.emit({"type": "update",
@@ -151,6 +165,21 @@ class Chat:
         self.ingest.close()
 
 
+def _start_failure(shown: str, stage: str, exc: BaseException, code: int | None) -> str:
+    """One line saying why an agent did not start."""
+    if isinstance(exc, TimeoutError):
+        why = f"no answer to {stage} within {START_TIMEOUT:g} s"
+    elif code is not None and isinstance(exc, ConnectionClosed):
+        why = f"exit code {code} during {stage}"
+    else:
+        why = (str(exc) or type(exc).__name__).splitlines()[0]
+        if why.startswith("cannot start agent"):  # (not found, not executable: the OS error says it)
+            why = why.split("': ", 1)[-1]
+        else:
+            why = f"{stage} failed: {why}"
+    return f"the agent `{shown}` failed to start: {why}"
+
+
 class Chats:
     """The chats of one devtools server (closed with it)."""
 
@@ -158,14 +187,36 @@ class Chats:
         self.store = store
         self.chats: dict[int, Chat] = {}
         self._ids = itertools.count(1)
+        #: the starts running in the background (:meth:`launch`)
+        self._starts = TaskSet("acplink-devtools-connect")
 
-    async def start(self, command: Sequence[str], cwd: str, *, fs: bool = True, terminal: bool = True) -> Chat:
+    def _new(self, command: Sequence[str], cwd: str, fs: bool, terminal: bool) -> Chat:
         chat = Chat(next(self._ids), self.store, command, cwd, fs=fs, terminal=terminal)
         self.chats[chat.id] = chat
+        return chat
+
+    async def start(self, command: Sequence[str], cwd: str, *, fs: bool = True, terminal: bool = True) -> Chat:
+        """A chat whose agent has started (or failed to: :attr:`Chat.error`)."""
+        chat = self._new(command, cwd, fs, terminal)
         await chat.start()
         return chat
 
+    def launch(self, command: Sequence[str], cwd: str, *, fs: bool = True, terminal: bool = True,
+               on_failed: Callable[[str], None] | None = None) -> Chat:
+        """A chat whose agent starts in the background (call from the event loop);
+        ``on_failed`` gets the error line if it does not start."""
+        chat = self._new(command, cwd, fs, terminal)
+
+        async def run() -> None:
+            await chat.start()
+            if chat.error is not None and on_failed is not None:
+                on_failed(chat.error)
+
+        self._starts.spawn(run(), name=f"acplink-devtools-start-{chat.id}", report=True)
+        return chat
+
     async def aclose(self) -> None:
+        await self._starts.aclose()
         for chat in list(self.chats.values()):
             await chat.aclose()
         self.chats.clear()

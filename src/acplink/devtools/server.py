@@ -14,10 +14,11 @@ import hmac
 import os
 import secrets
 import shlex
+import signal
 import socket
 import sys
 import threading
-from collections.abc import AsyncIterator, Awaitable, Callable, MutableMapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping, Sequence
 from http.cookies import SimpleCookie
 from importlib.resources import files
 from typing import Any
@@ -117,7 +118,8 @@ def _not_found(what: str) -> HTMLResponse:
 
 
 def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None) -> Starlette:
-    """The web app over ``store``; ``agent``: the command line Connect offers first."""
+    """The web app over ``store``; ``agent``: the command line Connect offers first (:func:`serve`
+    starts it at once when asked to)."""
     chats = Chats(store)
     default_cmd = shlex.join(agent) if agent else shlex.join([sys.executable, "-m", "acplink.demo"])
     base_cwd = cwd or os.getcwd()
@@ -202,11 +204,17 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"cache-control": "no-store"})
 
     async def connect_page(request: Request) -> Response:
-        body = (f'<form id="connect" class="bar"><input name="command" size="60" value="{esc(default_cmd)}">'
-                f'<input name="cwd" size="30" value="{esc(base_cwd)}" title="session working directory">'
+        chat = chats.chats.get(int(request.path_params.get("chat", 0)))
+        if "chat" in request.path_params and chat is None:
+            return _not_found("no such chat")
+        command = shlex.join(chat.command) if chat is not None else default_cmd
+        attach = f' data-chat="{chat.id}"' if chat is not None else " hidden"
+        body = (f'<form id="connect" class="bar"><input name="command" size="60" value="{esc(command)}">'
+                f'<input name="cwd" size="30" value="{esc(chat.cwd if chat else base_cwd)}" '
+                f'title="session working directory">'
                 f'<label><input type="checkbox" name="fs" checked> files</label>'
                 f'<label><input type="checkbox" name="terminal" checked> terminals</label>'
-                f'<button>Start agent</button></form><div id="chat" hidden><p id="chat-status" class="dim"></p>'
+                f'<button>Start agent</button></form><div id="chat"{attach}><p id="chat-status" class="dim"></p>'
                 f'<div class="conversation" id="chat-log"></div><form id="prompt" class="bar">'
                 f'<input name="text" size="70" placeholder="prompt (the demo agent: help, plan a; b, write f.txt hi)" '
                 f'autocomplete="off"><button>Send</button><button type="button" id="cancel">Cancel</button>'
@@ -239,6 +247,7 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
         if chat is None:
             return JSONResponse({"error": "no such chat"}, 404)
         form = orjson.loads(await request.body() or b"{}")
+        await chat.started.wait()  # (an agent still starting: the prompt goes once it is ready)
         error = chat.prompt(str(form.get("text", "")))
         return JSONResponse({"error": error} if error else {"ok": True}, 409 if error else 200)
 
@@ -262,8 +271,11 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
         if chat is None:
             return JSONResponse({"error": "no such chat"}, 404)
 
+        # events carry their index as SSE id: a browser reconnecting gets only those it missed
+        last_id = request.headers.get("last-event-id", "")
+
         async def stream() -> AsyncIterator[bytes]:
-            sent = 0
+            sent = int(last_id) if last_id.isdigit() else 0
             yield b": chat\n\n"
             while not await request.is_disconnected():
                 async with chat.changed:
@@ -271,9 +283,9 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
                         with contextlib.suppress(TimeoutError):
                             await asyncio.wait_for(chat.changed.wait(), 1.0)
                     pending = chat.events[sent:]
-                sent += len(pending)
                 for event in pending:
-                    yield b"data: " + orjson.dumps(event) + b"\n\n"
+                    sent += 1
+                    yield b"id: %d\ndata: %s\n\n" % (sent, orjson.dumps(event))
         return StreamingResponse(stream(), media_type="text/event-stream", headers={"cache-control": "no-store"})
 
     @contextlib.asynccontextmanager
@@ -299,7 +311,8 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
         Route("/c/{conn:int}/conversation", conversation), Route("/c/{conn:int}/waterfall", waterfall),
         Route("/c/{conn:int}/findings", findings), Route("/c/{conn:int}/export.jsonl", export),
         Route("/diff", diff), Route("/events", events),
-        Route("/connect", connect_page), Route("/connect/start", connect_start, methods=["POST"]),
+        Route("/connect", connect_page), Route("/connect/{chat:int}", connect_page),
+        Route("/connect/start", connect_start, methods=["POST"]),
         Route("/connect/{chat:int}/prompt", chat_prompt, methods=["POST"]),
         Route("/connect/{chat:int}/cancel", chat_cancel, methods=["POST"]),
         Route("/connect/{chat:int}/answer", chat_answer, methods=["POST"]),
@@ -333,13 +346,42 @@ def _is_loopback(host: str) -> bool:
     return host in ("localhost", "::1") or host.startswith("127.")
 
 
+class _Stop:
+    """SIGINT/SIGTERM stop the server gracefully (its agents closed) and ``serve`` returns
+    (uvicorn's own handling would re-raise the signal once it has stopped); a second SIGINT
+    stops at once."""
+
+    def __init__(self, server: Any) -> None:
+        self.server = server
+
+    @contextlib.contextmanager
+    def __call__(self) -> Iterator[None]:
+        if threading.current_thread() is not threading.main_thread():
+            yield
+            return
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.add_signal_handler(sig, self.server.handle_exit, sig, None)
+        try:
+            yield
+        finally:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                loop.remove_signal_handler(sig)
+
+
 async def serve(store: Store, *, host: str = "127.0.0.1", port: int = 0, agent: Sequence[str] = (),
-                on_url: Callable[[str], None] = print) -> None:
-    """Serve the UI until cancelled; ``on_url`` gets the URL (with its token) once listening."""
+                on_url: Callable[[str], None] = print, autostart: bool = False,
+                on_agent_failed: Callable[[str], None] | None = None) -> None:
+    """Serve the UI until cancelled or told to stop (SIGINT, SIGTERM); ``on_url`` gets the URL
+    (with its token) once listening. With ``autostart``, ``agent`` is started at once (as if
+    from Connect) and the URL opens its chat; ``on_agent_failed`` gets the line saying why it
+    did not start."""
     import uvicorn
 
     token = secrets.token_urlsafe(24)
-    app = build_app(store, agent=agent)
+    cwd = os.getcwd()
+    app = build_app(store, agent=agent, cwd=cwd)
+    chats: Chats = app.state.chats
     guard = Guard(app, token)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
@@ -358,8 +400,16 @@ async def serve(store: Store, *, host: str = "127.0.0.1", port: int = 0, agent: 
     config = uvicorn.Config(guard, log_level="warning", lifespan="on", timeout_graceful_shutdown=1,
                             access_log=False)
     server = uvicorn.Server(config)
-    on_url(f"http://{shown}:{bound}/?token={token}")
+    # the signals are ours from before the agent starts: a signal before uvicorn runs stops it as
+    # soon as it has started (and so closes the agent), never kills the process with the agent left
+    server.capture_signals = contextlib.nullcontext  # type: ignore[method-assign,assignment]
     try:
-        await server.serve(sockets=[sock])
+        with _Stop(server)():
+            path = "/"
+            if autostart and agent:
+                path = f"/connect/{chats.launch(agent, cwd, on_failed=on_agent_failed).id}"
+            on_url(f"http://{shown}:{bound}{path}?token={token}")
+            await server.serve(sockets=[sock])
     finally:
         sock.close()
+        await chats.aclose()  # (the lifespan closed them, unless the server never started)

@@ -299,7 +299,8 @@ class Store:
             return None
 
         def one(sql: str) -> Any:
-            return self.db.execute(sql, (conn,)).fetchone()[0]
+            got = self.db.execute(sql, (conn,)).fetchone()
+            return None if got is None else got[0]  # (a connection with no message has no last one)
 
         return ConnectionRow(
             r[0], r[1], _loads(r[2]) or {}, r[3], r[4], r[5], r[6], r[7],

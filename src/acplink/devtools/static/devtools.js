@@ -73,7 +73,7 @@
     const status = $("#chat-status");
     const log = $("#chat-log");
     const chatBox = $("#chat");
-    let chat = null, agentMsg = null, thought = null;
+    let chat = null, source = null, agentMsg = null, thought = null;
     const tools = {};
     const say = (cls, text, label) => { const d = el("div", cls); if (label) d.appendChild(el("span", "who", label)); d.appendChild(el("div", "", text)); log.appendChild(d); return d; };
     const renderTool = (u) => {
@@ -106,9 +106,20 @@
       box.appendChild(ol);
       agentMsg = null;
     };
+    const failed = (message, stderr) => {
+      status.innerHTML = "";
+      const d = el("div", "error", message); d.id = "connect-error"; status.appendChild(d);
+      if (stderr && stderr.length) { const pre = el("pre", "stderr", stderr.join("\n")); pre.id = "connect-stderr"; status.appendChild(pre); }
+    };
     const onEvent = (ev) => {
       const e = JSON.parse(ev.data);
-      if (e.type === "ready") {
+      if (e.type === "starting") {
+        status.textContent = `starting ${e.command}…`;
+      } else if (e.type === "failed") {
+        failed(e.message, e.stderr);
+      } else if (e.type === "prompt") {
+        say("user", e.text, "prompt"); agentMsg = null; thought = null;
+      } else if (e.type === "ready") {
         status.innerHTML = "";
         status.append(`Connected to ${e.agent}, session ${e.session}. `);
         const a = el("a", "", "Traffic of this connection"); a.href = `/c/${e.conn}`; a.target = "_blank"; status.appendChild(a);
@@ -135,23 +146,30 @@
         agentMsg = null;
       } else if (e.type === "stop") {
         say("stop", "stop reason: " + e.reason); agentMsg = null; thought = null;
-      } else if (e.type === "error" || e.type === "failed") {
+      } else if (e.type === "error") {
         say("error", e.message);
       }
     };
+    // follow a chat's events (they are replayed from its start); the address names the chat
+    const attach = (id) => {
+      if (source) source.close();
+      chat = id;
+      source = new EventSource(`/connect/${id}/events`);
+      source.onmessage = onEvent;
+      if (location.pathname !== `/connect/${id}`) history.replaceState(null, "", `/connect/${id}`);
+    };
+    if (chatBox.dataset.chat) attach(+chatBox.dataset.chat);
     connectForm.addEventListener("submit", (ev) => {
       ev.preventDefault();
       const f = new FormData(connectForm);
+      if (source) { source.close(); source = null; }
+      chat = null;
       status.textContent = "starting…"; chatBox.hidden = false; log.innerHTML = "";
+      for (const k in tools) delete tools[k];
+      agentMsg = null; thought = null;
       post("/connect/start", { command: f.get("command"), cwd: f.get("cwd"), fs: f.get("fs") === "on", terminal: f.get("terminal") === "on" }).then(r => {
-        if (r.error) {
-          status.innerHTML = "";
-          const d = el("div", "error", r.error); d.id = "connect-error"; status.appendChild(d);
-          if (r.stderr && r.stderr.length) { const pre = el("pre", "stderr", r.stderr.join("\n")); pre.id = "connect-stderr"; status.appendChild(pre); }
-          return;
-        }
-        chat = r.id;
-        new EventSource(`/connect/${chat}/events`).onmessage = onEvent;
+        if (r.error) { failed(r.error, r.stderr); return; }
+        attach(r.id);
       }, (err) => { status.textContent = "request failed: " + err; });
     });
     $("#prompt").addEventListener("submit", (ev) => {
@@ -159,7 +177,7 @@
       const input = $("#prompt input[name=text]");
       const text = input.value.trim();
       if (!text || chat === null) return;
-      say("user", text, "prompt"); agentMsg = null; thought = null; input.value = "";
+      input.value = "";
       post(`/connect/${chat}/prompt`, { text }).then(r => { if (r.error) say("error", r.error); });
     });
     $("#cancel").addEventListener("click", () => { if (chat !== null) post(`/connect/${chat}/cancel`); });
