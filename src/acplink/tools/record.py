@@ -146,12 +146,16 @@ class RecordingProxy:
                 continue
             batch = [first]
             until = time.monotonic() + _LAG
+            # wait for a pause (sleeping, not woken by every chunk of a burst), then take all
+            while first[0] != "stop" and time.monotonic() < until:
+                seen = self._q.qsize()
+                time.sleep(_QUIET)
+                if self._q.qsize() == seen:
+                    break
             while batch[-1][0] != "stop":
                 try:
-                    batch.append(self._q.get(timeout=max(0.0, min(_QUIET, until - time.monotonic()))))
+                    batch.append(self._q.get_nowait())
                 except queue.Empty:
-                    break
-                if time.monotonic() >= until:
                     break
             for kind, data, mono, wall in batch:
                 if kind == "stop":
