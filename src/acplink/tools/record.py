@@ -5,7 +5,10 @@ The editor launches ``acplink record --out trace.jsonl -- AGENT_CMD...`` instead
 Two forwarding threads copy raw bytes (our stdin → the agent's stdin, the agent's stdout → our
 stdout) the moment they are read, untouched; the agent's stderr is inherited (never touched).
 A third thread turns copies of the chunks into trace records (:class:`TraceWriter`: line
-splitting, schema validation, redaction), so recording adds no latency to the traffic.
+splitting, schema validation, redaction) when the traffic pauses, so recording adds no latency
+to the traffic and does not compete with a burst for the CPU. With a spool (``--db``), every
+chunk is appended to it before it is forwarded (:mod:`.spool`): a SIGKILLed proxy loses
+nothing it forwarded.
 
 When our stdin closes, the agent's stdin is closed and the shutdown ladder follows
 (wait → SIGTERM → wait → SIGKILL). The proxy exits with the agent's exit code.
