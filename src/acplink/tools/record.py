@@ -239,9 +239,11 @@ class RecordingProxy:
 
         def forward(signum: int, _frame: Any) -> None:
             # told to stop (an editor closing us, ^C): pass it on to the agent, then store every
-            # record still queued before exiting. Repeated signals change nothing.
-            if not stopping:
-                stopping.append(signum)
+            # record still queued before exiting. Repeated signals change nothing (each signal
+            # is passed on once: the ladder escalates if the agent does not exit)
+            if signum in stopping:
+                return
+            stopping.append(signum)
             try:
                 os.killpg(proc.pid, signum)
             except (ProcessLookupError, PermissionError):
