@@ -5,7 +5,10 @@ The editor launches ``acplink record --out trace.jsonl -- AGENT_CMD...`` instead
 Two forwarding threads copy raw bytes (our stdin → the agent's stdin, the agent's stdout → our
 stdout) the moment they are read, untouched; the agent's stderr is inherited (never touched).
 A third thread turns copies of the chunks into trace records (:class:`TraceWriter`: line
-splitting, schema validation, redaction), so recording adds no latency to the traffic.
+splitting, schema validation, redaction) when the traffic pauses, so recording adds no latency
+to the traffic and does not compete with a burst for the CPU. With a spool (``--db``), every
+chunk is appended to it before it is forwarded (:mod:`.spool`): a SIGKILLed proxy loses
+nothing it forwarded.
 
 When our stdin closes, the agent's stdin is closed and the shutdown ladder follows
 (wait → SIGTERM → wait → SIGKILL). The proxy exits with the agent's exit code.
@@ -146,12 +149,16 @@ class RecordingProxy:
                 continue
             batch = [first]
             until = time.monotonic() + _LAG
+            # wait for a pause (sleeping, not woken by every chunk of a burst), then take all
+            while first[0] != "stop" and time.monotonic() < until:
+                seen = self._q.qsize()
+                time.sleep(_QUIET)
+                if self._q.qsize() == seen:
+                    break
             while batch[-1][0] != "stop":
                 try:
-                    batch.append(self._q.get(timeout=max(0.0, min(_QUIET, until - time.monotonic()))))
+                    batch.append(self._q.get_nowait())
                 except queue.Empty:
-                    break
-                if time.monotonic() >= until:
                     break
             for kind, data, mono, wall in batch:
                 if kind == "stop":
@@ -232,9 +239,11 @@ class RecordingProxy:
 
         def forward(signum: int, _frame: Any) -> None:
             # told to stop (an editor closing us, ^C): pass it on to the agent, then store every
-            # record still queued before exiting. Repeated signals change nothing.
-            if not stopping:
-                stopping.append(signum)
+            # record still queued before exiting. Repeated signals change nothing (each signal
+            # is passed on once: the ladder escalates if the agent does not exit)
+            if signum in stopping:
+                return
+            stopping.append(signum)
             try:
                 os.killpg(proc.pid, signum)
             except (ProcessLookupError, PermissionError):
