@@ -203,6 +203,7 @@ def test_chat_with_the_demo_agent_through_connect(page: Any, server: dict[str, A
     page.fill("#prompt input[name=text]", "hello there")
     page.press("#prompt input[name=text]", "Enter")
     page.locator("#chat-log .agent", has_text="You said: hello there").wait_for()
+    page.locator("#chat-log .stop", has_text="end_turn").first.wait_for()  # (one turn at a time)
     page.fill("#prompt input[name=text]", "write notes.txt from the browser")
     page.press("#prompt input[name=text]", "Enter")
     page.locator("#chat-log .permission button", has_text="Allow").first.click()

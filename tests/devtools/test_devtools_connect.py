@@ -114,9 +114,20 @@ def test_the_printed_url_opens_the_chat_ready_to_prompt_in_a_browser(
             page.press("#prompt input[name=text]", "Enter")
             page.locator("#chat-log .agent", has_text="You said: hello from the page").wait_for()
             assert page.locator("#chat-log .user").inner_text().endswith("hello from the page")
+            page.locator("#chat-log .stop").first.wait_for()  # (one turn at a time)
+            # a reply that streams around plan updates stays one reply (the plan updates in place)
+            page.fill("#prompt input[name=text]", "plan check; build; test")
+            page.press("#prompt input[name=text]", "Enter")
+            page.locator("#chat-log .agent", has_text="All steps done").wait_for()
+            replies = page.locator("#chat-log .agent").all_inner_texts()
+            assert len(replies) == 2, replies
+            # one line per step: the streamed text keeps its line breaks
+            assert [line for line in replies[1].splitlines() if "Working on" in line] == [
+                f"- Working on: {step}" for step in ("check", "build", "test")], replies
+            assert page.locator("#live-plan li").count() == 3
             page.reload()  # the chat's events are replayed: the conversation is still there
             page.locator("#chat-log .agent", has_text="You said: hello from the page").wait_for()
-            assert page.locator("#chat-log .user").count() == 1
+            assert page.locator("#chat-log .user").count() == 2
         finally:
             browser.close()
     code, err = d.stop()

@@ -96,6 +96,8 @@ def test_chat_with_the_demo_agent_through_connect(firefox: Firefox, server: dict
     firefox.wait_text("#chat-status", "Connected to acplink demo agent")
     firefox.type("#prompt input[name=text]", "hello from firefox" + ENTER)
     firefox.wait_text("#chat-log .agent", "You said: hello from firefox")  # streamed over server-sent events
+    # the next prompt once this turn has ended (a prompt during a running turn is refused)
+    firefox.wait_for("() => document.querySelectorAll('#chat-log .stop').length === 1")
     firefox.type("#prompt input[name=text]", "write ff.txt typed in firefox" + ENTER)
     firefox.wait_text("#chat-log .permission button", "Allow")
     firefox.click("#chat-log .permission button[data-kind^=allow]")

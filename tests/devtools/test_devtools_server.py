@@ -12,7 +12,7 @@ import pytest
 from dtutil import bad_prompt_trace, message, record_demo, write_trace
 from starlette.testclient import TestClient
 
-from acplink.devtools.html import DETAIL_LIMIT
+from acplink.devtools.html import DETAIL_LIMIT, diff_html
 from acplink.devtools.importer import import_trace
 from acplink.devtools.server import Guard, build_app
 from acplink.devtools.store import Store
@@ -126,3 +126,10 @@ def test_an_agent_failing_to_start_reports_its_error_and_stderr(client: TestClie
     assert client.get("/").status_code == 200  # the UI keeps working
     bad = client.post("/connect/start", content=b'{"command": ""}').json()
     assert bad["error"] == "no agent command given"
+
+
+def test_a_diff_names_an_absolute_path_as_git_does() -> None:
+    html = diff_html("/tmp/work/f.txt", "old\n", "new\n")
+    assert "--- a/tmp/work/f.txt" in html and "+++ b/tmp/work/f.txt" in html and "//" not in html
+    created = diff_html("src/x.py", None, "x = 1\n")
+    assert "--- /dev/null" in created and "+++ b/src/x.py" in created

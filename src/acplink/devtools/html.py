@@ -74,8 +74,9 @@ def pretty_json(body: bytes | None, size: int, is_json: bool, *, limit: int = DE
 
 def diff_html(path: str, old: str | None, new: str) -> str:
     """A file edit as a unified diff, lines coloured by kind."""
-    lines = difflib.unified_diff((old or "").splitlines(), new.splitlines(), "a/" + path if old is not None
-                                 else "/dev/null", "b/" + path, lineterm="", n=3)
+    rel = path.lstrip("/")  # (an absolute path is "b/tmp/x", as git writes it, not "b//tmp/x")
+    lines = difflib.unified_diff((old or "").splitlines(), new.splitlines(), "a/" + rel if old is not None
+                                 else "/dev/null", "b/" + rel, lineterm="", n=3)
     out = []
     for line in lines:
         cls = ("add" if line.startswith("+") and not line.startswith("+++") else

@@ -99,12 +99,13 @@
     };
     const renderPlan = (u) => {
       let box = $("#live-plan");
-      if (!box) { box = el("div", "plan"); box.id = "live-plan"; log.appendChild(box); }
+      // a plan is shown once and updated in place: an update does not split the agent's reply
+      // that streams around it (only a new plan box, placed after that reply, starts a new one)
+      if (!box) { box = el("div", "plan"); box.id = "live-plan"; log.appendChild(box); agentMsg = null; }
       box.innerHTML = "<b>Plan</b>";
       const ol = el("ol");
       (u.entries || []).forEach(e => { const li = el("li", e.status); li.append(el("span", "st", e.status), " " + e.content); ol.appendChild(li); });
       box.appendChild(ol);
-      agentMsg = null;
     };
     const failed = (message, stderr) => {
       status.innerHTML = "";
