@@ -8,6 +8,8 @@ import json
 import os
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -118,3 +120,66 @@ def test_record_usage_error(tmp_path: Path) -> None:
     proc = subprocess.run([*ACPLINK, "record", "--out", str(tmp_path / "t")], capture_output=True, text=True,
                           timeout=30)
     assert proc.returncode == 2 and "no agent command" in proc.stderr
+
+
+def test_a_recorder_that_falls_behind_slows_the_traffic_instead_of_buffering_it(tmp_path: Path) -> None:
+    """The trace thread is stuck (a listener blocks): the proxy forwards at most ``max_queued``
+    bytes (plus a few read chunks and pipe buffers) and then waits, whatever the agent sends;
+    once the trace moves again every byte is forwarded and recorded."""
+
+    from acplink.tools.record import RecordingProxy
+
+    line = b'{"jsonrpc":"2.0","method":"x/flood","params":{"pad":"' + b"p" * 200 + b'"}}\n'
+    count = 40_000  # ~9 MB, far past the bound below
+    agent = [sys.executable, "-c",
+             f"import sys; sys.stdout.buffer.write({line!r} * {count}); sys.stdout.flush(); sys.stdin.read()"]
+    released, records = threading.Event(), []
+
+    def listener(rec: object) -> None:
+        if isinstance(rec, dict) and rec.get("type") == "message":  # (the header passes)
+            released.wait(60)
+        records.append(rec)
+
+    c2a_r, c2a_w = os.pipe()
+    a2c_r, a2c_w = os.pipe()
+    cap = 256 * 1024
+    proxy = RecordingProxy(agent, None, validate=False, listeners=[listener], stdin_fd=c2a_r, stdout_fd=a2c_w,
+                           max_queued=cap)
+    result: list[int] = []
+    runner = threading.Thread(target=lambda: result.append(proxy.run()))
+    runner.start()
+    try:
+        got = 0
+        os.set_blocking(a2c_r, False)
+        idle_since = None
+        while True:  # read until nothing more comes for a second
+            try:
+                chunk = os.read(a2c_r, 1 << 16)
+            except BlockingIOError:
+                chunk = None
+            if chunk:
+                got += len(chunk)
+                idle_since = None
+                continue
+            idle_since = idle_since or time.monotonic()
+            if got and time.monotonic() - idle_since > 1.0:
+                break
+            assert time.monotonic() - idle_since < 30, "the agent sent nothing"
+            time.sleep(0.01)
+        assert got < cap + 4 * (1 << 16) + (1 << 17), got  # bounded: the proxy waits for its trace
+        released.set()
+        os.set_blocking(a2c_r, True)
+        while got < len(line) * count:
+            chunk = os.read(a2c_r, 1 << 16)
+            assert chunk, got
+            got += len(chunk)
+        assert got == len(line) * count  # nothing lost once the trace moves
+    finally:
+        released.set()
+        os.close(c2a_w)  # the client closes: the agent ends
+        runner.join(30)
+        for fd in (c2a_r, a2c_r, a2c_w):
+            os.close(fd)
+    assert result == [0]
+    flood = [r for r in records if isinstance(r, dict) and r.get("type") == "message"]
+    assert len(flood) == count

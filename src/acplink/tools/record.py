@@ -55,6 +55,9 @@ _STOP = ("stop", b"", 0.0, 0.0)
 _QUIET = 0.02
 #: the longest a chunk waits to be stored during a burst of traffic (seconds)
 _LAG = 1.0
+#: the most bytes of forwarded chunks waiting to be recorded: past it, forwarding waits for the
+#: recording (backpressure), so memory stays bounded whatever rate a peer sends at
+MAX_QUEUED = 32 << 20
 
 
 class RecordingProxy:
@@ -64,7 +67,8 @@ class RecordingProxy:
                  redact: bool = False, validate: bool = True, close_timeout: float = 5.0, term_timeout: float = 3.0,
                  stdin_fd: int = 0, stdout_fd: int = 1, listeners: Sequence[TraceListener] = (),
                  on_idle: Callable[[], None] | None = None, on_close: Callable[[], None] | None = None,
-                 on_quiet: Callable[[], bool] | None = None, spool: SpoolWriter | None = None) -> None:
+                 on_quiet: Callable[[], bool] | None = None, spool: SpoolWriter | None = None,
+                 max_queued: int = MAX_QUEUED) -> None:
         self.command = list(command)
         self.out = out
         #: more consumers of the trace records (``acplink record --db``: the database), and a
@@ -89,8 +93,18 @@ class RecordingProxy:
         self.proc: subprocess.Popen[bytes] | None = None
         self._stdin_closed = threading.Event()
         self._order = threading.Lock()
+        #: bytes queued for the trace thread, and the wait for room under ``max_queued``
+        self.max_queued = max_queued
+        self._queued = 0
+        self._room = threading.Condition()
 
     def _enqueue(self, kind: str, data: bytes) -> None:
+        # the trace thread is max_queued behind: forwarding waits for it (the peer then waits
+        # for us, as it would for a slow reader)
+        with self._room:
+            if self._queued >= self.max_queued:
+                self._room.wait_for(lambda: self._queued < self.max_queued)
+            self._queued += len(data)
         # timestamp and queue together, before forwarding: the trace's order is causal
         # (an answer cannot be queued before the message it answers) and its clock monotonic
         with self._order:
@@ -167,6 +181,9 @@ class RecordingProxy:
                     self._call(writer, functools.partial(writer.eof, data.decode(), mono, wall))
                 else:
                     self._call(writer, functools.partial(writer.feed, kind, data, mono, wall))
+            with self._room:
+                self._queued -= sum(len(item[1]) for item in batch)
+                self._room.notify_all()
             self._call(writer, writer.flush)
             self._call(writer, self.on_idle)
             quiet_work = self.on_quiet is not None

@@ -77,11 +77,16 @@ def read_spool(fd: int) -> Iterator[tuple[str, bytes, float, float]]:
     with os.fdopen(os.dup(fd), "rb") as f:
         if f.read(len(MAGIC)) != MAGIC:
             return
+        left = os.fstat(fd).st_size - len(MAGIC)
         while True:
             head = f.read(_HEAD.size)
             if len(head) < _HEAD.size:
                 return
             code, mono, wall, size = _HEAD.unpack(head)
+            left -= _HEAD.size
+            if size > left:  # (a torn or damaged record: never read more than the file holds)
+                return
+            left -= size
             data = f.read(size)
             if len(data) < size or code not in KINDS:
                 return
