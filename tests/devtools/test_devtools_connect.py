@@ -137,7 +137,7 @@ def test_the_printed_url_opens_the_chat_ready_to_prompt_in_a_browser(
 INIT_ERROR = ("import json, sys\n"
               "msg = json.loads(sys.stdin.readline())\n"
               "print(json.dumps({'jsonrpc': '2.0', 'id': msg['id'], 'error': {'code': -32000, "
-              "'message': 'no credentials configured'}}), flush=True)\n"
+              "'message': 'no credentials \\u001b[2J\\u001b]0;pwned\\u0007configured'}}), flush=True)\n"
               "sys.stdin.read()\n")
 BAD = {
     "not found": (["no-such-agent-for-devtools"], "No such file or directory", []),
@@ -155,6 +155,7 @@ def test_a_bad_agent_command_gives_one_line_and_the_ui_still_serves(
     assert "/connect/1?token=" in d.url
     line = read_line(d.proc.stderr)  # type: ignore[arg-type]
     assert line.startswith("acplink devtools: the agent `") and "failed to start" in line and reason in line, line
+    assert not any(ch < " " for ch in line.rstrip("\n")), repr(line)  # (the agent's escapes never reach a terminal)
     assert d.http.get(d.url).status_code == 200  # serving, and the page shows the failure:
     failed = d.events(1, lambda e: e["type"] == "failed")[-1]
     assert reason in failed["message"] and failed["stderr"] == stderr

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from .._tasks import TaskSet
+from .._text import sanitize_for_terminal
 from ..client.client import Client, connect
 from ..client.permissions import PermissionPolicy
 from ..client.session import Session
@@ -172,7 +173,9 @@ def _start_failure(shown: str, stage: str, exc: BaseException, code: int | None)
     elif code is not None and isinstance(exc, ConnectionClosed):
         why = f"exit code {code} during {stage}"
     else:
-        why = (str(exc) or type(exc).__name__).splitlines()[0]
+        # (the agent's own words: one line, and none of its control sequences, since the line
+        # is also printed on the terminal of `acplink devtools -- AGENT_CMD`)
+        why = sanitize_for_terminal((str(exc) or type(exc).__name__).splitlines()[0])
         if why.startswith("cannot start agent"):  # (not found, not executable: the OS error says it)
             why = why.split("': ", 1)[-1]
         else:
