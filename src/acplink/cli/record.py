@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import signal
+import threading
 import time
 import traceback
 from typing import Any
@@ -114,6 +116,12 @@ def run(args: argparse.Namespace) -> int:
         return 130
     finally:
         close_db()
+        # everything is stored and the process is about to exit: a stop signal still arriving
+        # (an impatient editor repeats them) has nothing left to stop, and must not print a
+        # KeyboardInterrupt traceback from the interpreter's shutdown
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                signal.signal(sig, signal.SIG_IGN)
         if ingest is not None and ingest.failed:
             fail(f"the devtools database stopped recording ({ingest.failed}); the traffic was not affected")
     return 128 - code if code < 0 else code
