@@ -96,8 +96,13 @@ class Term:
     def send(self, line: str) -> None:
         self.child.send(line + "\r")
 
-    def finish(self) -> int:
+    def finish(self, timeout: float = TIMEOUT) -> int:
+        """Until the chat has exited (its exit status); a chat still running after ``timeout``
+        fails the test (it never hangs the suite)."""
+        deadline = _now() + timeout
         while not self.eof:
+            if _now() > deadline:
+                raise AssertionError(f"the chat did not exit within {timeout} s; the terminal shows:\n{self.dump()}")
             self.pump(0.2)
         self.child.close()
         assert self.child.exitstatus is not None, f"killed by signal {self.child.signalstatus}"
