@@ -222,8 +222,8 @@ def test_chat_with_the_demo_agent_through_connect(page: Any, server: dict[str, A
 
 def _start_demo(page: Any, server: dict[str, Any]) -> None:
     page.goto(f'{server["base"]}/connect')
-    page.get_by_label("Agent command").fill(f"{sys.executable} -m acplink.demo")  # (labelled fields)
-    page.get_by_label("Working directory").fill(str(server["work"]))
+    page.fill("#connect input[name=command]", f"{sys.executable} -m acplink.demo")
+    page.fill("#connect input[name=cwd]", str(server["work"]))
     page.click("#connect button")
     page.locator("#chat-status", has_text="Connected to acplink demo agent").wait_for()
 
@@ -237,12 +237,21 @@ def _in_view(page: Any, selector: str) -> bool:
     }""", selector))
 
 
+def test_the_connect_fields_are_labelled(page: Any, server: dict[str, Any]) -> None:
+    page.goto(f'{server["base"]}/connect')
+    for label, name in (("Agent command", "command"), ("Working directory", "cwd"), ("Prompt", "text")):
+        field = page.get_by_label(label, exact=True)
+        assert field.count() == 1 and field.get_attribute("name") == name, label
+    for label in ("files", "terminals"):
+        assert page.get_by_label(label, exact=True).get_attribute("type") == "checkbox"
+
+
 def test_connect_follows_the_conversation_unless_scrolled_up(page: Any, server: dict[str, Any]) -> None:
     page.set_viewport_size({"width": 1280, "height": 720})
     _start_demo(page, server)
     long = "\\n".join(f"line {i} of a long file" for i in range(80))
-    page.get_by_label("Prompt").fill(f"write long.txt {long}")
-    page.get_by_label("Prompt").press("Enter")
+    page.locator("#prompt input[name=text]").fill(f"write long.txt {long}")
+    page.locator("#prompt input[name=text]").press("Enter")
     question = page.locator("#chat-log .permission").last
     question.wait_for()
     # the 80-line diff above it does not push the question below the fold
@@ -255,8 +264,8 @@ def test_connect_follows_the_conversation_unless_scrolled_up(page: Any, server: 
     assert _in_view(page, "#chat-log .stop:last-child")  # (followed to the turn's end)
     # the user scrolls up to read while a reply streams: new output leaves them there, and a
     # button says there is more below
-    page.get_by_label("Prompt").fill("slow 100")
-    page.get_by_label("Prompt").press("Enter")
+    page.locator("#prompt input[name=text]").fill("slow 100")
+    page.locator("#prompt input[name=text]").press("Enter")
     page.locator("#chat-log .agent", has_text="chunk 1/100").wait_for()
     page.evaluate('() => { const l = document.querySelector("#chat-log"); l.scrollTop = 0; '
                   'l.dispatchEvent(new Event("scroll")); }')
@@ -271,14 +280,14 @@ def test_send_is_disabled_with_its_reason_while_a_turn_runs(page: Any, server: d
     _start_demo(page, server)
     send = page.locator("#prompt button", has_text="Send")
     assert send.is_enabled()
-    page.get_by_label("Prompt").fill("write asked.txt something")
-    page.get_by_label("Prompt").press("Enter")
+    page.locator("#prompt input[name=text]").fill("write asked.txt something")
+    page.locator("#prompt input[name=text]").press("Enter")
     page.locator("#chat-log .permission").wait_for()
     assert send.is_disabled()
     assert "permission question" in page.locator("#send-why").inner_text()
-    page.get_by_label("Prompt").fill("typed meanwhile")
-    page.get_by_label("Prompt").press("Enter")  # (nothing is sent: the text stays)
-    assert page.get_by_label("Prompt").input_value() == "typed meanwhile"
+    page.locator("#prompt input[name=text]").fill("typed meanwhile")
+    page.locator("#prompt input[name=text]").press("Enter")  # (nothing is sent: the text stays)
+    assert page.locator("#prompt input[name=text]").input_value() == "typed meanwhile"
     page.locator("#chat-log .permission button", has_text="Allow").first.click()
     page.locator("#chat-log .stop").wait_for()
     page.wait_for_function('() => !document.querySelector("#send").disabled')
@@ -288,8 +297,8 @@ def test_send_is_disabled_with_its_reason_while_a_turn_runs(page: Any, server: d
 
 def test_an_answered_permission_stays_answered_after_a_reload(page: Any, server: dict[str, Any]) -> None:
     _start_demo(page, server)
-    page.get_by_label("Prompt").fill("write answered.txt yes")
-    page.get_by_label("Prompt").press("Enter")
+    page.locator("#prompt input[name=text]").fill("write answered.txt yes")
+    page.locator("#prompt input[name=text]").press("Enter")
     options = page.locator("#chat-log .permission button")
     options.first.wait_for()
     names = options.all_inner_texts()
