@@ -160,7 +160,7 @@ class Chat:
                 await self.emit({"type": "update",
                                  "update": update.model_dump(mode="json", by_alias=True, exclude_none=True)})
             result = await turn
-            self._running = False
+            self._running = False  # (before the stop event: a prompt sent on seeing it is taken)
             await self.emit({"type": "stop", "reason": result.stop_reason})
         except AcpError as exc:
             self._running = False
