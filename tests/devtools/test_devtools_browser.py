@@ -218,3 +218,133 @@ def test_chat_with_the_demo_agent_through_connect(page: Any, server: dict[str, A
     finally:
         store.close()
     assert {"initialize", "session/new", "session/prompt", "session/request_permission"} <= methods
+
+
+def _start_demo(page: Any, server: dict[str, Any]) -> None:
+    page.goto(f'{server["base"]}/connect')
+    page.fill("#connect input[name=command]", f"{sys.executable} -m acplink.demo")
+    page.fill("#connect input[name=cwd]", str(server["work"]))
+    page.click("#connect button")
+    page.locator("#chat-status", has_text="Connected to acplink demo agent").wait_for()
+
+
+def _in_view(page: Any, selector: str) -> bool:
+    """Whether the element is wholly visible: inside the window and inside the chat log's box."""
+    return bool(page.evaluate("""(sel) => {
+        const r = document.querySelector(sel).getBoundingClientRect();
+        const box = document.querySelector("#chat-log").getBoundingClientRect();
+        return r.top >= Math.max(0, box.top) - 1 && r.bottom <= Math.min(window.innerHeight, box.bottom) + 1;
+    }""", selector))
+
+
+def test_the_connect_fields_are_labelled(page: Any, server: dict[str, Any]) -> None:
+    page.goto(f'{server["base"]}/connect')
+    for label, name in (("Agent command", "command"), ("Working directory", "cwd"), ("Prompt", "text")):
+        field = page.get_by_label(label, exact=True)
+        assert field.count() == 1 and field.get_attribute("name") == name, label
+    for label in ("files", "terminals"):
+        assert page.get_by_label(label, exact=True).get_attribute("type") == "checkbox"
+
+
+def test_connect_follows_the_conversation_unless_scrolled_up(page: Any, server: dict[str, Any]) -> None:
+    page.set_viewport_size({"width": 1280, "height": 720})
+    _start_demo(page, server)
+    long = "\\n".join(f"line {i} of a long file" for i in range(80))
+    page.locator("#prompt input[name=text]").fill(f"write long.txt {long}")
+    page.locator("#prompt input[name=text]").press("Enter")
+    question = page.locator("#chat-log .permission").last
+    question.wait_for()
+    # the 80-line diff above it does not push the question below the fold
+    page.wait_for_function("""() => { const l = document.querySelector("#chat-log");
+                                     return l.scrollHeight - l.scrollTop - l.clientHeight < 24; }""")
+    assert _in_view(page, "#chat-log .permission:last-child")
+    assert _in_view(page, "#chat-log .permission:last-child button")
+    question.locator("button", has_text="Allow").first.click()
+    page.locator("#chat-log .stop").last.wait_for()
+    assert _in_view(page, "#chat-log .stop:last-child")  # (followed to the turn's end)
+    # the user scrolls up to read while a reply streams: new output leaves them there, and a
+    # button says there is more below
+    page.locator("#prompt input[name=text]").fill("slow 100")
+    page.locator("#prompt input[name=text]").press("Enter")
+    page.locator("#chat-log .agent", has_text="chunk 1/100").wait_for()
+    page.evaluate('() => { const l = document.querySelector("#chat-log"); l.scrollTop = 0; '
+                  'l.dispatchEvent(new Event("scroll")); }')
+    page.locator("#chat-log .stop").nth(1).wait_for()
+    assert "chunk 100/100" in page.locator("#chat-log .agent").last.inner_text()
+    assert page.evaluate('() => document.querySelector("#chat-log").scrollTop') == 0
+    page.click("#chat-latest")
+    assert _in_view(page, "#chat-log .stop:last-child")
+
+
+def test_send_is_disabled_with_its_reason_while_a_turn_runs(page: Any, server: dict[str, Any]) -> None:
+    _start_demo(page, server)
+    send = page.locator("#prompt button", has_text="Send")
+    assert send.is_enabled()
+    page.locator("#prompt input[name=text]").fill("write asked.txt something")
+    page.locator("#prompt input[name=text]").press("Enter")
+    page.locator("#chat-log .permission").wait_for()
+    assert send.is_disabled()
+    assert "permission question" in page.locator("#send-why").inner_text()
+    page.locator("#prompt input[name=text]").fill("typed meanwhile")
+    page.locator("#prompt input[name=text]").press("Enter")  # (nothing is sent: the text stays)
+    assert page.locator("#prompt input[name=text]").input_value() == "typed meanwhile"
+    page.locator("#chat-log .permission button", has_text="Allow").first.click()
+    page.locator("#chat-log .stop").wait_for()
+    page.wait_for_function('() => !document.querySelector("#send").disabled')
+    assert page.locator("#send-why").inner_text() == ""
+    assert page.locator("#chat-log .user").count() == 1  # the prompt typed during the turn was not sent
+
+
+def test_an_answered_permission_stays_answered_after_a_reload(page: Any, server: dict[str, Any]) -> None:
+    _start_demo(page, server)
+    page.locator("#prompt input[name=text]").fill("write answered.txt yes")
+    page.locator("#prompt input[name=text]").press("Enter")
+    options = page.locator("#chat-log .permission button")
+    options.first.wait_for()
+    names = options.all_inner_texts()
+    assert len(names) >= 2 and all(options.nth(i).is_enabled() for i in range(len(names)))
+    reject = next(i for i, n in enumerate(names) if "Reject" in n or "Deny" in n)
+    options.nth(reject).click()
+    page.locator("#chat-log .stop").wait_for()
+
+    def check() -> None:
+        for i in range(len(names)):
+            assert options.nth(i).is_disabled()
+            chosen = options.nth(i).get_attribute("aria-pressed") == "true"
+            assert chosen == (i == reject) and ("chosen" in (options.nth(i).get_attribute("class") or "")) == chosen
+        assert "Reject" in page.locator("#chat-log .permission .answer").inner_text() or \
+            "Deny" in page.locator("#chat-log .permission .answer").inner_text()
+
+    check()
+    page.reload()
+    page.locator("#chat-log .stop").wait_for()  # (the chat's events, replayed)
+    check()
+    assert not (server["work"] / "answered.txt").exists()
+
+
+def test_the_timeline_fits_1280_px_without_wrapping(page: Any, server: dict[str, Any]) -> None:
+    page.set_viewport_size({"width": 1280, "height": 800})
+    page.goto(f'{server["base"]}/c/{server["one"]}')
+    measure = """() => {
+        const cells = [...document.querySelectorAll("#timeline tbody td, #timeline thead th")];
+        const line = parseFloat(getComputedStyle(document.querySelector("#timeline td")).lineHeight);
+        const box = document.querySelector("#rows-box");
+        return {tallest: Math.max(...cells.map(c => c.getBoundingClientRect().height)), line,
+                overflow: box.scrollWidth - box.clientWidth, cells: cells.length};
+    }"""
+    shown = page.evaluate(measure)  # the detail pane empty
+    assert shown["cells"] > 100 and shown["tallest"] < 2 * shown["line"], shown
+    assert shown["overflow"] <= 0, shown
+    page.click('#timeline tr[data-seq="5"]')
+    page.locator("#detail .detail").wait_for()
+    shown = page.evaluate(measure)  # a message open beside it
+    assert shown["tallest"] < 2 * shown["line"] and shown["overflow"] <= 0, shown
+
+
+def test_diff_preselects_two_different_recordings(page: Any, server: dict[str, Any]) -> None:
+    page.goto(f'{server["base"]}/diff')
+    a, b = page.locator("#diffform select[name=a]").input_value(), page.locator("#diffform select[name=b]").input_value()
+    assert a and b and a != b
+    page.click("#diffform button")
+    page.locator("#diff").wait_for()
+    assert page.get_by_label("left recording").input_value() == a

@@ -194,3 +194,31 @@ def test_stopping_devtools_while_its_agent_is_still_starting_stops_the_agent(
     code, err = d.stop()  # (long before the 30 s start timeout)
     assert code == 0 and err == "", err
     assert not marked(marker)
+
+
+def test_startup_names_the_database_and_how_to_stop(devtools: Callable[[list[str]], Devtools],
+                                                     tmp_path: Path) -> None:
+    d = devtools(DEMO)
+    assert d.url.startswith("http://")  # (the URL stays the first line, for scripts)
+    line = read_line(d.proc.stdout)  # type: ignore[arg-type]
+    assert str(tmp_path / "d.sqlite") in line and "Ctrl-C" in line, line
+    assert "0 recordings" in line or "1 recording" in line, line
+
+
+def test_a_prompt_during_a_turn_is_refused_with_the_reason(devtools: Callable[[list[str]], Devtools]) -> None:
+    d = devtools(DEMO)
+    d.http.get(d.url)  # (the token's cookie)
+    assert d.http.post("/connect/1/prompt", content=orjson.dumps({"text": "write asked.txt x"})).status_code == 200
+    asked = d.events(1, lambda e: e["type"] == "permission")[-1]
+    again = d.http.post("/connect/1/prompt", content=orjson.dumps({"text": "hello"}))
+    assert again.status_code == 409 and "permission question" in again.json()["error"], again.text
+    d.http.post("/connect/1/answer", content=orjson.dumps({"id": asked["id"], "option": asked["options"][0]["id"]}))
+    events = d.events(1, lambda e: e["type"] == "stop")
+    answered = [e for e in events if e["type"] == "answered"]
+    assert answered == [{"type": "answered", "id": asked["id"], "option": asked["options"][0]["id"]}]
+    assert d.http.post("/connect/1/prompt", content=orjson.dumps({"text": "slow 200"})).status_code == 200
+    d.events(1, lambda e: "chunk 1/200" in str(e.get("update")))
+    busy = d.http.post("/connect/1/prompt", content=orjson.dumps({"text": "hello"}))
+    assert busy.status_code == 409 and "still answering" in busy.json()["error"] and "Cancel" in busy.json()["error"]
+    d.http.post("/connect/1/cancel")
+    assert d.events(1, lambda e: e["type"] == "stop" and e["reason"] == "cancelled")

@@ -14,7 +14,8 @@ __all__ = ["add_parser", "run"]
 HELP = "browse, filter, compare and watch ACP traffic in a web UI; chat with an agent in the browser"
 DESCRIPTION = """Serve the devtools UI over the recordings database (written by `acplink record --db`,
 by `acplink devtools import`, and by Connect). The first line of output is the URL, with its
-random access token; the server listens on 127.0.0.1 unless --host says otherwise. With
+random access token; the second names the database it opened and how to stop the server.
+It listens on 127.0.0.1 unless --host says otherwise. With
 `-- AGENT_CMD`, that agent is started at once (its traffic recorded) and the URL opens its chat.
 Ctrl-C or SIGTERM stops the server and its agents."""
 EPILOG = """examples:
@@ -86,6 +87,7 @@ def _import(store: Any, traces: list[str]) -> int:
 
 def _serve(store: Any, args: argparse.Namespace) -> int:
     import asyncio
+    import os
     import webbrowser
 
     from ..devtools.server import serve
@@ -93,6 +95,10 @@ def _serve(store: Any, args: argparse.Namespace) -> int:
 
     def announce(url: str) -> None:
         print(url, flush=True)
+        # (after the URL, which stays the first line for scripts)
+        count = store.connection_count()
+        print(f"acplink devtools: database {os.path.abspath(store.path)} ({count} recording{'' if count == 1 else 's'}); "
+              "press Ctrl-C to stop", flush=True)
         if not (args.host.startswith("127.") or args.host in ("localhost", "::1")):
             print(f"acplink: warning: listening on {args.host}, not loopback: anyone who can reach it and has the "
                   "URL can read the recordings and start agents", file=sys.stderr)

@@ -342,6 +342,19 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
         await reply.stream(f"{arg} has {lines} lines and {len(content)} characters.")
 
+    async def current_text(ctx: PromptContext, path: str) -> str | None:
+        """The file's text before a write (None: a new file). As a coding agent that runs beside
+        the files does, it looks on its own disk first: a file that is not there is new and is
+        not read (a read through the client would only answer "not found"); one that is there is
+        read through the client, which may hold unsaved edits. When the folder is not on this
+        disk either (an agent served to a client elsewhere), the client is asked."""
+        if not os.path.lexists(path) and os.path.isdir(os.path.dirname(path)):
+            return None
+        try:
+            return await ctx.read_file(path)
+        except Exception:
+            return None
+
     async def do_write(ctx: PromptContext, reply: _Reply, rest: str) -> None:
         arg, _, body = rest.strip().partition(" ")
         if not arg:
@@ -351,10 +364,7 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
         new = body.replace("\\n", "\n")
         if new and not new.endswith("\n"):
             new += "\n"
-        try:
-            old: str | None = await ctx.read_file(path)
-        except Exception:
-            old = None
+        old = await current_text(ctx, path)
         diff = s.Diff(path=path, old_text=old, new_text=new)
         tool = await ctx.start_tool_call(f"Write {arg}", kind="edit", status="pending", content=[diff],
                                          locations=[s.ToolCallLocation(path=path)])

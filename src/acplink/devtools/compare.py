@@ -84,17 +84,31 @@ def _cell(conn: int, s: Step | None, cls: str) -> str:
             f"#{s.seq}</a> {esc(s.key)}{times}{text}</td>")
 
 
+def _preselect(conns: list[Any], a: str, b: str) -> tuple[str, str]:
+    """The recordings the form shows chosen: those asked for, else two different ones (the
+    older of the two newest on the left, the newest on the right)."""
+    ids = [str(c.id) for c in conns]
+    if not a:
+        a = next((i for i in ids[1:] if i != b), "") if not b else next((i for i in ids if i != b), "")
+    if not b:
+        b = next((i for i in ids if i != a), "")
+    return a, b
+
+
 def _pick_form(store: Store, a: str, b: str, sa: str, sb: str) -> str:
     conns = store.connections()
+    a, b = _preselect(conns, a, b)
 
     def options(chosen: str) -> str:
         return "".join(f'<option value="{c.id}"{" selected" if str(c.id) == chosen else ""}>#{c.id} '
                        f'{esc(c.agent_name or "?")} · {esc(c.source[:50])}</option>' for c in conns)
 
-    return (f'<form class="bar" method="get" id="diffform"><select name="a">{options(a)}</select>'
-            f'<input name="sa" value="{esc(sa)}" placeholder="session (optional)">'
-            f'<select name="b">{options(b)}</select><input name="sb" value="{esc(sb)}" '
-            f'placeholder="session (optional)"><button>Compare</button></form>')
+    return (f'<form class="bar" method="get" id="diffform">'
+            f'<select name="a" aria-label="left recording">{options(a)}</select>'
+            f'<input name="sa" value="{esc(sa)}" placeholder="session (optional)" aria-label="left session">'
+            f'<select name="b" aria-label="right recording">{options(b)}</select><input name="sb" '
+            f'value="{esc(sb)}" placeholder="session (optional)" aria-label="right session">'
+            f'<button>Compare</button></form>')
 
 
 def diff_page(store: Store, query: Any) -> str:

@@ -56,6 +56,8 @@ class Chat:
         self.error: str | None = None
         self._questions: dict[int, asyncio.Future[str | None]] = {}
         self._ids = itertools.count(1)
+        #: a prompt turn is running (from the prompt until its stop or error event)
+        self._running = False
         #: the running turns (closing the chat cancels and awaits them)
         self._tasks = TaskSet(f"acplink-devtools-chat-{chat_id}")
         self._opening: Any = None
@@ -109,9 +111,17 @@ class Chat:
         await self.emit({"type": "permission", "id": qid, "title": params.tool_call.title or "",
                          "options": [{"id": o.option_id, "name": o.name, "kind": o.kind} for o in params.options]})
         try:
-            return await fut
+            option = await fut
+        except asyncio.CancelledError:
+            # (withdrawn by the agent, or the chat closing): the question's buttons go inactive
+            if not self._tasks.closed:
+                self._tasks.spawn(self.emit({"type": "answered", "id": qid, "option": None}))
+            raise
         finally:
             self._questions.pop(qid, None)
+        # every page following the chat (and one reloaded later) shows the question answered
+        await self.emit({"type": "answered", "id": qid, "option": option})
+        return option
 
     def answer(self, qid: int, option: str | None) -> bool:
         fut = self._questions.get(qid)
@@ -120,14 +130,26 @@ class Chat:
         fut.set_result(option)
         return True
 
+    @property
+    def busy(self) -> str | None:
+        """Why a prompt cannot start now (a turn is running), or None."""
+        if not self._running:
+            return None
+        if any(not f.done() for f in self._questions.values()):
+            return "the agent is waiting for your answer to its permission question (or Cancel the turn)"
+        return "the agent is still answering the previous prompt: wait for it to finish or Cancel it"
+
     def prompt(self, text: str) -> str | None:
         """Start a turn; an error message when it cannot start."""
         if self.session is None or self._tasks.closed:
             return self.error or "the agent is not running"
+        if self.busy is not None:
+            return self.busy
         try:
             turn = self.session.prompt(text)
         except AcpError as exc:
             return str(exc)
+        self._running = True
         self._tasks.spawn(self._turn(text, turn))
         return None
 
@@ -138,9 +160,13 @@ class Chat:
                 await self.emit({"type": "update",
                                  "update": update.model_dump(mode="json", by_alias=True, exclude_none=True)})
             result = await turn
+            self._running = False  # (before the stop event: a prompt sent on seeing it is taken)
             await self.emit({"type": "stop", "reason": result.stop_reason})
         except AcpError as exc:
+            self._running = False
             await self.emit({"type": "error", "message": str(exc)})
+        finally:
+            self._running = False
 
     async def cancel(self) -> None:
         for fut in self._questions.values():

@@ -209,16 +209,21 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
             return _not_found("no such chat")
         command = shlex.join(chat.command) if chat is not None else default_cmd
         attach = f' data-chat="{chat.id}"' if chat is not None else " hidden"
-        body = (f'<form id="connect" class="bar"><input name="command" size="60" value="{esc(command)}">'
-                f'<input name="cwd" size="30" value="{esc(chat.cwd if chat else base_cwd)}" '
-                f'title="session working directory">'
+        body = (f'<form id="connect" class="bar"><label for="agent-command">Agent command</label>'
+                f'<input id="agent-command" name="command" size="56" value="{esc(command)}">'
+                f'<label for="agent-cwd">Working directory</label>'
+                f'<input id="agent-cwd" name="cwd" size="26" value="{esc(chat.cwd if chat else base_cwd)}" '
+                f'title="the session\'s working directory">'
                 f'<label><input type="checkbox" name="fs" checked> files</label>'
                 f'<label><input type="checkbox" name="terminal" checked> terminals</label>'
                 f'<button>Start agent</button></form><div id="chat"{attach}><p id="chat-status" class="dim"></p>'
-                f'<div class="conversation" id="chat-log"></div><form id="prompt" class="bar">'
-                f'<input name="text" size="70" placeholder="prompt (the demo agent: help, plan a; b, write f.txt hi)" '
-                f'autocomplete="off"><button>Send</button><button type="button" id="cancel">Cancel</button>'
-                f"</form></div>")
+                f'<div class="conversation" id="chat-log"></div>'
+                f'<button type="button" id="chat-latest" hidden>↓ new output below</button>'
+                f'<form id="prompt" class="bar">'
+                f'<input name="text" id="prompt-text" aria-label="Prompt" size="70" '
+                f'placeholder="prompt (the demo agent: help, plan a; b, write f.txt hi)" autocomplete="off">'
+                f'<button id="send">Send</button><button type="button" id="cancel">Cancel</button>'
+                f'<span id="send-why" class="dim" role="status"></span></form></div>')
         return _html(page("Connect", body, active="Connect"))
 
     async def connect_start(request: Request) -> Response:

@@ -6,7 +6,7 @@ Tables (schema version in ``PRAGMA user_version``, upgraded by :data:`MIGRATIONS
 * ``connections``: one per recording or imported trace: where it came from, its trace
   header, start/end (wall clock), the agent's name and version, its exit code.
 * ``messages``: ``(conn, seq)`` plus direction, wall and monotonic time, kind, method,
-  JSON-RPC id, session id, size, error flag, schema violations (JSON), the seq of the
+  JSON-RPC id, session id, size, error flag (1, or 2 for an expected error), schema violations (JSON), the seq of the
   message it pairs with (request ↔ response) and the latency of a response, and ``body``:
   the message's JSON (or the raw text of a line that is not JSON).
 
@@ -29,11 +29,17 @@ import orjson
 
 from ..errors import AcpError
 from ..rpc.messages import CallMatcher
+from ..tools.analysis import expected_error
 from ..tools.spool import claim_spool, read_spool, spool_dir
 from ..tools.trace import TraceWriter
 from ..tools.validate import agreed_version, validate_message
 
-__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "DatabaseError", "Ingest", "Store", "default_db_path"]
+__all__ = ["EXPECTED_ERROR", "MIGRATIONS", "SCHEMA_VERSION", "DatabaseError", "Ingest", "Store", "default_db_path"]
+
+#: the ``error`` flag of an expected error response (:func:`~acplink.tools.analysis.expected_error`,
+#: e.g. a read of a file that does not exist): shown as informational, not counted as an error
+#: (1 is an error, 0 none)
+EXPECTED_ERROR = 2
 
 
 class DatabaseError(AcpError):
@@ -291,6 +297,9 @@ class Store:
             out.append(row)
         return out
 
+    def connection_count(self) -> int:
+        return int(self.db.execute("SELECT count(*) FROM connections").fetchone()[0])
+
     def connection(self, conn: int) -> ConnectionRow | None:
         """One connection with its counts (each an index lookup, so a huge one costs no more)."""
         r = self.db.execute("SELECT id, source, header, started, ended, exit_code, agent_name, agent_version "
@@ -471,6 +480,8 @@ class Ingest:
                     call = self._calls.answer(d, rid)
                     if call is not None:
                         pair, started, method, session = call[0], call[1], call[2], call[3]
+                        if error and expected_error(method, msg.get("error")):
+                            error = EXPECTED_ERROR  # (informational: not counted, not red)
                         latency = mono - started
                         self._pairs.append((seq, self.conn or 0, pair))
                         result = msg.get("result")

@@ -14,7 +14,7 @@ import orjson
 from ..tools.analysis import FINDING_CODES, analyze
 from .cache import cached
 from .html import DETAIL_LIMIT, esc, fmt_ms, fmt_size, page, pretty_json
-from .store import ConnectionRow, Store, row_record
+from .store import EXPECTED_ERROR, ConnectionRow, Store, row_record
 
 __all__ = ["PAGE", "Filters", "detail_html", "export_lines", "findings_page", "sessions_page", "sessions_rows",
            "timeline_page", "timeline_rows"]
@@ -52,7 +52,7 @@ def sessions_rows(store: Store, search: str = "") -> str:
 
 def sessions_page(store: Store, search: str = "") -> str:
     body = (f'<form class="bar" method="get"><input name="q" value="{esc(search)}" placeholder="search agent, '
-            f'command, session id" id="search"><button>Search</button>'
+            f'command, session id" id="search" aria-label="search recordings"><button>Search</button>'
             f'<a class="btn" href="/diff">Compare two…</a></form>'
             f'<table class="list" id="sessions" data-live-reload="/partial/sessions?q={esc(search)}" '
             f'data-since="{esc(store.live_state())}">'
@@ -113,7 +113,9 @@ def timeline_rows(store: Store, conn: int, f: Filters, after: int = 0, limit: in
     start = _start(store, conn)
     out = []
     for r in rows:
-        bad = r["error"] or r["violations"] is not None
+        bad = r["error"] == 1 or r["violations"] is not None
+        flag = ('<span class="info" title="an expected error (a read of a file that does not exist): '
+                'informational">&#8505;</span>' if r["error"] == EXPECTED_ERROR else "✖" if r["error"] else "")
         arrow = "→" if r["dir"] == "c2a" else "←"
         rid = "" if r["rid"] is None else r["rid"]
         out.append(
@@ -122,7 +124,7 @@ def timeline_rows(store: Store, conn: int, f: Filters, after: int = 0, limit: in
             f'<td title="{"client → agent" if r["dir"] == "c2a" else "agent → client"}">{arrow} {r["dir"]}</td>'
             f'<td>{esc(r["kind"])}</td><td class="method">{esc(r["method"] or "")}</td><td>{esc(rid)}</td>'
             f'<td class="sid">{esc((r["session"] or "")[:12])}</td><td>{fmt_size(r["size"])}</td>'
-            f'<td>{fmt_ms(r["latency"])}</td><td>{"⚠" if r["violations"] else ""}{"✖" if r["error"] else ""}</td>'
+            f'<td>{fmt_ms(r["latency"])}</td><td>{"⚠" if r["violations"] else ""}{flag}</td>'
             "</tr>")
     return "".join(out), (rows[-1]["seq"] if len(rows) == limit else None)
 
@@ -147,11 +149,11 @@ def timeline_page(store: Store, c: ConnectionRow, f: Filters, at: int | None = N
     rows, last = timeline_rows(store, conn, f, after)
     total = store.db.execute("SELECT count(*) FROM messages WHERE conn = ?", (conn,)).fetchone()[0]
     form = (f'<form class="bar" method="get" id="filters">'
-            f'<select name="method">{_options(methods, f.method, "any method")}</select>'
-            f'<select name="dir">{_options(["c2a", "a2c"], f.dir, "both directions")}</select>'
-            f'<select name="session">{_options(list(c.sessions), f.session, "any session")}</select>'
+            f'<select name="method" aria-label="method">{_options(methods, f.method, "any method")}</select>'
+            f'<select name="dir" aria-label="direction">{_options(["c2a", "a2c"], f.dir, "both directions")}</select>'
+            f'<select name="session" aria-label="session">{_options(list(c.sessions), f.session, "any session")}</select>'
             f'<label><input type="checkbox" name="errors" value="1"{" checked" if f.errors else ""}> errors only'
-            f'</label><input name="q" value="{esc(f.q)}" placeholder="text in the message">'
+            f'</label><input name="q" value="{esc(f.q)}" placeholder="text in the message" aria-label="text in the message">'
             f"<button>Filter</button></form>")
     info = (f'<p class="dim">{total} messages · {esc(c.source)}'
             f'{" · <span class=live>live</span>" if c.ended is None else ""}</p>')
@@ -196,6 +198,9 @@ def detail_html(store: Store, conn: int, seq: int) -> str | None:
         parts.insert(1, f'<div class="violations"><b>Schema validation: errors</b><ul>{items}</ul></div>')
     elif r["is_json"]:
         parts.insert(1, '<div class="valid">Schema validation: valid</div>')
+    if r["error"] == EXPECTED_ERROR:
+        parts.insert(1, '<div class="expected">An expected error (informational): a read of a file that does not '
+                        "exist, as an agent does before it writes a new file.</div>")
     if r["pair"] is not None:
         title = "Response" if r["kind"] == "request" else "Request"
         lat = f' <span class="dim">latency {fmt_ms(r["latency"])}</span>' if r["latency"] is not None else ""

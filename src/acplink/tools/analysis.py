@@ -18,7 +18,7 @@ from .validate import validate_message
 #: the protocol version traces are judged by (ACP v1)
 P = V1
 
-__all__ = ["TURN_UPDATE_KINDS", "Finding", "Timeline", "TraceSession", "TraceTurn", "analyze"]
+__all__ = ["TURN_UPDATE_KINDS", "Finding", "Timeline", "TraceSession", "TraceTurn", "analyze", "expected_error"]
 
 #: finding codes → what they mean
 FINDING_CODES = {
@@ -36,6 +36,24 @@ FINDING_CODES = {
     "unanswered": "a request that never got a response",
     "update-after-close": "a session/update for a session after its session/close response (v2)",
 }
+
+
+#: error codes of "the resource does not exist" (ACP's -32002; some clients answer a missing
+#: file with an internal error whose message says so)
+_NOT_FOUND_CODE = -32002
+_NOT_FOUND_WORDS = ("not found", "no such file", "does not exist", "enoent")
+
+
+def expected_error(method: str | None, error: Any) -> bool:
+    """Whether an error response is an expected one, shown as informational rather than as an
+    error: a ``fs/read_text_file`` of a file that does not exist (an agent looks before it
+    writes a new file, or probes for an optional one). Every other error is an error."""
+    if method is None or not P.is_(method, "read_text_file") or not isinstance(error, dict):
+        return False
+    if error.get("code") == _NOT_FOUND_CODE:
+        return True
+    text = str(error.get("message") or "").lower()
+    return any(w in text for w in _NOT_FOUND_WORDS)
 
 
 @dataclass
@@ -139,6 +157,8 @@ class Timeline:
     sessions: dict[str, TraceSession] = field(default_factory=dict)
     tool_calls: dict[str, TraceToolCall] = field(default_factory=dict)
     permissions: list[Permission] = field(default_factory=list)
+    #: error responses: seq, dir, method, code, message and severity ("info" for an
+    #: :func:`expected_error`, else "error")
     errors: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
     exit_code: Any = None
@@ -273,7 +293,7 @@ class _Analyzer:
             elif "error" in msg and rid is None:
                 err = _obj(msg.get("error"))
                 self.t.errors.append({"seq": rec.get("seq"), "dir": d, "method": None, "code": err.get("code"),
-                                      "message": err.get("message")})
+                                      "message": err.get("message"), "severity": "error"})
             else:
                 self.find("response-unknown-id", f"response to unknown request id {rid!r}", rec)
             return
@@ -283,7 +303,8 @@ class _Analyzer:
         if error is not None:
             err = error if isinstance(error, dict) else {}
             self.t.errors.append({"seq": rec.get("seq"), "dir": d, "method": method, "code": err.get("code"),
-                                  "message": err.get("message")})
+                                  "message": err.get("message"),
+                                  "severity": "info" if expected_error(method, error) else "error"})
         sid = params.get("sessionId") if isinstance(params, dict) else None
         if P.is_(method, "initialize") and isinstance(result, dict):
             self.initialized = True

@@ -121,12 +121,18 @@ def render_text(t: Timeline, console: Console, *, show_text: bool = False) -> No
             wait = None if p.answered is None else p.answered - p.asked
             say(f"  {_at(t, p.asked)} tool call {p.tool_call_id}: options {', '.join(p.options)}"
                           f" → {p.answer or '(no answer)'} after {_dur(wait)}")
-    if t.errors:
+    for severity, title, style in (("error", "errors", "bold red"),
+                                   ("info", "expected errors (informational: a read of a file that does not "
+                                            "exist)", "dim")):
+        errors = [e for e in t.errors if e.get("severity", "error") == severity]
+        if not errors:
+            continue
         say()
-        say(_text("errors", style="bold"))
-        for e in t.errors:
+        say(_text(title, style=style))
+        for e in errors:
             who = "agent" if e["dir"] == "a2c" else "client"
-            say(f"  #{e['seq']} {e['method'] or '(no request)'}: error {e['code']} {e['message']} (from the {who})")
+            say(f"  #{e['seq']} {e['method'] or '(no request)'}: error {e['code']} {e['message']} (from the {who})",
+                style="" if severity == "error" else "dim")
     say()
     schema = [f for f in t.findings if f.is_schema]
     order = [f for f in t.findings if not f.is_schema]

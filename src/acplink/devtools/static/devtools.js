@@ -26,6 +26,7 @@
     const open = (row) => {
       body.querySelectorAll("tr.sel").forEach(r => r.classList.remove("sel"));
       row.classList.add("sel");
+      detail.parentElement.classList.add("open");
       fetch(`/c/${conn}/m/${row.dataset.seq}`).then(r => r.text()).then(html => { detail.innerHTML = html; });
     };
     body.addEventListener("click", (ev) => { const row = ev.target.closest("tr.msg"); if (row) open(row); });
@@ -73,8 +74,25 @@
     const status = $("#chat-status");
     const log = $("#chat-log");
     const chatBox = $("#chat");
+    const send = $("#send");
+    const why = $("#send-why");
+    const latest = $("#chat-latest");
     let chat = null, source = null, agentMsg = null, thought = null;
     const tools = {};
+    const questions = {};  // permission question id → its box
+    // the log follows new output while the user is at its end; one who scrolled up to read is
+    // left there (a button says there is more below)
+    let follow = true;
+    const atEnd = () => log.scrollHeight - log.scrollTop - log.clientHeight < 24;
+    log.addEventListener("scroll", () => { follow = atEnd(); if (follow) latest.hidden = true; });
+    const toEnd = () => { log.scrollTop = log.scrollHeight; follow = true; latest.hidden = true; };
+    latest.addEventListener("click", toEnd);
+    // Send is off while a turn runs (one turn at a time), the reason beside it
+    let running = false;  // a turn runs: from its prompt event to its stop (or error) event
+    const busy = (reason) => {
+      send.disabled = !!reason;
+      why.textContent = reason || "";
+    };
     const say = (cls, text, label) => { const d = el("div", cls); if (label) d.appendChild(el("span", "who", label)); d.appendChild(el("div", "", text)); log.appendChild(d); return d; };
     const renderTool = (u) => {
       let box = tools[u.toolCallId];
@@ -107,11 +125,27 @@
       (u.entries || []).forEach(e => { const li = el("li", e.status); li.append(el("span", "st", e.status), " " + e.content); ol.appendChild(li); });
       box.appendChild(ol);
     };
+    // an answered question: its buttons off, the chosen one marked (also when the page is
+    // reloaded: the chat's events, replayed, carry the answer)
+    const answered = (box, option) => {
+      if (!box || box.classList.contains("answered")) return;
+      box.classList.add("answered");
+      let chosen = null;
+      box.querySelectorAll("button").forEach(b => {
+        b.disabled = true;
+        const on = option !== null && b.dataset.option === option;
+        b.setAttribute("aria-pressed", on ? "true" : "false");
+        if (on) { b.classList.add("chosen"); chosen = b.textContent; }
+      });
+      box.appendChild(el("b", "answer", " → " + (chosen || "cancelled")));
+    };
     const failed = (message, stderr) => {
       status.innerHTML = "";
       const d = el("div", "error", message); d.id = "connect-error"; status.appendChild(d);
       if (stderr && stderr.length) { const pre = el("pre", "stderr", stderr.join("\n")); pre.id = "connect-stderr"; status.appendChild(pre); }
+      busy("the agent did not start");
     };
+    const RUNNING = "the agent is answering: Send is back when the turn ends (Cancel stops it)";
     const onEvent = (ev) => {
       const e = JSON.parse(ev.data);
       if (e.type === "starting") {
@@ -120,6 +154,7 @@
         failed(e.message, e.stderr);
       } else if (e.type === "prompt") {
         say("user", e.text, "prompt"); agentMsg = null; thought = null;
+        running = true; busy(RUNNING);
       } else if (e.type === "ready") {
         status.innerHTML = "";
         status.append(`Connected to ${e.agent}, session ${e.session}. `);
@@ -138,25 +173,38 @@
           renderPlan(u);
         }
       } else if (e.type === "permission") {
-        const box = say("permission", e.title, "permission");
+        const box = questions[e.id] = say("permission", e.title, "permission");
+        box.dataset.question = e.id;
         e.options.forEach(o => {
-          const b = el("button", "", o.name); b.dataset.kind = o.kind;
-          b.onclick = () => { post(`/connect/${chat}/answer`, { id: e.id, option: o.id }); box.querySelectorAll("button").forEach(x => x.disabled = true); box.appendChild(el("b", "", " → " + o.name)); };
+          const b = el("button", "", o.name); b.type = "button"; b.dataset.kind = o.kind; b.dataset.option = o.id;
+          b.onclick = () => { post(`/connect/${chat}/answer`, { id: e.id, option: o.id }); answered(box, o.id); };
           box.appendChild(b);
         });
         agentMsg = null;
+        busy("the agent waits for your answer to its permission question (or Cancel the turn)");
+      } else if (e.type === "answered") {
+        answered(questions[e.id], e.option);
+        if (running) busy(RUNNING);  // (the turn goes on; its stop event ends it)
       } else if (e.type === "stop") {
         say("stop", "stop reason: " + e.reason); agentMsg = null; thought = null;
+        running = false; busy(null);
       } else if (e.type === "error") {
         say("error", e.message);
+        running = false; busy(null);
       }
+    };
+    // each event may add output: the log follows it (unless the user scrolled up)
+    const onMessage = (ev) => {
+      const stay = follow;
+      onEvent(ev);
+      if (stay) toEnd(); else if (atEnd()) follow = true; else latest.hidden = false;
     };
     // follow a chat's events (they are replayed from its start); the address names the chat
     const attach = (id) => {
       if (source) source.close();
       chat = id;
       source = new EventSource(`/connect/${id}/events`);
-      source.onmessage = onEvent;
+      source.onmessage = onMessage;
       if (location.pathname !== `/connect/${id}`) history.replaceState(null, "", `/connect/${id}`);
     };
     if (chatBox.dataset.chat) attach(+chatBox.dataset.chat);
@@ -167,7 +215,8 @@
       chat = null;
       status.textContent = "starting…"; chatBox.hidden = false; log.innerHTML = "";
       for (const k in tools) delete tools[k];
-      agentMsg = null; thought = null;
+      for (const k in questions) delete questions[k];
+      agentMsg = null; thought = null; running = false; busy(null); follow = true; latest.hidden = true;
       post("/connect/start", { command: f.get("command"), cwd: f.get("cwd"), fs: f.get("fs") === "on", terminal: f.get("terminal") === "on" }).then(r => {
         if (r.error) { failed(r.error, r.stderr); return; }
         attach(r.id);
@@ -175,11 +224,15 @@
     });
     $("#prompt").addEventListener("submit", (ev) => {
       ev.preventDefault();
-      const input = $("#prompt input[name=text]");
+      const input = $("#prompt-text");
       const text = input.value.trim();
-      if (!text || chat === null) return;
+      if (!text || chat === null || send.disabled) return;
       input.value = "";
-      post(`/connect/${chat}/prompt`, { text }).then(r => { if (r.error) say("error", r.error); });
+      busy(RUNNING);  // (until the turn's stop event; the prompt event confirms it)
+      toEnd();
+      post(`/connect/${chat}/prompt`, { text }).then(r => {
+        if (r.error) { say("error", r.error); busy(null); input.value = input.value || text; toEnd(); }
+      });
     });
     $("#cancel").addEventListener("click", () => { if (chat !== null) post(`/connect/${chat}/cancel`); });
   }
