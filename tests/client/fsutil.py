@@ -8,6 +8,7 @@ import pwd
 import shutil
 import tempfile
 import traceback
+import warnings
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -71,7 +72,9 @@ def as_normal_user(check: Callable[[], Awaitable[None]]) -> None:
         return
     uid, gid = _normal_user()
     read_end, write_end = os.pipe()
-    pid = os.fork()
+    with warnings.catch_warnings():  # (3.12+ warns about fork() in a process with threads: the
+        warnings.simplefilter("ignore", DeprecationWarning)  # child only runs `check`)
+        pid = os.fork()
     if pid == 0:  # the child: never returns into pytest
         status = 1
         try:
