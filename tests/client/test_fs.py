@@ -8,12 +8,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fsutil import read, resolver, wr
+from fsutil import as_normal_user, open_tmp, read, resolver, wr
 
 from acplink.client.fs import FileAccessDenied, FileSystemHandler
 from acplink.errors import InternalError, InvalidParams, RequestError, ResourceNotFound
 
-__all__ = ["resolver"]  # the fixture
+__all__ = ["open_tmp", "resolver"]  # the fixtures
 
 
 @pytest.fixture(autouse=True)
@@ -258,16 +258,19 @@ async def test_failed_write_leaves_the_old_file_and_no_temp(tree: dict[str, Path
     assert sorted(p.name for p in tree["root"].iterdir()) == ["a.txt", "sub"]
 
 
-async def test_permission_denied_is_a_clean_error(tree: dict[str, Path]) -> None:
-    if os.geteuid() == 0:
-        pytest.skip("root ignores file permissions")
-    locked = tree["root"] / "locked.txt"
+def test_permission_denied_is_a_clean_error(open_tmp: Path) -> None:
+    locked = open_tmp / "locked.txt"
     locked.write_text("x")
     locked.chmod(0)
-    fs = FileSystemHandler([tree["root"]])
-    with pytest.raises(FileAccessDenied) as info:
-        await read(fs, locked)
-    assert info.value.data == {"reason": "permission_denied"}
+
+    async def check() -> None:  # as a normal user (root passes the check: see as_normal_user)
+        fs = FileSystemHandler([open_tmp])
+        with pytest.raises(FileAccessDenied) as info:
+            await read(fs, locked)
+        assert info.value.data == {"reason": "permission_denied"}
+        assert_no_leak(info.value, open_tmp)
+
+    as_normal_user(check)
 
 
 async def test_add_root(tree: dict[str, Path]) -> None:

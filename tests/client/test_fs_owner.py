@@ -118,3 +118,35 @@ async def test_new_file_mode_follows_a_strict_umask(tmp_path: Path, resolver: st
         os.umask(old)
     assert stat.S_IMODE((tmp_path / "d" / "private.txt").stat().st_mode) == 0o600
     assert stat.S_IMODE((tmp_path / "d").stat().st_mode) == 0o700
+
+
+async def test_a_replacement_is_private_until_it_gets_the_old_mode(tmp_path: Path, resolver: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The temporary file that replaces an existing one is created 0o600 (nobody else may read
+    or run it while it is written) and only then given the old file's mode; a new file is
+    created 0o666 minus the umask, and gets no chmod."""
+    (tmp_path / "old.txt").write_text("old")
+    (tmp_path / "old.txt").chmod(0o755)
+    created: dict[str, int] = {}
+    before_chmod: list[int] = []
+    real_open, real_fchmod = os.open, os.fchmod
+
+    def spy_open(path: str, flags: int, mode: int = 0o777, **kw: object) -> int:
+        fd = real_open(path, flags, mode, **kw)  # type: ignore[arg-type]
+        if str(path).endswith(".acplink-tmp"):
+            created[str(path).split(".")[1]] = mode  # (".NAME.RANDOM.acplink-tmp")
+            assert stat.S_IMODE(os.fstat(fd).st_mode) == mode & ~umask()
+        return fd
+
+    def spy_fchmod(fd: int, mode: int) -> None:
+        before_chmod.append(stat.S_IMODE(os.fstat(fd).st_mode))
+        real_fchmod(fd, mode)
+
+    monkeypatch.setattr(os, "open", spy_open)
+    monkeypatch.setattr(os, "fchmod", spy_fchmod)
+    fs = FileSystemHandler([tmp_path])
+    await fs.write_text_file(wr(tmp_path / "old.txt", "replaced"))
+    await fs.write_text_file(wr(tmp_path / "new.txt", "new"))
+    assert created == {"old": 0o600, "new": 0o666}
+    assert before_chmod == [0o600 & ~umask()]  # the replacement only: 0o600, or less under the umask
+    assert stat.S_IMODE((tmp_path / "old.txt").stat().st_mode) == 0o755

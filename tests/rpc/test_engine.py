@@ -328,3 +328,22 @@ def test_oversized_requests_are_always_answered_with_their_id(rid: int | str, si
     assert isinstance(InvalidRequest.from_wire(reply["error"]), InvalidRequest)
     # the stream continues after the discarded message
     assert isinstance(one(e.receive(b'{"jsonrpc":"2.0","method":"n"}\n')), IncomingNotification)
+
+
+def test_forget_says_whether_the_request_was_still_awaited() -> None:
+    e = Engine()
+    rid, _ = e.request("m", None)
+    other, _ = e.request("m", None)
+    assert e.awaited == 2
+    assert e.forget(rid) is True  # pending: forgotten now
+    assert e.awaited == 1 and rid not in e.pending and other in e.pending
+    assert e.forget(rid) is False  # forgotten already
+    assert e.forget(12345) is False and e.forget("unknown") is False  # never sent
+    assert one(e.receive(b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % other)) == IncomingResponse(other, "m", result={})
+    assert e.forget(other) is False  # answered already
+    assert e.awaited == 0
+    # the forgotten request's late answer is still recognised (the connection drops it quietly)...
+    assert one(e.receive(b'{"jsonrpc":"2.0","id":%d,"result":{}}\n' % rid)) == IncomingResponse(rid, "m", result={})
+    # ...an answer to an id forget() did not know is not
+    late = one(e.receive(b'{"jsonrpc":"2.0","id":12345,"result":{}}\n'))
+    assert isinstance(late, Violation) and "unknown request id" in late.message

@@ -113,3 +113,25 @@ def test_the_split_fast_path_agrees_with_the_line_loop(lines: list[bytes], cuts:
     expected = [line.removesuffix(b"\r") for line in lines if line.removesuffix(b"\r").strip()]
     assert feed_all(LineDecoder(1 << 20), split(data, cuts)) == expected
     assert feed_all(LineDecoder(1 << 20), [data]) == expected
+
+
+def test_a_cr_at_the_end_of_a_chunk_waits_for_the_next_one() -> None:
+    """The one-split fast path cannot strip a ``\\r`` whose ``\\n`` comes in the next chunk: a
+    buffer ending in ``\\r`` sends the next chunk (itself without any ``\\r``) the careful way."""
+    dec = LineDecoder(100)
+    assert dec.feed(b'{"a":1}\r') == []
+    assert dec.feed(b'\n{"b":2}\n') == [b'{"a":1}', b'{"b":2}']  # (no \r in this chunk)
+    assert dec.feed(b'{"c":3}\r') == []
+    assert dec.feed(b'\n') == [b'{"c":3}']
+    assert dec.buffered == 0
+
+
+def test_crlf_and_lone_cr_in_chunks_without_other_cr() -> None:
+    dec = LineDecoder(100)
+    assert dec.feed(b'{"a":1}\r\n{"b":2}\r\n') == [b'{"a":1}', b'{"b":2}']  # CRLF: stripped
+    assert dec.feed(b'{"c":"x\ry"}\n') == [b'{"c":"x\ry"}']  # a lone CR inside a line: kept
+    assert dec.feed(b"\r\n\r\n") == []  # lines of only CR: empty
+    assert dec.feed(b"a\r\rb\r\r\n") == [b"a\r\rb\r"]  # only the CR of the CRLF goes
+    assert dec.feed(b'{"d"') == []
+    assert dec.feed(b':4}\r\n') == [b'{"d":4}']  # the buffered head, its CR in the next chunk
+    assert dec.buffered == 0

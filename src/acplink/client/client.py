@@ -81,7 +81,13 @@ class _Connection(ClientSideConnection):
 
     async def _call(self, method: str, params: Any, fields: dict[str, Any], *, timeout: float | None = None) -> Any:
         if self.protocol.is_(self.protocol.send_name(method), "prompt"):
-            self._owner._questions.turn_started(_session_of(params, fields) or "")
+            sid = _session_of(params, fields) or ""
+            sess = self._owner.sessions.get(sid)
+            turn = sess._turn if sess is not None else None
+            # (the turn of a Session.prompt started when it was made: a session/cancel since
+            # then must stand)
+            if turn is None or turn.request is not params:
+                self._owner._questions.turn_started(sid)
         return await super()._call(method, params, fields, timeout=timeout)
 
 

@@ -92,14 +92,28 @@ class Session:
         local_id = f"local-{uuid.uuid4().hex}"
         for block in request.prompt:
             self.state.apply(s.UserMessageChunk(content=block, message_id=local_id))
+        # the turn starts now, not when its task sends the prompt: a cancel in between must
+        # not be undone by it (see cancel())
+        self.client._questions.turn_started(self.session_id)
         turn = PromptTurn(self, request, timeout=timeout, cancel_wait=wait)
         self._turn = turn
         return turn
 
     async def cancel(self) -> None:
         """Send ``session/cancel``; the running turn ends with stopReason ``cancelled``."""
-        if not self.client.closed:
+        if await self._prompt_out():
             await self.client.conn.session_cancel(session_id=self.session_id)
+
+    async def _prompt_out(self) -> bool:
+        """Before a cancel: wait until the running turn's prompt was written (its task may not
+        have run yet), so that the agent sees the prompt first (a cancel before it would be
+        ignored, and the turn would run on); the turn's questions are answered "cancelled"
+        from now on meanwhile. False when the client closed."""
+        turn = self._turn
+        if turn is not None and not turn._out.is_set():
+            self.client._questions.cancel(self.session_id)
+            await turn._out.wait()
+        return not self.client.closed
 
     async def set_mode(self, mode_id: str) -> None:
         self._check_open()
@@ -169,12 +183,17 @@ class PromptTurn:
         self._timed_out = False
         self._timer: asyncio.TimerHandle | None = None
         loop = asyncio.get_running_loop()
+        #: set once the prompt request was written (or the turn ended without writing it)
+        self._out = asyncio.Event()
         self._task: asyncio.Future[s.PromptResponse] = self._tasks.spawn(self._run())
+        self._task.add_done_callback(lambda _: self._out.set())
         if timeout is not None:
             self._timer = loop.call_later(timeout, self._expire)
 
     async def _run(self) -> s.PromptResponse:
         try:
+            # (waiters run after this step, in which _exchange writes the request)
+            self._out.set()
             resp: s.PromptResponse = await self._exchange()
             self.response = resp
             return resp

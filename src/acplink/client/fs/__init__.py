@@ -47,7 +47,6 @@ from ._resolve import (
     FileAccessDenied,
     Root,
     check_path,
-    close_all,
     locate,
     match_root,
     not_regular,
@@ -214,7 +213,7 @@ class FileSystemHandler:
         except OSError as exc:
             raise os_error(exc, shown) from None
         finally:
-            close_all(walk.fds)
+            walk.close()
 
 
 def _require_regular(st: os.stat_result) -> None:

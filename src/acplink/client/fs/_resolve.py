@@ -195,7 +195,10 @@ class _Walk:
         self.create = create
         self.links = 0
         self.fds: list[int] = [root.open()]
-        self.made: list[tuple[int, str]] = []  # folders we created: (index of parent in fds, name)
+        #: folders we created: (our own descriptor of the parent, name). Not an index into
+        #: ``fds``: ``..`` and an absolute symlink (which restarts the walk at a root) replace
+        #: what ``fds`` holds, and undo() must still find the parent each was made in
+        self.made: list[tuple[int, str]] = []
 
     def follow(self, name: str) -> bool:
         """If ``name`` (in the current folder) is a symlink, splice its target into the path."""
@@ -209,7 +212,6 @@ class _Walk:
         if os.path.isabs(target):
             root, parts = match_root(self.roots, os.path.normpath(target))
             close_all(self.fds)
-            self.made.clear()
             self.root = root
             self.fds.append(root.open())
             self.todo.extendleft(reversed(parts))
@@ -235,7 +237,6 @@ class _Walk:
                 if len(self.fds) == 1:
                     raise outside()
                 os.close(self.fds.pop())
-                self.made = [m for m in self.made if m[0] < len(self.fds)]
                 continue
             if not self.todo:
                 st = _lstat(name, self.fds[-1])
@@ -252,11 +253,16 @@ class _Walk:
         except FileNotFoundError:
             if not self.create:
                 raise
+            keep = os.dup(parent)  # (undo() removes it from this folder, whatever the walk does next)
             try:
                 os.mkdir(name, 0o777, dir_fd=parent)
-                self.made.append((len(self.fds) - 1, name))
             except FileExistsError:
-                pass
+                os.close(keep)
+            except BaseException:
+                os.close(keep)
+                raise
+            else:
+                self.made.append((keep, name))
             self.todo.appendleft(name)  # open it now (it may be a symlink by now: the rules apply)
             return
         except OSError as exc:
@@ -274,12 +280,21 @@ class _Walk:
 
     def undo(self) -> None:
         """Remove the folders this walk created (innermost first), if still empty."""
-        for index, name in reversed(self.made):
+        for parent, name in reversed(self.made):
             try:
-                os.rmdir(name, dir_fd=self.fds[index])
+                os.rmdir(name, dir_fd=parent)
             except OSError:
                 pass
-        self.made.clear()
+        self._forget_made()
+
+    def _forget_made(self) -> None:
+        while self.made:
+            os.close(self.made.pop()[0])
+
+    def close(self) -> None:
+        """Close every descriptor of the walk (after ``run``, also after an exception)."""
+        close_all(self.fds)
+        self._forget_made()
 
 
 def _lstat(name: str, dirfd: int) -> os.stat_result | None:
@@ -292,7 +307,7 @@ def _lstat(name: str, dirfd: int) -> os.stat_result | None:
 def locate(roots: list[Root], root: Root, parts: list[str], *, create: bool = False) -> _Walk:
     """Walk ``parts`` beneath ``root``; the result's ``run()`` gives the folder and name.
 
-    The caller closes ``walk.fds`` (also after an exception from ``run``: use try/finally)."""
+    The caller calls ``walk.close()`` (also after an exception from ``run``: use try/finally)."""
     return _Walk(roots, root, parts, create)
 
 
@@ -312,4 +327,4 @@ def open_beneath(roots: list[Root], root: Root, parts: list[str], *, use_openat2
         # O_NOFOLLOW: a symlink swapped in since the lstat fails with ELOOP
         return os.open(found.name, READ_FLAGS | os.O_NOFOLLOW, dir_fd=found.fds[-1])
     finally:
-        close_all(walk.fds)
+        walk.close()

@@ -75,7 +75,7 @@ class V2Session(Session):
 
     async def cancel(self) -> None:
         """Send ``session/cancel``: the running work ends with an idle ``cancelled``."""
-        if not self.client.closed:
+        if await self._prompt_out():
             self.client._questions.cancel(self.session_id)
             await self.link.notify(m.CancelSessionNotification(session_id=self.session_id))
 
