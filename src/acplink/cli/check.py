@@ -19,7 +19,9 @@ DEFAULT_JOBS = max(1, min(8, os.cpu_count() or 1))
 HELP = "check an agent's conformance to the ACP spec (each check on a fresh agent process)"
 DESCRIPTION = """Spawns the agent afresh for each check and reports every requirement as pass / fail /
 skipped, with the evidence. Exit code 0 only when no "must" requirement fails (with --strict,
-no "should" either)."""
+no "should" either). On a terminal one line shows the progress (checks done / total, what runs
+now); it is erased before the report. The agents run with a temporary session store for the
+demo agent ($ACPLINK_DEMO_STORE), removed at the end: the checker leaves nothing in yours."""
 
 EPILOG = """examples:
   acplink check -- acplink demo-agent
@@ -57,7 +59,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--cwd", default=".", help="the session working directory given to the agent")
     p.add_argument("--protocol", type=int, choices=(1, 2), default=1,
                    help="the ACP version to check: 1, or 2 (the v2 draft's requirements; default 1)")
-    p.add_argument("--verbose", "-v", action="store_true", help="show the evidence of passed requirements too")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="print each check's results as it ends, and the evidence of passed requirements too")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("agent", nargs=argparse.REMAINDER, help="the agent command line, after `--`")
     p.set_defaults(run=run)
@@ -84,9 +87,12 @@ def run(args: argparse.Namespace) -> int:
                    cwd=os.path.abspath(args.cwd), startup_timeout=args.startup_timeout, protocol=args.protocol)
     if args.cancel_prompt:
         opts.cancel_prompt = args.cancel_prompt
+    from .check_progress import CheckProgress
+
+    progress = CheckProgress(stream=args.verbose and not args.json)
     try:
         report = asyncio.run(run_checks(opts, args.patterns, concurrency=max(1, args.jobs),
-                                        startup_timeout=args.startup_timeout, started=started))
+                                        startup_timeout=args.startup_timeout, started=started, progress=progress))
     except AgentDidNotStart as exc:
         return fail(f"{exc}" + (f"\nlast stderr lines:\n{stderr_tail(exc.stderr)}" if exc.stderr else ""), 2)
     except (AcpError, OSError) as exc:
@@ -95,6 +101,8 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc), 2)
     except KeyboardInterrupt:
         return 130
+    finally:
+        progress.close()
     return print_report(report, args)
 
 
