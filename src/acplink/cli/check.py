@@ -55,7 +55,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--allow-logout", action="store_true",
                    help="run the logout check when the agent advertises it (it may end your login)")
     p.add_argument("--tck-ids", action="store_true",
-                   help="print which acplink requirement covers each v1 requirement of the official kit (acp-tck)")
+                   help="print which acplink requirement covers each requirement of the official kit (acp-tck) "
+                        "for --protocol (1 or 2), or why none does")
     p.add_argument("--cwd", default=".", help="the session working directory given to the agent")
     p.add_argument("--protocol", type=int, choices=(1, 2), default=1,
                    help="the ACP version to check: 1, or 2 (the v2 draft's requirements; default 1)")
@@ -75,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from .common import fail, given_command, stderr_tail
 
     if args.tck_ids:
-        return _print_tck_ids(args.json)
+        return _print_tck_ids(args.json, args.protocol)
     cmd = given_command(args)
     if not cmd:
         return fail("no agent command given (acplink check -- AGENT_CMD ...)", 2)
@@ -117,18 +118,20 @@ def print_report(report: Any, args: argparse.Namespace) -> int:
     return exit_code
 
 
-def _print_tck_ids(as_json: bool) -> int:
-    """One line per v1 requirement of the official kit: its id, tier, and the acplink ones covering it."""
+def _print_tck_ids(as_json: bool, protocol: int) -> int:
+    """One line per requirement of the official kit's suite for ``protocol``: its id, tier, and
+    the acplink ones covering it (or why none does)."""
     from ..conformance.requirements import tck_requirements
 
-    kit = tck_requirements()
+    kit = tck_requirements(protocol)
     if as_json:
         json.dump([{"tck": k.id, "tier": k.tier, "capability": k.capability, "summary": k.summary,
-                    "acplink": list(k.covered_by)} for k in kit], sys.stdout, indent=2)
+                    "acplink": list(k.covered_by), **({"not_covered": k.not_covered} if k.not_covered else {})}
+                   for k in kit], sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         for k in kit:
-            print(f"{k.id:<28} {k.tier:<13} {', '.join(k.covered_by) or '(not covered)'}")
+            print(f"{k.id:<28} {k.tier:<13} {', '.join(k.covered_by) or '(not covered: ' + k.not_covered + ')'}")
         covered = sum(1 for k in kit if k.covered_by)
-        print(f"{covered} of {len(kit)} v1 requirements of the official kit covered")
+        print(f"{covered} of {len(kit)} v{protocol} requirements of the official kit covered")
     return 0

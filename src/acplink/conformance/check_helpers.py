@@ -8,7 +8,7 @@ from typing import Any
 from ..schema import _generated as s
 from .probe import Probe, _short, prompt_params, text_block
 
-__all__ = ["HISTORY_KINDS", "SLOWER_PROMPT", "STOP_REASONS", "_busy_turn", "_busy_turn_retrying", "_error_code", "_prompt",
+__all__ = ["HISTORY_KINDS", "repeated", "SLOWER_PROMPT", "STOP_REASONS", "_busy_turn", "_busy_turn_retrying", "_error_code", "_prompt",
            "_stop_reason", "_too_fast"]
 
 STOP_REASONS = frozenset(s.StopReason.__args__)  # type: ignore[attr-defined]
@@ -85,3 +85,8 @@ def _too_fast(early: dict[str, Any]) -> str:
     first = early.get("_first", early)
     return (f"not judged: both the cancel prompt and a slower one ended before a cancel could be sent "
             f"({_short(first.get('result') or first.get('error'), 120)}); pass a longer --cancel-prompt")
+
+
+def repeated(values: list[Any]) -> list[str]:
+    """The values that occur more than once (sorted, as text): duplicated auth method ids."""
+    return sorted({str(v) for v in values if values.count(v) > 1})

@@ -294,6 +294,13 @@ async def check_extensions(p: Probe) -> None:
         p.fail("RPC-002", "a `_` extension request got no response" + ("" if p.alive else f" ({p.died()})"))
     else:
         p.ok("RPC-002", f"answered {'error ' + str(_error_code(resp)) if 'error' in resp else 'with a result'}")
+    if resp is None:
+        p.skip("RPC-016", "the `_` extension request got no response")
+    elif _error_code(resp) == -32601:
+        p.ok("RPC-016", "an unknown `_` request got -32601")
+    else:
+        p.fail("RPC-016", f"an unknown `_` request (_acplink/check_extension) was answered {_short(resp)}, "
+               "not error -32601: the client cannot tell the extension is not there")
     p.notify("_acplink/check_notice", {"hello": "world"})
     why = await p.still_alive()
     if why is None:
@@ -524,7 +531,7 @@ CHECKS: tuple[Check, ...] = (
     Check("cancel", check_cancel, ("CANCEL-001", "CANCEL-002"), ("PROMPT-002",)),
     Check("cancel-request", check_cancel_request, ("CANCEL-003",)),
     Check("unknown-method", check_unknown_method, ("RPC-001",), ("RPC-014",)),
-    Check("extensions", check_extensions, ("RPC-002", "RPC-003")),
+    Check("extensions", check_extensions, ("RPC-002", "RPC-003", "RPC-016")),
     Check("notifications", check_notifications, ("RPC-013",)),
     Check("invalid-json", check_invalid_json, ("RPC-004", "RPC-005")),
     Check("not-jsonrpc", check_not_jsonrpc, ("RPC-004", "RPC-015")),

@@ -186,9 +186,10 @@ def _suite(protocol: int) -> tuple[Sequence[Check], Sequence[Requirement], Seque
     """The checks, requirements, monitored requirement ids and transcript judge of a version."""
     if protocol == 2:
         from .v2_checks import V2_CHECKS, V2_MONITORED, v2_findings
+        from .v2_checks_kit import V2_KIT_CHECKS
         from .v2_requirements import V2_REQUIREMENTS
 
-        return V2_CHECKS, V2_REQUIREMENTS, V2_MONITORED, v2_findings
+        return (*V2_CHECKS, *V2_KIT_CHECKS), V2_REQUIREMENTS, V2_MONITORED, v2_findings
     return CHECKS, REQUIREMENTS, MONITORED, _finding_outcomes
 
 

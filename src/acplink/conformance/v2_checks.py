@@ -22,7 +22,7 @@ from .probe import CheckAbort, Outcome, Probe, _short, text_block
 
 __all__ = ["V2_CHECKS", "V2_MONITORED", "agent_of", "v2_findings"]
 
-V2_MONITORED = ("V2-SCHEMA-001", "V2-SCHEMA-002", "V2-IDS-001")
+V2_MONITORED = ("V2-SCHEMA-001", "V2-SCHEMA-002", "V2-IDS-001", "V2-RPC-008", "V2-TRANS-001")
 _INFO = {"name": "acplink-check", "version": "1"}
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
@@ -367,6 +367,18 @@ def v2_findings(probe: Probe) -> list[Outcome]:
             if rec.get("kind") == "request" and isinstance(msg, dict):
                 asked.add(_key(msg.get("id")))
             continue
+        if "msg" not in rec:  # a line that is not JSON
+            raw = str(rec.get("raw", ""))
+            what = "not valid UTF-8" if "\ufffd" in raw else "not a JSON-RPC message"
+            out.append(Outcome("V2-TRANS-001", "fail", f"message #{rec.get('seq')}: a line that is {what}: "
+                               f"{raw[:80]!r}", probe.check))
+            continue
+        err = msg.get("error") if isinstance(msg, dict) and "method" not in msg else None
+        if isinstance(err, dict) and isinstance(err.get("message"), str) and (
+                not err["message"].strip() or "\n" in err["message"].strip()):
+            out.append(Outcome("V2-RPC-008", "fail", f"message #{rec.get('seq')}: error {err.get('code')} has "
+                               f"{'an empty' if not err['message'].strip() else 'a multi-line'} message: "
+                               f"{err['message'][:120]!r}", probe.check))
         for v in rec.get("violations") or []:
             req = "V2-SCHEMA-002" if v.get("strict_only") else "V2-SCHEMA-001"
             out.append(Outcome(req, "fail", f"message #{rec.get('seq')}: {v.get('path')}: {v.get('message')}",
