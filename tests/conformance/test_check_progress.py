@@ -64,6 +64,7 @@ def test_a_terminal_sees_one_updating_line_erased_before_the_report(tmp_path: Pa
     # the updating line: carriage return, "done/total", a requirement id and the check's name
     assert re.search(r"\r0/2 (INIT-001 initialize|RPC-001 unknown-method)", live), live
     assert re.search(r"\r2/2 ", live), live
+    assert live.startswith("\rstarting the agent … 0 s\x1b[K"), live  # (before the first check runs)
     assert live.endswith("\r\x1b[K"), live  # erased before the report
     assert "\n" not in live  # one line, rewritten in place
     # the store the demo agent would have used is untouched

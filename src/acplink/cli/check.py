@@ -91,9 +91,18 @@ def run(args: argparse.Namespace) -> int:
     from .check_progress import CheckProgress
 
     progress = CheckProgress(stream=args.verbose and not args.json)
+
+    async def checked() -> Any:
+        ticker = asyncio.create_task(progress.tick_every(1.0))  # the elapsed time moves while a check runs
+        try:
+            return await run_checks(opts, args.patterns, concurrency=max(1, args.jobs),
+                                    startup_timeout=args.startup_timeout, started=started, progress=progress)
+        finally:
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+
     try:
-        report = asyncio.run(run_checks(opts, args.patterns, concurrency=max(1, args.jobs),
-                                        startup_timeout=args.startup_timeout, started=started, progress=progress))
+        report = asyncio.run(checked())
     except AgentDidNotStart as exc:
         return fail(f"{exc}" + (f"\nlast stderr lines:\n{stderr_tail(exc.stderr)}" if exc.stderr else ""), 2)
     except (AcpError, OSError) as exc:

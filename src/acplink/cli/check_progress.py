@@ -5,6 +5,7 @@ is not a terminal, so redirected output holds only the report."""
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import sys
 import time
@@ -44,6 +45,13 @@ class CheckProgress:
                 self.out.write(self.result_line(run, done, total) + "\n")
         self._draw()
 
+    async def tick_every(self, seconds: float) -> None:
+        """Redraw the line every ``seconds`` (its elapsed time), until cancelled; before the
+        first check starts it says the agent is starting."""
+        while True:
+            self._draw()
+            await asyncio.sleep(seconds)
+
     def result_line(self, run: Any, done: int, total: int) -> str:
         """``[12/31] session-load 1.2 s: PASS SESS-011, FAIL SESS-016`` (one entry per requirement)."""
         seen: dict[str, str] = {}
@@ -65,6 +73,8 @@ class CheckProgress:
         ids = checks[0].requirements[0] if checks and checks[0].requirements else ""
         names = ", ".join(c.name for c in checks)
         elapsed = time.monotonic() - self._t0
+        if not self.total:
+            return f"starting the agent … {elapsed:.0f} s"
         return f"{self.done}/{self.total} {ids} {names}".rstrip() + f" … {elapsed:.0f} s"
 
     def _draw(self) -> None:
