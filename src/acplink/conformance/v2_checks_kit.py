@@ -29,7 +29,7 @@ from .v2_checks import (
     setup_v2,
 )
 
-__all__ = ["V2_KIT_CHECKS", "check_auth_methods", "check_cancel_more", "check_list", "check_notifications",
+__all__ = ["V2_KIT_CHECKS", "check_auth_methods", "check_cancel_more", "check_close_running", "check_list", "check_notifications",
            "check_prompt_ids", "check_session_ids"]
 
 AUTH_REQUIRED = -32000
@@ -128,6 +128,28 @@ async def check_cancel_more(p: Probe) -> None:
         p.fail("V2-CANCEL-003", f"state_update after the cancelled idle with no new prompt: {late[:3]}")
     else:
         p.ok("V2-CANCEL-003", "nothing after the cancelled idle")
+
+
+async def check_close_running(p: Probe) -> None:
+    """V2-CLOSE-004: session/close of a session whose turn runs cancels that turn."""
+    _, sid = await setup_v2(p)
+    closed: list[dict[str, Any] | None] = []
+
+    async def close() -> None:
+        closed.append(await p.request(Method.SESSION_CLOSE, {"sessionId": sid}))
+
+    turn = await run_turn(p, sid, p.opts.cancel_prompt, bound=p.opts.timeout + p.opts.cancel_bound, during=close)
+    if turn.response is None or "error" in turn.response:
+        p.skip("V2-CLOSE-004", f"the prompt failed: {_short(turn.response) if turn.response else 'no response'}")
+        return
+    reason = turn.idle.get("stopReason") if turn.idle is not None else None
+    if reason == "cancelled":
+        p.ok("V2-CLOSE-004", "the running turn ended idle cancelled")
+    else:
+        p.fail("V2-CLOSE-004", "session/close during a running turn (answered "
+               f"{_short(closed[0]) if closed and closed[0] else 'nothing'}): "
+               + (f"idle with stopReason {reason!r}" if turn.idle else
+                  f"no idle within {p.opts.timeout + p.opts.cancel_bound:g} s"))
 
 
 async def check_notifications(p: Probe) -> None:
@@ -256,6 +278,7 @@ V2_KIT_CHECKS: tuple[Check, ...] = (
     Check("v2-session-ids", check_session_ids, ("V2-SESS-005", "V2-SESS-006"), V2_MONITORED),
     Check("v2-prompt-ids", check_prompt_ids, ("V2-PROMPT-006", "V2-PROMPT-007", "V2-EXT-002"), V2_MONITORED),
     Check("v2-cancel-meta", check_cancel_more, ("V2-CANCEL-002", "V2-CANCEL-003"), V2_MONITORED),
+    Check("v2-close-running", check_close_running, ("V2-CLOSE-004",), V2_MONITORED),
     Check("v2-notifications", check_notifications, ("V2-RPC-005", "V2-RPC-006", "V2-RPC-007"), V2_MONITORED),
     Check("v2-list", check_list, ("V2-LIST-001", "V2-LIST-002", "V2-SESS-007", "V2-SESS-008"), V2_MONITORED),
     Check("v2-auth-methods", check_auth_methods, ("V2-AUTH-002", "V2-AUTH-003", "V2-AUTH-004", "V2-AUTH-005"),

@@ -92,6 +92,9 @@ V2_REQUIREMENTS: tuple[V2Requirement, ...] = (
        "no session/update is sent for a session after its session/close response"),
     _r("V2-CLOSE-003", "should", "session-setup#closing-sessions",
        "closing or deleting an unknown session succeeds", "DELETE-203"),
+    _r("V2-CLOSE-004", "must", "session-setup#closing-sessions",
+       "session/close of a session whose turn is running ends that turn idle with stopReason cancelled",
+       "CANCEL-208", "CLOSE-202"),
     # JSON-RPC, extensibility, open enums
     _r("V2-RPC-001", "must", "overview#communication-model", "unknown methods are answered with -32601",
        "JSONRPC-004"),

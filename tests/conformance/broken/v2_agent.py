@@ -31,6 +31,7 @@ BREAKS = {
     "terminal-auth": "offer a terminal auth method to a client that did not advertise auth.terminal",
     "multiline-error": "answer unknown methods with a multi-line error message",
     "garbage-line": "write a line that is not JSON during each prompt turn",
+    "close-no-cancel": "leave a running turn unended on session/close",
 }
 
 out = sys.stdout.buffer
@@ -157,7 +158,7 @@ def handle(msg: Any) -> None:
         gone = sessions.pop(sid, None)
         if BROKEN == "delete-keeps-listed" and gone is not None and method == "session/delete":
             deleted[sid] = gone
-        if gone is not None and gone["waiting"]:
+        if gone is not None and gone["waiting"] and BROKEN != "close-no-cancel":
             idle(sid, "cancelled")
         reply(rid, {})
         if BROKEN == "updates-after-close" and gone is not None:
