@@ -39,6 +39,7 @@ BROKEN_V2_CASES = {
     "multiline-error": "V2-RPC-008",
     "garbage-line": "V2-TRANS-001",
     "close-no-cancel": "V2-CLOSE-004",
+    "fs-call": "V2-CAP-001",
 }
 
 
@@ -104,7 +105,8 @@ def test_broken_v2_agent_fails_with_the_right_id(v2_reports: dict[str, Report], 
     others = {r.requirement.id for r in report.results if r.status == "fail" and r.requirement.id != req_id}
     also = {"idle-without-stop-reason": {"V2-CANCEL-001", "V2-CANCEL-002", "V2-CLOSE-004"},
             "no-receipt-id": {"V2-SCHEMA-001", "V2-PROMPT-002", "V2-EXT-002"},  # (the receipt's messageId is required)
-            "answer-cancel": {"V2-CANCEL-002"}}  # (the same wrong answer, to a cancel of a running turn)
+            "answer-cancel": {"V2-CANCEL-002"},
+            "fs-call": {"V2-SCHEMA-001"}}  # (not a v2 message at all)  # (the same wrong answer, to a cancel of a running turn)
     assert others <= also.get(broken, set()), report.to_text()
 
 

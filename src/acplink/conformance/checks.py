@@ -505,12 +505,17 @@ async def check_shutdown(p: Probe) -> None:
         await p.initialize()
     except (AcpError, OSError) as exc:
         raise CheckAbort(f"initialize failed: {exc}") from None
+    await judge_shutdown(p, "SHUT-001")
+
+
+async def judge_shutdown(p: Probe, req: str) -> None:
+    """Close the agent's stdin: ``req`` passes when it exits within the shutdown bound."""
     took = await p.aclose()
     code = p.transport.returncode if p.transport is not None else None
     if took < p.opts.shutdown_bound:
-        p.ok("SHUT-001", f"exited {took:.2f} s after stdin closed (exit code {code})")
+        p.ok(req, f"exited {took:.2f} s after stdin closed (exit code {code})")
     else:
-        p.fail("SHUT-001", f"still running {p.opts.shutdown_bound} s after its stdin closed (it had to be "
+        p.fail(req, f"still running {p.opts.shutdown_bound} s after its stdin closed (it had to be "
                f"signalled; exit code {code})")
 
 

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import AcpError
-from ..protocol.v2 import STOP_REASONS, UNSUPPORTED_PROTOCOL_VERSION, V1_ONLY_METHODS, Method, Update
+from ..protocol.v2 import (
+    CLIENT_METHODS,
+    STOP_REASONS,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    V1_ONLY_METHODS,
+    Method,
+    Update,
+)
 from ..schema import parse
 from ..schema import v2 as m
 from .checks import Check
@@ -22,7 +29,7 @@ from .probe import CheckAbort, Outcome, Probe, _short, text_block
 
 __all__ = ["V2_CHECKS", "V2_MONITORED", "agent_of", "v2_findings"]
 
-V2_MONITORED = ("V2-SCHEMA-001", "V2-SCHEMA-002", "V2-IDS-001", "V2-RPC-008", "V2-TRANS-001")
+V2_MONITORED = ("V2-SCHEMA-001", "V2-SCHEMA-002", "V2-IDS-001", "V2-RPC-008", "V2-TRANS-001", "V2-CAP-001")
 _INFO = {"name": "acplink-check", "version": "1"}
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
@@ -373,6 +380,13 @@ def v2_findings(probe: Probe) -> list[Outcome]:
             out.append(Outcome("V2-TRANS-001", "fail", f"message #{rec.get('seq')}: a line that is {what}: "
                                f"{raw[:80]!r}", probe.check))
             continue
+        called = msg.get("method") if isinstance(msg, dict) else None
+        if isinstance(called, str) and (called == Method.ELICITATION_CREATE or not (
+                called in CLIENT_METHODS or called == Method.CANCEL_REQUEST or called.startswith("_"))):
+            why = "the checker advertised no elicitation" if called == Method.ELICITATION_CREATE else \
+                "not a client method of v2" + (" (a v1 method v2 removed)" if called in V1_ONLY_METHODS else "")
+            out.append(Outcome("V2-CAP-001", "fail", f"message #{rec.get('seq')}: the agent called {called!r}: {why}",
+                               probe.check))
         err = msg.get("error") if isinstance(msg, dict) and "method" not in msg else None
         if isinstance(err, dict) and isinstance(err.get("message"), str) and (
                 not err["message"].strip() or "\n" in err["message"].strip()):

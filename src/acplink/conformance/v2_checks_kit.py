@@ -13,7 +13,7 @@ from typing import Any
 
 from ..protocol.v2 import Method, Update
 from .check_helpers import repeated
-from .checks import Check
+from .checks import Check, judge_shutdown
 from .probe import Probe, _short, text_block
 from .v2_checks import (
     METHOD_NOT_FOUND,
@@ -29,7 +29,8 @@ from .v2_checks import (
     setup_v2,
 )
 
-__all__ = ["V2_KIT_CHECKS", "check_auth_methods", "check_cancel_more", "check_close_running", "check_list", "check_notifications",
+__all__ = ["V2_KIT_CHECKS", "check_auth_methods", "check_cancel_more", "check_close_running", "check_list",
+           "check_shutdown", "check_notifications",
            "check_prompt_ids", "check_session_ids"]
 
 AUTH_REQUIRED = -32000
@@ -150,6 +151,12 @@ async def check_close_running(p: Probe) -> None:
                f"{_short(closed[0]) if closed and closed[0] else 'nothing'}): "
                + (f"idle with stopReason {reason!r}" if turn.idle else
                   f"no idle within {p.opts.timeout + p.opts.cancel_bound:g} s"))
+
+
+async def check_shutdown(p: Probe) -> None:
+    """V2-SHUT-001: the agent exits once its stdin closes."""
+    await initialize_v2(p)
+    await judge_shutdown(p, "V2-SHUT-001")
 
 
 async def check_notifications(p: Probe) -> None:
@@ -279,6 +286,7 @@ V2_KIT_CHECKS: tuple[Check, ...] = (
     Check("v2-prompt-ids", check_prompt_ids, ("V2-PROMPT-006", "V2-PROMPT-007", "V2-EXT-002"), V2_MONITORED),
     Check("v2-cancel-meta", check_cancel_more, ("V2-CANCEL-002", "V2-CANCEL-003"), V2_MONITORED),
     Check("v2-close-running", check_close_running, ("V2-CLOSE-004",), V2_MONITORED),
+    Check("v2-shutdown", check_shutdown, ("V2-SHUT-001",)),
     Check("v2-notifications", check_notifications, ("V2-RPC-005", "V2-RPC-006", "V2-RPC-007"), V2_MONITORED),
     Check("v2-list", check_list, ("V2-LIST-001", "V2-LIST-002", "V2-SESS-007", "V2-SESS-008"), V2_MONITORED),
     Check("v2-auth-methods", check_auth_methods, ("V2-AUTH-002", "V2-AUTH-003", "V2-AUTH-004", "V2-AUTH-005"),

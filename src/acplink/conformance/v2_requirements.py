@@ -95,6 +95,8 @@ V2_REQUIREMENTS: tuple[V2Requirement, ...] = (
     _r("V2-CLOSE-004", "must", "session-setup#closing-sessions",
        "session/close of a session whose turn is running ends that turn idle with stopReason cancelled",
        "CANCEL-208", "CLOSE-202"),
+    _r("V2-SHUT-001", "should", "transports", "the agent exits within the bound once its stdin closes",
+       "SHUTDOWN-001"),
     # JSON-RPC, extensibility, open enums
     _r("V2-RPC-001", "must", "overview#communication-model", "unknown methods are answered with -32601",
        "JSONRPC-004"),
@@ -124,6 +126,9 @@ V2_REQUIREMENTS: tuple[V2Requirement, ...] = (
        "every response carries the id of its request, exactly once", "JSONRPC-001"),
     _r("V2-RPC-008", "should", "overview#communication-model",
        "every error the agent sends has a non-empty, single-line message", "ERROR-001"),
+    _r("V2-CAP-001", "must", "overview#communication-model",
+       "the agent calls only the client methods v2 defines (or `_` ones): no fs/* or terminal/*, and no "
+       "elicitation/create to a client that advertised none", "CLIENTCAP-201", "CLIENTCAP-202"),
     _r("V2-TRANS-001", "must", "transports",
        "every line the agent writes to stdout is valid UTF-8 JSON (one message a line)",
        "TRANSPORT-201", "TRANSPORT-002", "TRANSPORT-203"),

@@ -32,6 +32,7 @@ BREAKS = {
     "multiline-error": "answer unknown methods with a multi-line error message",
     "garbage-line": "write a line that is not JSON during each prompt turn",
     "close-no-cancel": "leave a running turn unended on session/close",
+    "fs-call": "call fs/read_text_file (a v1 method) during each turn",
 }
 
 out = sys.stdout.buffer
@@ -83,6 +84,9 @@ def prompt(rid: Any, params: dict[str, Any]) -> None:
         return
     mid = "u0" if BROKEN == "same-message-id" else f"u{next(ids)}"
     reply(rid, {} if BROKEN == "no-receipt-id" else {"messageId": mid})
+    if BROKEN == "fs-call":
+        send({"jsonrpc": "2.0", "id": f"fs{next(ids)}", "method": "fs/read_text_file",
+              "params": {"sessionId": sid, "path": "/etc/hostname"}})
     if BROKEN == "garbage-line":
         out.write(b"debug: prompt received\n")
         out.flush()
@@ -103,6 +107,8 @@ def handle(msg: Any) -> None:
         error(None, -32600, "Invalid request")
         return
     method, rid, params = msg.get("method"), msg.get("id"), msg.get("params") or {}
+    if method is None and ("result" in msg or "error" in msg):  # the client's answer to our request
+        return
     if "id" in msg and rid is None and method is not None:
         error(None, -32600, "Invalid request: id must not be null")
         return
