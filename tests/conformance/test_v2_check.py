@@ -40,6 +40,7 @@ BROKEN_V2_CASES = {
     "garbage-line": "V2-TRANS-001",
     "close-no-cancel": "V2-CLOSE-004",
     "fs-call": "V2-CAP-001",
+    "reject-image": "V2-CONTENT-002",
 }
 
 

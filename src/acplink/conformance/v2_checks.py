@@ -100,13 +100,14 @@ class Turn:
         return [str(u.get("sessionUpdate")) for u in self.updates]
 
 
-async def run_turn(p: Probe, sid: str, text: str, *, bound: float | None = None,
+async def run_turn(p: Probe, sid: str, text: str | list[dict[str, Any]], *, bound: float | None = None,
                    during: Callable[[], Any] | None = None) -> Turn:
-    """Send a prompt, wait for the receipt and for the session's next idle state_update
-    (within ``bound``, default the request timeout). ``during``: awaited once the turn is
-    running (e.g. to cancel it)."""
+    """Send a prompt (``text``, or these content blocks), wait for the receipt and for the
+    session's next idle state_update (within ``bound``, default the request timeout).
+    ``during``: awaited once the turn is running (e.g. to cancel it)."""
     mark = len(p.records)
-    resp = await p.request(Method.SESSION_PROMPT, {"sessionId": sid, "prompt": [text_block(text)]})
+    blocks = [text_block(text)] if isinstance(text, str) else text
+    resp = await p.request(Method.SESSION_PROMPT, {"sessionId": sid, "prompt": blocks})
     turn = Turn(resp)
     if resp is None or "error" in resp:
         return turn

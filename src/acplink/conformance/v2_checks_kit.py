@@ -12,7 +12,7 @@ import tempfile
 from typing import Any
 
 from ..protocol.v2 import Method, Update
-from .check_helpers import repeated
+from .check_helpers import attachments, context_prompt, repeated
 from .checks import Check, judge_shutdown
 from .probe import Probe, _short, text_block
 from .v2_checks import (
@@ -29,7 +29,7 @@ from .v2_checks import (
     setup_v2,
 )
 
-__all__ = ["V2_KIT_CHECKS", "check_auth_methods", "check_cancel_more", "check_close_running", "check_list",
+__all__ = ["V2_KIT_CHECKS", "check_auth_methods", "check_cancel_more", "check_close_running", "check_content", "check_list",
            "check_shutdown", "check_notifications",
            "check_prompt_ids", "check_session_ids"]
 
@@ -151,6 +151,30 @@ async def check_close_running(p: Probe) -> None:
                f"{_short(closed[0]) if closed and closed[0] else 'nothing'}): "
                + (f"idle with stopReason {reason!r}" if turn.idle else
                   f"no idle within {p.opts.timeout + p.opts.cancel_bound:g} s"))
+
+
+async def check_content(p: Probe) -> None:
+    """V2-CONTENT-001..004: text + resource_link, and each advertised attachment kind, are
+    accepted and their turns end idle."""
+    init, sid = await setup_v2(p)
+
+    def judge(req: str, what: str, turn: Any) -> None:
+        if turn.response is None or "error" in turn.response:
+            p.fail(req, f"a prompt with {what} got {_short(turn.response) if turn.response else 'no response'}")
+        elif turn.idle is None:
+            p.fail(req, f"a prompt with {what} was accepted but its turn did not end idle within {p.opts.timeout:g} s")
+        else:
+            p.ok(req, f"{what}: accepted, idle {turn.idle.get('stopReason')!r}")
+
+    judge("V2-CONTENT-001", "text and resource_link", await run_turn(p, sid, context_prompt()))
+    prompt_caps = _session_caps(init).get("prompt")
+    prompt_caps = prompt_caps if isinstance(prompt_caps, dict) else {}
+    for req, (cap, block) in zip(("V2-CONTENT-002", "V2-CONTENT-003", "V2-CONTENT-004"), attachments(), strict=True):
+        if prompt_caps.get(cap) is None:
+            p.skip(req, f"capabilities.session.prompt.{cap} not advertised")
+            continue
+        judge(req, f"a {block['type']} block", await run_turn(
+            p, sid, [text_block("Describe the attachment in one sentence."), block]))
 
 
 async def check_shutdown(p: Probe) -> None:
@@ -286,6 +310,8 @@ V2_KIT_CHECKS: tuple[Check, ...] = (
     Check("v2-prompt-ids", check_prompt_ids, ("V2-PROMPT-006", "V2-PROMPT-007", "V2-EXT-002"), V2_MONITORED),
     Check("v2-cancel-meta", check_cancel_more, ("V2-CANCEL-002", "V2-CANCEL-003"), V2_MONITORED),
     Check("v2-close-running", check_close_running, ("V2-CLOSE-004",), V2_MONITORED),
+    Check("v2-content", check_content, ("V2-CONTENT-001", "V2-CONTENT-002", "V2-CONTENT-003", "V2-CONTENT-004"),
+          V2_MONITORED),
     Check("v2-shutdown", check_shutdown, ("V2-SHUT-001",)),
     Check("v2-notifications", check_notifications, ("V2-RPC-005", "V2-RPC-006", "V2-RPC-007"), V2_MONITORED),
     Check("v2-list", check_list, ("V2-LIST-001", "V2-LIST-002", "V2-SESS-007", "V2-SESS-008"), V2_MONITORED),

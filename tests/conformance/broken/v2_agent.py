@@ -33,6 +33,7 @@ BREAKS = {
     "garbage-line": "write a line that is not JSON during each prompt turn",
     "close-no-cancel": "leave a running turn unended on session/close",
     "fs-call": "call fs/read_text_file (a v1 method) during each turn",
+    "reject-image": "advertise image prompts, then reject a prompt with an image block",
 }
 
 out = sys.stdout.buffer
@@ -81,6 +82,9 @@ def prompt(rid: Any, params: dict[str, Any]) -> None:
         return
     if not isinstance(blocks, list) or not blocks:
         error(rid, -32602, "a prompt needs at least one content block")
+        return
+    if BROKEN == "reject-image" and any(isinstance(b, dict) and b.get("type") == "image" for b in blocks):
+        error(rid, -32602, "images are not supported")
         return
     mid = "u0" if BROKEN == "same-message-id" else f"u{next(ids)}"
     reply(rid, {} if BROKEN == "no-receipt-id" else {"messageId": mid})
@@ -134,6 +138,8 @@ def handle(msg: Any) -> None:
             sessions["#initialized"] = {"cwd": None, "history": [], "waiting": False}
             result: dict[str, Any] = {"protocolVersion": 2, "info": {"name": "broken-v2", "version": "1"},
                                       "capabilities": {"session": {"delete": {}}}}
+            if BROKEN == "reject-image":
+                result["capabilities"]["session"]["prompt"] = {"image": {}}
             if BROKEN == "terminal-auth":
                 result["authMethods"] = [{"methodId": "login", "name": "Log in", "type": "terminal"}]
             reply(rid, result)
