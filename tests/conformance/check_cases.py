@@ -29,6 +29,7 @@ BROKEN_CASES: dict[str, tuple[list[str], str]] = {
     "invalid-update": (["prompt"], "SCHEMA-001"),
     "no-reply-unknown": (["unknown-method"], "RPC-001"),
     "ext-silent": (["extensions"], "RPC-002"),
+    "ext-null-result": (["extensions"], "RPC-016"),
     "fs-without-cap": (["capabilities"], "CAP-001"),
     "terminal-without-cap": (["capabilities"], "CAP-002"),
     "ignore-cancel": (["cancel"], "CANCEL-001"),

@@ -34,6 +34,7 @@ BROKEN_CLIENTS = {
     "image-prompt": "CLIENT-013",
     "crash-on-unknown-update": "CLIENT-005",
     "bad-session": "CLIENT-003",
+    "serve-outside": "CLIENT-009",
 }
 
 
@@ -125,3 +126,18 @@ def test_json_report_and_requirement_table() -> None:
     doc = (Path(__file__).resolve().parents[2] / "docs" / "tools.md").read_text()
     for r in CLIENT_REQUIREMENTS:
         assert f"| `{r.id}` | {r.level} |" in doc, r.id
+
+
+def test_a_client_serving_files_outside_the_session_is_flagged_with_the_path(client_reports: dict[str, Report]) -> None:
+    """CLIENT-009 is a failed "should" (security) naming the path served, plain and through `..`;
+    clients that refuse such reads (acplink prompt, the correct raw client) pass it."""
+    result = client_reports["serve-outside"].result("CLIENT-009")
+    assert result is not None and result.requirement.level == "should" and result.status == "fail"
+    detail = " ".join(o.detail for o in result.outcomes if o.status == "fail")
+    assert "security" in detail and "served /" in detail and "/outside.txt and " in detail and "/../" in detail
+    for name in ("prompt", "none"):
+        ok = client_reports[name].result("CLIENT-009")
+        assert ok is not None and ok.status == "pass", client_reports[name].to_text()
+        assert "refused" in ok.outcomes[0].detail
+    strict = Report(**{**client_reports["serve-outside"].__dict__, "strict": True})
+    assert strict.exit_code == 1

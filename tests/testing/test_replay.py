@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -139,3 +140,93 @@ async def test_recorded_delays_follow_the_speed(acp_client_factory, monkeypatch:
         client = await acp_client_factory(FakeAgent.from_trace(_synthetic_trace(), speed=speed))
         await client.load_session("rec-1", cwd="/tmp")
         assert slept == expected
+
+
+def _permission_trace() -> list[dict[str, object]]:
+    """A recorded turn whose client allowed the agent's permission request, then saw the tool
+    call complete with the file's content."""
+    def msg(direction: str, body: dict[str, object]) -> dict[str, object]:
+        return {"type": "message", "dir": direction, "mono": 0.0, "msg": {"jsonrpc": "2.0", **body}}
+    options = [{"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+               {"optionId": "reject", "name": "Reject", "kind": "reject_once"}]
+    return [
+        msg("c2a", {"id": 0, "method": "initialize", "params": {"protocolVersion": 1}}),
+        msg("a2c", {"id": 0, "result": {"protocolVersion": 1, "agentCapabilities": {}}}),
+        msg("c2a", {"id": 1, "method": "session/new", "params": {"cwd": "/recorded", "mcpServers": []}}),
+        msg("a2c", {"id": 1, "result": {"sessionId": "s1"}}),
+        msg("c2a", {"id": 2, "method": "session/prompt",
+                    "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "read secret"}]}}),
+        msg("a2c", {"id": 0, "method": "session/request_permission", "params": {
+            "sessionId": "s1", "options": options,
+            "toolCall": {"toolCallId": "c1", "title": "Read secret", "status": "pending"}}}),
+        msg("c2a", {"id": 0, "result": {"outcome": {"outcome": "selected", "optionId": "allow"}, "_meta": {"x": 1}}}),
+        msg("a2c", {"method": "session/update", "params": {"sessionId": "s1", "update": {
+            "sessionUpdate": "tool_call_update", "toolCallId": "c1", "status": "completed",
+            "content": [{"type": "content", "content": {"type": "text", "text": "RECORDED SECRET"}}]}}}),
+        msg("a2c", {"id": 2, "result": {"stopReason": "end_turn"}}),
+    ]
+
+
+def _answer_permission(option: str) -> bytes:
+    lines = [{"jsonrpc": "2.0", "id": 10, "method": "initialize", "params": {"protocolVersion": 1}},
+             {"jsonrpc": "2.0", "id": 11, "method": "session/new", "params": {"cwd": "/live", "mcpServers": []}},
+             {"jsonrpc": "2.0", "id": 12, "method": "session/prompt",
+              "params": {"sessionId": "s1", "prompt": [{"type": "text", "text": "read secret"}]}},
+             {"jsonrpc": "2.0", "id": 0, "result": {"outcome": {"outcome": "selected", "optionId": option}}}]
+    return b"".join(orjson.dumps(m) + b"\n" for m in lines)
+
+
+def test_a_client_answering_differently_is_the_first_divergence_and_exit_1(tmp_path: Path) -> None:
+    trace = tmp_path / "perm.jsonl"
+    trace.write_bytes(b"".join(orjson.dumps(r) + b"\n" for r in _permission_trace()))
+    # the same answer (its _meta aside) plays the whole recording
+    same = subprocess.run([*ACPLINK, "replay", "--speed", "instant", str(trace)], input=_answer_permission("allow"),
+                          capture_output=True, timeout=GUARD)
+    assert same.returncode == 0 and same.stderr == b"" and b"RECORDED SECRET" in same.stdout
+    out = subprocess.run([*ACPLINK, "replay", "--speed", "instant", str(trace)], input=_answer_permission("reject"),
+                         capture_output=True, timeout=GUARD)
+    err = out.stderr.decode().strip()
+    assert err == ("acplink replay: message 4 (trace message 7): the client's answer to 'session/request_permission' "
+                   "(request id 0) differs from the recording at result.outcome.optionId: "
+                   'expected "allow", got "reject" (--lenient to play on)')
+    assert out.returncode == 1
+    replies = [orjson.loads(line) for line in out.stdout.splitlines()]
+    assert b"RECORDED SECRET" not in out.stdout and not any(r.get("result", {}).get("stopReason") for r in replies)
+    # the open prompt gets an error naming the divergence: the client never believes it completed
+    assert replies[-1]["id"] == 12 and replies[-1]["error"]["code"] == -32603
+    assert "optionId" in replies[-1]["error"]["message"]
+    lenient = subprocess.run([*ACPLINK, "replay", "--lenient", "--speed", "instant", str(trace)],
+                             input=_answer_permission("reject"), capture_output=True, timeout=GUARD)
+    assert lenient.returncode == 0 and b"RECORDED SECRET" in lenient.stdout
+    assert lenient.stderr.decode().strip().endswith('expected "allow", got "reject" (--lenient: the recording plays on)')
+
+
+def test_first_difference_names_the_path() -> None:
+    from acplink.testing.replay import first_difference
+
+    assert first_difference({"a": [1, {"b": 2}], "_meta": 1}, {"a": [1, {"b": 2}]}) is None
+    assert first_difference({"a": [1, {"b": 2}]}, {"a": [1, {"b": "2"}]}) == ("a[1].b", 2, "2")
+    assert first_difference({"a": 1}, {"a": 1, "c": 3}) == ("c", "(missing)", 3)
+    assert first_difference([1], [1, 2]) == (" (length)", 1, 2)
+    assert first_difference({"code": 1}, {"code": True}) == ("code", 1, True)
+
+
+def test_a_replayed_prompt_whose_user_denies_what_the_recording_allowed_fails(tmp_path: Path) -> None:
+    """End to end: `acplink prompt --allow` recorded against the demo agent writing a file; the
+    replay under `--deny` ends with the divergence on stderr and a non-zero exit, and the file
+    the recording wrote is neither written nor reported as written."""
+    rec, live = tmp_path / "rec", tmp_path / "live"
+    rec.mkdir()
+    live.mkdir()
+    trace = tmp_path / "write.jsonl"
+    made = subprocess.run([*ACPLINK, "prompt", "--protocol", "1", "--allow", "write notes.txt hi", "--",
+                           *ACPLINK, "record", "--out", str(trace), "--", *ACPLINK, "demo-agent"],
+                          cwd=rec, capture_output=True, text=True, timeout=GUARD)
+    assert made.returncode == 0 and (rec / "notes.txt").exists(), made.stderr
+    denied = subprocess.run([*ACPLINK, "prompt", "--protocol", "1", "--deny", "write notes.txt hi", "--",
+                             *ACPLINK, "replay", "--speed", "instant", str(trace)],
+                            cwd=live, capture_output=True, text=True, timeout=GUARD)
+    assert denied.returncode != 0
+    assert "the client's answer to 'session/request_permission'" in denied.stderr
+    assert re.search(r"at result\.outcome\.optionId: expected \"[^\"]+\", got \"[^\"]+\"", denied.stderr)
+    assert not (live / "notes.txt").exists()

@@ -19,7 +19,9 @@ DEFAULT_JOBS = max(1, min(8, os.cpu_count() or 1))
 HELP = "check an agent's conformance to the ACP spec (each check on a fresh agent process)"
 DESCRIPTION = """Spawns the agent afresh for each check and reports every requirement as pass / fail /
 skipped, with the evidence. Exit code 0 only when no "must" requirement fails (with --strict,
-no "should" either)."""
+no "should" either). On a terminal one line shows the progress (checks done / total, what runs
+now); it is erased before the report. The agents run with a temporary session store for the
+demo agent ($ACPLINK_DEMO_STORE), removed at the end: the checker leaves nothing in yours."""
 
 EPILOG = """examples:
   acplink check -- acplink demo-agent
@@ -53,11 +55,13 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--allow-logout", action="store_true",
                    help="run the logout check when the agent advertises it (it may end your login)")
     p.add_argument("--tck-ids", action="store_true",
-                   help="print which acplink requirement covers each v1 requirement of the official kit (acp-tck)")
+                   help="print which acplink requirement covers each requirement of the official kit (acp-tck) "
+                        "for --protocol (1 or 2), or why none does")
     p.add_argument("--cwd", default=".", help="the session working directory given to the agent")
     p.add_argument("--protocol", type=int, choices=(1, 2), default=1,
                    help="the ACP version to check: 1, or 2 (the v2 draft's requirements; default 1)")
-    p.add_argument("--verbose", "-v", action="store_true", help="show the evidence of passed requirements too")
+    p.add_argument("--verbose", "-v", action="store_true",
+                   help="print each check's results as it ends, and the evidence of passed requirements too")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("agent", nargs=argparse.REMAINDER, help="the agent command line, after `--`")
     p.set_defaults(run=run)
@@ -72,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from .common import fail, given_command, stderr_tail
 
     if args.tck_ids:
-        return _print_tck_ids(args.json)
+        return _print_tck_ids(args.json, args.protocol)
     cmd = given_command(args)
     if not cmd:
         return fail("no agent command given (acplink check -- AGENT_CMD ...)", 2)
@@ -84,9 +88,21 @@ def run(args: argparse.Namespace) -> int:
                    cwd=os.path.abspath(args.cwd), startup_timeout=args.startup_timeout, protocol=args.protocol)
     if args.cancel_prompt:
         opts.cancel_prompt = args.cancel_prompt
+    from .check_progress import CheckProgress
+
+    progress = CheckProgress(stream=args.verbose and not args.json)
+
+    async def checked() -> Any:
+        ticker = asyncio.create_task(progress.tick_every(1.0))  # the elapsed time moves while a check runs
+        try:
+            return await run_checks(opts, args.patterns, concurrency=max(1, args.jobs),
+                                    startup_timeout=args.startup_timeout, started=started, progress=progress)
+        finally:
+            ticker.cancel()
+            await asyncio.gather(ticker, return_exceptions=True)
+
     try:
-        report = asyncio.run(run_checks(opts, args.patterns, concurrency=max(1, args.jobs),
-                                        startup_timeout=args.startup_timeout, started=started))
+        report = asyncio.run(checked())
     except AgentDidNotStart as exc:
         return fail(f"{exc}" + (f"\nlast stderr lines:\n{stderr_tail(exc.stderr)}" if exc.stderr else ""), 2)
     except (AcpError, OSError) as exc:
@@ -95,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
         return fail(str(exc), 2)
     except KeyboardInterrupt:
         return 130
+    finally:
+        progress.close()
     return print_report(report, args)
 
 
@@ -109,18 +127,20 @@ def print_report(report: Any, args: argparse.Namespace) -> int:
     return exit_code
 
 
-def _print_tck_ids(as_json: bool) -> int:
-    """One line per v1 requirement of the official kit: its id, tier, and the acplink ones covering it."""
+def _print_tck_ids(as_json: bool, protocol: int) -> int:
+    """One line per requirement of the official kit's suite for ``protocol``: its id, tier, and
+    the acplink ones covering it (or why none does)."""
     from ..conformance.requirements import tck_requirements
 
-    kit = tck_requirements()
+    kit = tck_requirements(protocol)
     if as_json:
         json.dump([{"tck": k.id, "tier": k.tier, "capability": k.capability, "summary": k.summary,
-                    "acplink": list(k.covered_by)} for k in kit], sys.stdout, indent=2)
+                    "acplink": list(k.covered_by), **({"not_covered": k.not_covered} if k.not_covered else {})}
+                   for k in kit], sys.stdout, indent=2)
         sys.stdout.write("\n")
     else:
         for k in kit:
-            print(f"{k.id:<28} {k.tier:<13} {', '.join(k.covered_by) or '(not covered)'}")
+            print(f"{k.id:<28} {k.tier:<13} {', '.join(k.covered_by) or '(not covered: ' + k.not_covered + ')'}")
         covered = sum(1 for k in kit if k.covered_by)
-        print(f"{covered} of {len(kit)} v1 requirements of the official kit covered")
+        print(f"{covered} of {len(kit)} v{protocol} requirements of the official kit covered")
     return 0

@@ -13,12 +13,21 @@ DESCRIPTION = """Plays the agent side of TRACE: each message the client sends mu
 client message (kind and method, in order; the client's ids, session ids and cwd are mapped onto
 the recorded ones), and the agent's recorded messages are sent back. No real agent, no LLM, no
 tokens. The first message that does not match is named on stderr (one line), a request gets a
-JSON-RPC error, and the replay ends with exit code 1."""
+JSON-RPC error, and the replay ends with exit code 1.
+
+The client's answers to the agent's requests (permission outcomes, file contents, terminal
+results) must match the recorded ones too: the first that differs is named on stderr (index,
+method, the first differing field: expected vs got), the client's open requests get an error
+(never the recording's outcome for an answer it did not give) and the exit code is 1. With
+--lenient, each divergence is one warning line and the recording plays on (exit 0)."""
 
 EPILOG = """examples:
   acplink record --out trace.jsonl -- acplink demo-agent      # record once
   acplink prompt "hello" -- acplink replay trace.jsonl         # replay offline
-  acplink replay --speed instant trace.jsonl                   # no recorded delays"""
+  acplink replay --speed instant trace.jsonl                   # no recorded delays
+  acplink prompt --deny "write x" -- acplink replay --lenient trace.jsonl   # answers may differ
+exit status: 0 the client matched the trace, 1 it did not (a message or, unless --lenient, an
+answer differed), 2 usage errors (an unreadable trace, a bad --speed)."""
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -28,6 +37,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--speed", default="real", metavar="real|N|instant",
                    help="the recorded delays between the agent's messages: real time (default), "
                         "N times faster, or none")
+    p.add_argument("--lenient", action="store_true",
+                   help="report the client's answers that differ from the recorded ones, and play on (exit 0)")
     p.set_defaults(run=run)
     return p
 
@@ -43,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         speed = parse_speed(args.speed)
-        replay = TraceReplay(args.trace, StdioTransport(), speed=speed,
+        replay = TraceReplay(args.trace, StdioTransport(), speed=speed, lenient=args.lenient,
                              on_mismatch=lambda line: print(f"acplink replay: {line}", file=sys.stderr, flush=True))
     except UsageError as exc:
         return fail(str(exc), 2)

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 from typing import Any
 
 from ..schema import _generated as s
 from .probe import Probe, _short, prompt_params, text_block
 
-__all__ = ["HISTORY_KINDS", "SLOWER_PROMPT", "STOP_REASONS", "_busy_turn", "_busy_turn_retrying", "_error_code", "_prompt",
+__all__ = ["HISTORY_KINDS", "attachments", "context_prompt", "repeated", "SLOWER_PROMPT", "STOP_REASONS", "_busy_turn", "_busy_turn_retrying", "_error_code", "_prompt",
            "_stop_reason", "_too_fast"]
 
 STOP_REASONS = frozenset(s.StopReason.__args__)  # type: ignore[attr-defined]
@@ -85,3 +86,29 @@ def _too_fast(early: dict[str, Any]) -> str:
     first = early.get("_first", early)
     return (f"not judged: both the cancel prompt and a slower one ended before a cancel could be sent "
             f"({_short(first.get('result') or first.get('error'), 120)}); pass a longer --cancel-prompt")
+
+
+def repeated(values: list[Any]) -> list[str]:
+    """The values that occur more than once (sorted, as text): duplicated auth method ids."""
+    return sorted({str(v) for v in values if values.count(v) > 1})
+
+
+def context_prompt() -> list[dict[str, Any]]:
+    """The baseline prompt every agent must accept: text and a resource_link."""
+    return [{"type": "text", "text": "What is in this context? Reply briefly."},
+            {"type": "resource_link", "uri": "file:///tmp/acplink-check.txt", "name": "acplink-check.txt"}]
+
+
+def attachments() -> tuple[tuple[str, dict[str, Any]], ...]:
+    """(prompt capability, a small valid block of it): a 1x1 PNG, an empty WAV, an embedded text resource."""
+    png = base64.b64encode(bytes.fromhex(
+        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+        "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")).decode()
+    wav = base64.b64encode(b"RIFF$\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00@\x1f\x00\x00"
+                           b"\x80>\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00").decode()
+    return (
+        ("image", {"type": "image", "mimeType": "image/png", "data": png}),
+        ("audio", {"type": "audio", "mimeType": "audio/wav", "data": wav}),
+        ("embeddedContext", {"type": "resource", "resource": {
+            "uri": "file:///tmp/acplink-check.txt", "mimeType": "text/plain", "text": "hello from acplink check\n"}}),
+    )

@@ -8,7 +8,6 @@ findings into failures of the matching requirements.
 from __future__ import annotations
 
 import asyncio
-import base64
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -25,6 +24,8 @@ from .check_helpers import (
     _prompt,
     _stop_reason,
     _too_fast,
+    attachments,
+    context_prompt,
 )
 from .probe import CheckAbort, Probe, _short, prompt_params, text_block
 
@@ -162,9 +163,7 @@ async def check_capability_honesty(p: Probe) -> None:
 
 async def check_content(p: Probe) -> None:
     sid = await p.setup()
-    base = [text_block("What is in this context? Reply briefly."),
-            {"type": "resource_link", "uri": "file:///tmp/acplink-check.txt", "name": "acplink-check.txt"}]
-    resp = await _prompt(p, sid, base, "CONTENT-001")
+    resp = await _prompt(p, sid, context_prompt(), "CONTENT-001")
     if resp is not None:
         if "error" in resp:
             p.fail("CONTENT-001", f"text + resource_link prompt failed: {_short(resp['error'])}")
@@ -172,18 +171,7 @@ async def check_content(p: Probe) -> None:
             p.ok("CONTENT-001", "accepted")
     assert p.init is not None
     caps = p.init.agent_capabilities
-    png = base64.b64encode(bytes.fromhex(
-        "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
-        "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082")).decode()
-    wav = base64.b64encode(b"RIFF$\x00\x00\x00WAVEfmt \x10\x00\x00\x00\x01\x00\x01\x00@\x1f\x00\x00"
-                           b"\x80>\x00\x00\x02\x00\x10\x00data\x00\x00\x00\x00").decode()
-    extra = (
-        ("CONTENT-002", "image", {"type": "image", "mimeType": "image/png", "data": png}),
-        ("CONTENT-003", "audio", {"type": "audio", "mimeType": "audio/wav", "data": wav}),
-        ("CONTENT-004", "embeddedContext", {"type": "resource", "resource": {
-            "uri": "file:///tmp/acplink-check.txt", "mimeType": "text/plain", "text": "hello from acplink check\n"}}),
-    )
-    for req, cap, block in extra:
+    for req, (cap, block) in zip(("CONTENT-002", "CONTENT-003", "CONTENT-004"), attachments(), strict=True):
         if not advertises(caps, f"promptCapabilities.{cap}"):
             p.skip(req, f"promptCapabilities.{cap} not advertised")
             continue
@@ -294,6 +282,13 @@ async def check_extensions(p: Probe) -> None:
         p.fail("RPC-002", "a `_` extension request got no response" + ("" if p.alive else f" ({p.died()})"))
     else:
         p.ok("RPC-002", f"answered {'error ' + str(_error_code(resp)) if 'error' in resp else 'with a result'}")
+    if resp is None:
+        p.skip("RPC-016", "the `_` extension request got no response")
+    elif _error_code(resp) == -32601:
+        p.ok("RPC-016", "an unknown `_` request got -32601")
+    else:
+        p.fail("RPC-016", f"an unknown `_` request (_acplink/check_extension) was answered {_short(resp)}, "
+               "not error -32601: the client cannot tell the extension is not there")
     p.notify("_acplink/check_notice", {"hello": "world"})
     why = await p.still_alive()
     if why is None:
@@ -498,12 +493,17 @@ async def check_shutdown(p: Probe) -> None:
         await p.initialize()
     except (AcpError, OSError) as exc:
         raise CheckAbort(f"initialize failed: {exc}") from None
+    await judge_shutdown(p, "SHUT-001")
+
+
+async def judge_shutdown(p: Probe, req: str) -> None:
+    """Close the agent's stdin: ``req`` passes when it exits within the shutdown bound."""
     took = await p.aclose()
     code = p.transport.returncode if p.transport is not None else None
     if took < p.opts.shutdown_bound:
-        p.ok("SHUT-001", f"exited {took:.2f} s after stdin closed (exit code {code})")
+        p.ok(req, f"exited {took:.2f} s after stdin closed (exit code {code})")
     else:
-        p.fail("SHUT-001", f"still running {p.opts.shutdown_bound} s after its stdin closed (it had to be "
+        p.fail(req, f"still running {p.opts.shutdown_bound} s after its stdin closed (it had to be "
                f"signalled; exit code {code})")
 
 
@@ -524,7 +524,7 @@ CHECKS: tuple[Check, ...] = (
     Check("cancel", check_cancel, ("CANCEL-001", "CANCEL-002"), ("PROMPT-002",)),
     Check("cancel-request", check_cancel_request, ("CANCEL-003",)),
     Check("unknown-method", check_unknown_method, ("RPC-001",), ("RPC-014",)),
-    Check("extensions", check_extensions, ("RPC-002", "RPC-003")),
+    Check("extensions", check_extensions, ("RPC-002", "RPC-003", "RPC-016")),
     Check("notifications", check_notifications, ("RPC-013",)),
     Check("invalid-json", check_invalid_json, ("RPC-004", "RPC-005")),
     Check("not-jsonrpc", check_not_jsonrpc, ("RPC-004", "RPC-015")),

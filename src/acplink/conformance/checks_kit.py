@@ -9,7 +9,7 @@ import uuid
 from typing import Any
 
 from ..connection.rules import advertises
-from .check_helpers import HISTORY_KINDS, _busy_turn_retrying, _error_code, _too_fast
+from .check_helpers import HISTORY_KINDS, _busy_turn_retrying, _error_code, _too_fast, repeated
 from .probe import CheckAbort, Probe, _short
 
 __all__ = ["after_delete", "after_list", "after_load", "after_resume", "check_additional_directories",
@@ -151,7 +151,7 @@ async def check_auth_methods(p: Probe) -> None:
         raise CheckAbort(f"initialize failed: {_short(resp) if resp else 'no response'}")
     methods = [m for m in _result(resp).get("authMethods") or [] if isinstance(m, dict)]
     ids = [m.get("id") for m in methods]
-    dup = sorted({str(i) for i in ids if ids.count(i) > 1})
+    dup = repeated(ids)
     if dup:
         p.fail("AUTH-002", f"auth method id(s) offered more than once: {', '.join(dup)}")
     else:

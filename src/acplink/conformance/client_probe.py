@@ -15,7 +15,9 @@ import asyncio
 import contextlib
 import itertools
 import os
+import shutil
 import sys
+import tempfile
 import time
 import uuid
 from typing import Any, BinaryIO
@@ -261,6 +263,41 @@ class ProbeAgent:
         else:
             self.outcome("CLIENT-011", "pass", f"answered: {orjson.dumps(resp.get('result') or resp.get('error')).decode()[:120]}")
 
+    async def read_outside(self, sid: str, cwd: str) -> None:
+        """CLIENT-009: reads of a file outside the session's directory, named plainly and through
+        ``..`` from the cwd, must be refused; the file is the probe's own (a fresh temporary one)."""
+        real_cwd = os.path.realpath(cwd)
+        folder = tempfile.mkdtemp(prefix="acplink-probe-outside-")
+        try:
+            secret = os.path.join(folder, "outside.txt")
+            if os.path.commonpath([real_cwd, os.path.realpath(secret)]) == real_cwd:
+                self.outcome("CLIENT-009", "skipped", f"the session cwd {cwd} holds the temporary folder: no path "
+                             "outside it to try")
+                return
+            marker = f"acplink probe outside {uuid.uuid4().hex}"
+            with open(secret, "w", encoding="utf-8") as f:
+                f.write(marker + "\n")
+            served: list[str] = []
+            silent: list[str] = []
+            for path in (secret, os.path.join(cwd, os.path.relpath(secret, cwd))):
+                resp = await self.call("fs/read_text_file", {"sessionId": sid, "path": path})
+                result = resp.get("result") if resp else None
+                if resp is None:
+                    silent.append(path)
+                elif isinstance(result, dict) and marker in str(result.get("content")):
+                    served.append(path)
+            if served:
+                self.outcome("CLIENT-009", "fail", f"served {' and '.join(served)}, outside the session's directory "
+                             f"{cwd} (a security problem: an agent can read any file the user can)")
+            elif silent:
+                self.outcome("CLIENT-009", "skipped", f"a read of {silent[0]} (outside the session's directory) got "
+                             f"no answer within {self.timeout:g} s")
+            else:
+                self.outcome("CLIENT-009", "pass", f"reads of {secret} (outside the session's directory {cwd}), "
+                             "plain and through `..`, were refused")
+        finally:
+            shutil.rmtree(folder, ignore_errors=True)
+
     async def fs(self, sid: str) -> None:
         fs: dict[str, Any] = self.caps["fs"] if isinstance(self.caps.get("fs"), dict) else {}
         cwd = self.sessions[sid]
@@ -280,9 +317,7 @@ class ProbeAgent:
             else:
                 self.outcome("CLIENT-007", "fail", f"fs/read_text_file of {name} answered "
                              f"{orjson.dumps(resp).decode()[:200] if resp else 'nothing'}, not the file's content")
-            outside = await self.call("fs/read_text_file", {"sessionId": sid, "path": "/etc/hostname"})
-            verdict = ("refused" if outside and "error" in outside else "served" if outside else "not answered")
-            self.outcome("CLIENT-009", "pass", f"a read outside the session cwd (/etc/hostname) was {verdict}")
+            await self.read_outside(sid, cwd)
         else:
             self.outcome("CLIENT-007", "skipped", "fs.readTextFile not advertised")
             self.outcome("CLIENT-009", "skipped", "fs.readTextFile not advertised")

@@ -7,12 +7,13 @@ test suite tags its tests with the same ids.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
-from typing import Literal
+from typing import Any, Literal
 
 __all__ = ["REQUIREMENTS", "SPEC_BASE", "KitRequirement", "Level", "Requirement", "make_requirement", "requirement",
-           "tck_requirements"]
+           "tck_data", "tck_requirements"]
 
 Level = Literal["must", "should", "informational"]
 
@@ -25,7 +26,7 @@ class Requirement:
     level: Level
     spec: str
     title: str
-    #: the ids of the official conformance kit (acp-tck, v1) this requirement covers
+    #: the ids of the official conformance kit (acp-tck; of its v1 or v2 suite, as this requirement's) it covers
     tck: tuple[str, ...] = ()
     #: where the spec pages ``spec`` names are (the v1 pages, or another version's)
     spec_base: str = SPEC_BASE
@@ -172,6 +173,9 @@ REQUIREMENTS: tuple[Requirement, ...] = (
        "every error the agent sends has a non-empty, single-line message", "ERROR-001"),
     _r("RPC-015", "informational", "overview#communication-model",
        'a JSON object that is not JSON-RPC ({"foo":"bar"}) is answered with error -32600', "INFO-INVALIDREQ-001"),
+    _r("RPC-016", "should", "extensibility#custom-requests",
+       "an unknown `_`-prefixed request is answered with error -32601, not a result (e.g. `result: null`)",
+       "JSONRPC-004"),
     # schema and transport
     _r("SCHEMA-001", "must", "schema", "every message the agent sends matches the ACP schema",
        "SCHEMA-001", "TRANSPORT-001", "JSONRPC-002"),
@@ -199,19 +203,35 @@ def requirement(id: str) -> Requirement:
 
 @dataclass(frozen=True)
 class KitRequirement:
-    """One v1 requirement of the official conformance kit (acp-tck) and the acplink ones covering it."""
+    """One requirement of the official conformance kit (acp-tck) and the acplink ones covering it
+    (``not_covered``: why none does, when none does)."""
 
     id: str
     tier: str  # MANDATORY | CAPABILITY | ADVISORY | INFORMATIONAL
     capability: str | None
     summary: str
     covered_by: tuple[str, ...]
+    not_covered: str = ""
 
 
-def tck_requirements() -> list[KitRequirement]:
-    """The kit's v1 requirement ids (vendored in ``tck_ids.json``), each with the acplink
-    requirements that cover it (empty when none does)."""
-    data = json.loads(resources.files(__package__).joinpath("tck_ids.json").read_text(encoding="utf-8"))
+def tck_data() -> dict[str, Any]:
+    """``tck_ids.json``: the kit's v1 ids (top level) and v2 ids (``v2``), with their sources."""
+    data: dict[str, Any] = json.loads(resources.files(__package__).joinpath("tck_ids.json").read_text(encoding="utf-8"))
+    return data
+
+
+def tck_requirements(protocol: int = 1) -> list[KitRequirement]:
+    """The kit's requirement ids of ``protocol`` (1 or 2; vendored in ``tck_ids.json``), each
+    with the acplink requirements that cover it (empty when none does, with the reason)."""
+    data = tck_data()
+    if protocol == 2:
+        from .v2_requirements import V2_REQUIREMENTS
+
+        ours: Sequence[Requirement] = V2_REQUIREMENTS
+        data = data["v2"]
+    else:
+        ours = REQUIREMENTS
+    reasons = data.get("not_covered", {})
     return [KitRequirement(k["id"], k["tier"], k.get("capability"), k.get("summary", ""),
-                           tuple(r.id for r in REQUIREMENTS if k["id"] in r.tck))
+                           tuple(r.id for r in ours if k["id"] in r.tck), reasons.get(k["id"], ""))
             for k in data["requirements"]]

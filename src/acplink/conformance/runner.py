@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import fnmatch
 import logging
 import os
 import shlex
 import shutil
+import tempfile
 import textwrap
 import time
 import traceback
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,7 +26,12 @@ from .probe import CheckAbort, Options, Outcome, Probe
 from .requirements import REQUIREMENTS, Requirement
 from .rootkeys import undeclared_root_keys
 
-__all__ = ["AgentDidNotStart", "CheckRun", "Report", "RequirementResult", "preflight", "run_checks", "select_checks"]
+__all__ = ["AgentDidNotStart", "CheckRun", "ProgressListener", "Report", "RequirementResult", "preflight", "run_checks",
+           "select_checks"]
+
+#: told of each check as it starts (``"start"``, ``None``) and ends (``"done"``, its run), with
+#: the number of checks done so far and the total: what ``acplink check`` shows as it goes
+ProgressListener = Callable[[str, "Check", "CheckRun | None", int, int], None]
 
 #: the order of the levels in the summary
 _LEVELS = ("must", "should", "informational")
@@ -179,9 +186,10 @@ def _suite(protocol: int) -> tuple[Sequence[Check], Sequence[Requirement], Seque
     """The checks, requirements, monitored requirement ids and transcript judge of a version."""
     if protocol == 2:
         from .v2_checks import V2_CHECKS, V2_MONITORED, v2_findings
+        from .v2_checks_kit import V2_KIT_CHECKS
         from .v2_requirements import V2_REQUIREMENTS
 
-        return V2_CHECKS, V2_REQUIREMENTS, V2_MONITORED, v2_findings
+        return (*V2_CHECKS, *V2_KIT_CHECKS), V2_REQUIREMENTS, V2_MONITORED, v2_findings
     return CHECKS, REQUIREMENTS, MONITORED, _finding_outcomes
 
 
@@ -376,13 +384,14 @@ async def preflight(opts: Options, startup_timeout: float) -> dict[str, Any] | N
 
 async def run_checks(opts: Options, patterns: Sequence[str] | None = None, *, concurrency: int = 8,
                      limiter: asyncio.Semaphore | None = None, startup_timeout: float | None = None,
-                     started: float | None = None) -> Report:
+                     started: float | None = None, progress: ProgressListener | None = None) -> Report:
     """Run the selected checks against ``opts.command`` and build the report.
 
     ``concurrency`` checks run at once (``limiter``: a semaphore shared by several runs instead).
     With ``startup_timeout``, the agent is first started once (:func:`preflight`): an agent that
     cannot answer ``initialize`` raises :class:`AgentDidNotStart` instead of failing every check.
     ``started``: the ``time.monotonic()`` the report's duration counts from (default: now).
+    ``progress``: told of each check as it starts and ends (see :data:`ProgressListener`).
     """
     start = time.monotonic() if started is None else started
     if not opts.command:
@@ -394,15 +403,42 @@ async def run_checks(opts: Options, patterns: Sequence[str] | None = None, *, co
     if not checks:
         raise UsageError(f"no check matches {' '.join(patterns or [])!r}")
     logging.getLogger("acplink").setLevel(logging.CRITICAL)  # the checker provokes warnings on purpose
-    sem = limiter or asyncio.Semaphore(concurrency)
+    with tempfile.TemporaryDirectory(prefix="acplink-check-") as scratch:
+        return await _run_all(opts, checks, scratch, limiter or asyncio.Semaphore(concurrency), startup_timeout,
+                              start, progress)
+
+
+#: the environment variable naming the demo agent's session store
+DEMO_STORE_ENV = "ACPLINK_DEMO_STORE"
+
+
+def _scratch_opts(opts: Options, scratch: str, name: str) -> Options:
+    """``opts`` for one agent process whose stores acplink controls (the demo agent's session
+    store) are a fresh folder of ``scratch``: the checker never writes into the user's stores."""
+    store = os.path.join(scratch, "".join(c if c.isalnum() or c in "-_" else "_" for c in name))
+    os.makedirs(store, exist_ok=True)
+    return dataclasses.replace(opts, env={**opts.env, DEMO_STORE_ENV: store})
+
+
+async def _run_all(opts: Options, checks: list[Check], scratch: str, sem: asyncio.Semaphore,
+                   startup_timeout: float | None, start: float, progress: ProgressListener | None) -> Report:
     known = None
     if startup_timeout is not None:
         async with sem:
-            known = await preflight(opts, startup_timeout)
+            known = await preflight(_scratch_opts(opts, scratch, "startup"), startup_timeout)
+
+    finished = 0
 
     async def one(c: Check) -> tuple[CheckRun, dict[str, Any] | None]:
+        nonlocal finished
         async with sem:
-            return await _run_one(c, opts)
+            if progress is not None:
+                progress("start", c, None, finished, len(checks))
+            done = await _run_one(c, _scratch_opts(opts, scratch, c.name))
+        finished += 1
+        if progress is not None:
+            progress("done", c, done[0], finished, len(checks))
+        return done
 
     done = await asyncio.gather(*(one(c) for c in checks))
     runs = [r for r, _ in done]

@@ -14,7 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import AcpError
-from ..protocol.v2 import STOP_REASONS, UNSUPPORTED_PROTOCOL_VERSION, V1_ONLY_METHODS, Method, Update
+from ..protocol.v2 import (
+    CLIENT_METHODS,
+    STOP_REASONS,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    V1_ONLY_METHODS,
+    Method,
+    Update,
+)
 from ..schema import parse
 from ..schema import v2 as m
 from .checks import Check
@@ -22,7 +29,7 @@ from .probe import CheckAbort, Outcome, Probe, _short, text_block
 
 __all__ = ["V2_CHECKS", "V2_MONITORED", "agent_of", "v2_findings"]
 
-V2_MONITORED = ("V2-SCHEMA-001", "V2-SCHEMA-002", "V2-IDS-001")
+V2_MONITORED = ("V2-SCHEMA-001", "V2-SCHEMA-002", "V2-IDS-001", "V2-RPC-008", "V2-TRANS-001", "V2-CAP-001")
 _INFO = {"name": "acplink-check", "version": "1"}
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
@@ -93,13 +100,14 @@ class Turn:
         return [str(u.get("sessionUpdate")) for u in self.updates]
 
 
-async def run_turn(p: Probe, sid: str, text: str, *, bound: float | None = None,
+async def run_turn(p: Probe, sid: str, text: str | list[dict[str, Any]], *, bound: float | None = None,
                    during: Callable[[], Any] | None = None) -> Turn:
-    """Send a prompt, wait for the receipt and for the session's next idle state_update
-    (within ``bound``, default the request timeout). ``during``: awaited once the turn is
-    running (e.g. to cancel it)."""
+    """Send a prompt (``text``, or these content blocks), wait for the receipt and for the
+    session's next idle state_update (within ``bound``, default the request timeout).
+    ``during``: awaited once the turn is running (e.g. to cancel it)."""
     mark = len(p.records)
-    resp = await p.request(Method.SESSION_PROMPT, {"sessionId": sid, "prompt": [text_block(text)]})
+    blocks = [text_block(text)] if isinstance(text, str) else text
+    resp = await p.request(Method.SESSION_PROMPT, {"sessionId": sid, "prompt": blocks})
     turn = Turn(resp)
     if resp is None or "error" in resp:
         return turn
@@ -367,6 +375,25 @@ def v2_findings(probe: Probe) -> list[Outcome]:
             if rec.get("kind") == "request" and isinstance(msg, dict):
                 asked.add(_key(msg.get("id")))
             continue
+        if "msg" not in rec:  # a line that is not JSON
+            raw = str(rec.get("raw", ""))
+            what = "not valid UTF-8" if "\ufffd" in raw else "not a JSON-RPC message"
+            out.append(Outcome("V2-TRANS-001", "fail", f"message #{rec.get('seq')}: a line that is {what}: "
+                               f"{raw[:80]!r}", probe.check))
+            continue
+        called = msg.get("method") if isinstance(msg, dict) else None
+        if isinstance(called, str) and (called == Method.ELICITATION_CREATE or not (
+                called in CLIENT_METHODS or called == Method.CANCEL_REQUEST or called.startswith("_"))):
+            why = "the checker advertised no elicitation" if called == Method.ELICITATION_CREATE else \
+                "not a client method of v2" + (" (a v1 method v2 removed)" if called in V1_ONLY_METHODS else "")
+            out.append(Outcome("V2-CAP-001", "fail", f"message #{rec.get('seq')}: the agent called {called!r}: {why}",
+                               probe.check))
+        err = msg.get("error") if isinstance(msg, dict) and "method" not in msg else None
+        if isinstance(err, dict) and isinstance(err.get("message"), str) and (
+                not err["message"].strip() or "\n" in err["message"].strip()):
+            out.append(Outcome("V2-RPC-008", "fail", f"message #{rec.get('seq')}: error {err.get('code')} has "
+                               f"{'an empty' if not err['message'].strip() else 'a multi-line'} message: "
+                               f"{err['message'][:120]!r}", probe.check))
         for v in rec.get("violations") or []:
             req = "V2-SCHEMA-002" if v.get("strict_only") else "V2-SCHEMA-001"
             out.append(Outcome(req, "fail", f"message #{rec.get('seq')}: {v.get('path')}: {v.get('message')}",

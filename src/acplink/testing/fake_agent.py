@@ -176,22 +176,26 @@ class FakeAgent(AgentApp):
 
     @staticmethod
     def from_trace(trace: str | os.PathLike[str] | Sequence[dict[str, Any]], *,
-                   speed: float | None = None) -> TraceAgent:
-        """An agent that replays a recorded trace (``acplink record``), like ``acplink replay``."""
-        return TraceAgent(trace, speed=speed)
+                   speed: float | None = None, lenient: bool = False) -> TraceAgent:
+        """An agent that replays a recorded trace (``acplink record``), like ``acplink replay``
+        (``lenient``: answers of the client that differ from the recorded ones are noted in each
+        replay's ``divergences`` and the recording plays on, instead of ending the replay)."""
+        return TraceAgent(trace, speed=speed, lenient=lenient)
 
 
 class TraceAgent:
     """Replays a trace on each connection (see :class:`TraceReplay`); the last replay's first
     mismatch is :attr:`mismatch`."""
 
-    def __init__(self, trace: str | os.PathLike[str] | Sequence[dict[str, Any]], *, speed: float | None = None) -> None:
+    def __init__(self, trace: str | os.PathLike[str] | Sequence[dict[str, Any]], *, speed: float | None = None,
+                 lenient: bool = False) -> None:
         self.trace = trace_messages(trace)  # read (and checked) once
         self.speed = speed
+        self.lenient = lenient
         self.replays: list[TraceReplay] = []
 
     def connection(self, transport: Transport) -> TraceReplay:
-        replay = TraceReplay(self.trace, transport, speed=self.speed)
+        replay = TraceReplay(self.trace, transport, speed=self.speed, lenient=self.lenient)
         self.replays.append(replay)
         return replay
 

@@ -35,6 +35,7 @@ BREAKS = {
     "tool-update-unknown": "send a tool_call_update for a tool call never announced",
     "invalid-update": "send a session/update whose update has no sessionUpdate kind",
     "ext-silent": "never answer `_` extension requests",
+    "ext-null-result": "answer unknown `_` extension requests with `result: null`",
     "version-error": "answer an unknown protocolVersion with an error",
     "invalid-params-ok": "accept session/new with invalid params",
     "update-before-new": "send an update for a new session before the session/new response",
@@ -256,6 +257,8 @@ def main() -> None:
                     error(pending, -32800, "Request cancelled")
         elif not is_request:
             continue
+        elif method.startswith("_") and broken == "ext-null-result":
+            send({"jsonrpc": "2.0", "id": rid, "result": None})
         elif method.startswith("_"):
             if broken != "ext-silent":
                 error(rid, -32601, f"Method not found: {method}")

@@ -25,6 +25,7 @@ BREAKS = {
     "image-prompt": "send an image block although the agent did not advertise images",
     "crash-on-unknown-update": "exit on an unknown session/update kind",
     "bad-session": "prompt a session that session/new did not return",
+    "serve-outside": "serve fs/read_text_file of any path, also outside the session's directory",
 }
 
 
@@ -58,6 +59,10 @@ def main() -> int:
         msg: dict[str, Any] = {"jsonrpc": "2.0", "id": rid}
         msg.update({"error": error} if error is not None else {"result": result})
         send(msg)
+
+    def inside(path: str) -> bool:
+        root = os.path.realpath(os.getcwd())
+        return os.path.commonpath([root, os.path.realpath(path)]) == root
 
     def call(rid: int, method: str, params: dict[str, Any]) -> None:
         send({"jsonrpc": "2.0", "id": rid, "method": method, "params": params})
@@ -111,6 +116,8 @@ def main() -> int:
         if method == "session/request_permission":
             option = "made-up" if broken == "bad-option" else params["options"][0]["optionId"]
             answer(rid, {"outcome": {"outcome": "selected", "optionId": option}})
+        elif method == "fs/read_text_file" and broken != "serve-outside" and not inside(params["path"]):
+            answer(rid, error={"code": -32002, "message": f"outside the session's directory: {params['path']}"})
         elif method == "fs/read_text_file":
             try:
                 with open(params["path"], encoding="utf-8") as f:

@@ -88,8 +88,9 @@ export function v2App() {
       sessions.set(sessionId, { cwd: params.cwd, cancel: new AbortController(), busy: Promise.resolve(), history: [] });
       return { sessionId };
     })
-    .onRequest(methods.agent.session.list, () => ({
-      sessions: [...sessions.entries()].map(([sessionId, s]) => ({ sessionId, cwd: s.cwd })),
+    .onRequest(methods.agent.session.list, ({ params }) => ({
+      sessions: [...sessions.entries()].filter(([, s]) => !params?.cwd || s.cwd === params.cwd)
+        .map(([sessionId, s]) => ({ sessionId, cwd: s.cwd })),
     }))
     .onRequest(methods.agent.session.resume, async ({ params, client }) => {
       const session = sessions.get(params.sessionId);
