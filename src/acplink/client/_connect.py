@@ -5,6 +5,7 @@ app (in-process) or a ready transport; and the one-line error of an agent that f
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -28,6 +29,9 @@ if TYPE_CHECKING:
     from .client import Client
 
 __all__ = ["connect"]
+
+#: how long an agent whose start-up was abandoned may take to exit after its stdin closes
+_ABANDONED_GRACE = 0.1
 
 
 class connect:
@@ -126,7 +130,11 @@ class connect:
         except (ConnectionClosed, TransportError) as exc:
             await client.aclose()
             raise _agent_failed(transport, exc) from None
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError) and isinstance(transport, SubprocessTransport):
+                # start-up cut short (a time limit, Ctrl-C): nothing to finish, so no grace
+                # before the agent is stopped
+                transport.close_timeout = min(transport.close_timeout, _ABANDONED_GRACE)
             await client.aclose()
             raise
         self.client = client
