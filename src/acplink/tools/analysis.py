@@ -12,7 +12,7 @@ from typing import Any
 
 from ..connection.rules import TURN_UPDATE_KINDS, PromptTurns, missing_capability
 from ..protocol import V1
-from ..protocol.initialize import agent_info, client_info
+from ..protocol.initialize import agent_info, agreed_version, client_info
 from ..rpc.messages import CallMatcher, message_kind
 from .validate import validate_message
 
@@ -288,7 +288,7 @@ class _Analyzer:
         sid = params.get("sessionId") if isinstance(params, dict) else None
         if P.is_(method, "initialize") and isinstance(result, dict):
             self.initialized = True
-            self.t.protocol_version = result.get("protocolVersion")
+            self.t.protocol_version = agreed_version(result) or result.get("protocolVersion")  # (an echo: 1)
             self.t.agent_capabilities = result.get(P.capabilities_field[0])
             self.t.agent_info = agent_info(result)
         elif method in P.wires("new_session", "fork_session") and isinstance(result, dict) and result.get("sessionId"):
