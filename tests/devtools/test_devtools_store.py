@@ -90,10 +90,8 @@ def test_v1_and_v2_recordings_name_their_agent_and_client(tmp_path: Path) -> Non
     store = Store(db)
     try:
         conns = store.connections()
-        assert len(conns) == 2
-        for c in conns:
-            assert (c.agent_name, c.agent_version) == ("acplink demo agent", "0.1.0")
-            assert (c.agent, c.client) == ("acplink demo agent 0.1.0", f"acplink {__version__}")
+        assert [(c.agent_name, c.agent_version) for c in conns] == [("acplink demo agent", "0.1.0")] * 2
+        assert [(c.agent, c.client) for c in conns] == [("acplink demo agent 0.1.0", f"acplink {__version__}")] * 2
         html = sessions_rows(store)
         assert html.count("<td>acplink demo agent 0.1.0</td>") == 2 and html.count(f"<td>acplink {__version__}</td>") == 2
         assert "<td>?</td>" not in html

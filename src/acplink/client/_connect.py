@@ -49,9 +49,12 @@ class connect:
     session's cwd and additional directories, ``fs="read"``: reads only; real terminal
     processes without a shell). Permission requests go to ``permission`` (default: deny);
     a confining policy (``PermissionPolicy.deny_all()``) also turns writes and terminals off.
-    ``protocol``: the ACP version: 1 (default), 2 (the v2 draft: the agent must agree) or
-    "auto" (asks for 2, continues on v1 when the agent answers 1); see ``docs/v2.md``.
-    The other keyword arguments are those of :class:`Client`.
+    ``protocol``: the ACP version: 1 (default), 2 (the v2 draft, which has no client files or
+    terminals yet: the agent must answer 2) or "auto" (asks for 2, goes on with v1 when the
+    agent answers 1, refuses 2 or echoes 2 with a v1 answer); see ``docs/v2.md``.
+    (``protocol_version`` is the number a v1 ``initialize`` carries, for testing an agent's
+    version negotiation; it does not choose the protocol.) The other keyword arguments are
+    those of :class:`Client`.
     """
 
     def __init__(
