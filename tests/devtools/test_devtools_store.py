@@ -95,6 +95,7 @@ def test_v1_and_v2_recordings_name_their_agent_and_client(tmp_path: Path) -> Non
         html = sessions_rows(store)
         assert html.count("<td>acplink demo agent 0.1.0</td>") == 2 and html.count(f"<td>acplink {__version__}</td>") == 2
         assert "<td>?</td>" not in html
+        assert len(store.connections("demo agent")) == len(store.connections(f"acplink {__version__}")) == 2
         v2 = conns[1]  # (newest first)
         assert f"agent acplink demo agent 0.1.0 · client acplink {__version__}" in timeline_page(store, v2, Filters())
         # a recording stored by an older acplink (no agent in its row): named from its messages

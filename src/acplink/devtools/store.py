@@ -299,7 +299,7 @@ class Store:
         for conn in ids:
             row = self.connection(conn)
             if row is None or (needle and needle not in " ".join(
-                    map(str, (row.id, row.source, row.agent_name, row.agent_version, *row.sessions))).lower()):
+                    map(str, (row.id, row.source, row.agent, row.client, *row.sessions))).lower()):
                 continue
             out.append(row)
         return out
