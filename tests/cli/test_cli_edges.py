@@ -64,6 +64,15 @@ def test_prompt_gives_up_on_an_agent_that_never_answers_initialize(cli: Cli) -> 
     assert line == "acplink: error: the agent 'sleep 100' did not answer initialize within 0.5 s (--startup-timeout)"
 
 
+def test_prompt_timeout_bounds_the_agents_start_up_too(cli: Cli) -> None:
+    # --timeout is the whole run's limit: it ends the start-up long before --startup-timeout would
+    proc = cli.run("prompt", "--timeout", "1", "--startup-timeout", "3600", "hi", "--", "sleep", "100", timeout=120)
+    assert proc.returncode == 124
+    assert proc.stdout == ""
+    assert proc.stderr.splitlines() == [
+        "acplink: error: the agent 'sleep 100' did not answer initialize within 1 s (--timeout)"]
+
+
 def test_chat_gives_up_on_an_agent_that_never_answers_initialize(cli: Cli) -> None:
     proc = cli.run("chat", "--startup-timeout", "0.5", "--", "sleep", "100", timeout=60)
     assert proc.returncode != 0
@@ -73,11 +82,13 @@ def test_chat_gives_up_on_an_agent_that_never_answers_initialize(cli: Cli) -> No
 
 
 def test_prompt_timeout_cancels_a_turn_that_does_not_end(cli: Cli) -> None:
-    proc = cli.run("prompt", "--timeout", "1", "slow 400", timeout=60)
+    # (the limit includes the demo's start-up: 10 s leave room for it on a loaded machine, and
+    # cut the 200 s turn short)
+    proc = cli.run("prompt", "--timeout", "10", "slow 4000", timeout=120)
     assert proc.returncode == 124
-    assert proc.stdout.startswith("chunk 1/400 ") and proc.stdout.endswith("\n")
-    assert "chunk 400/400" not in proc.stdout
-    assert proc.stderr.splitlines() == ["acplink: error: the turn did not end within 1 s (--timeout); it was cancelled"]
+    assert proc.stdout.startswith("chunk 1/4000 ") and proc.stdout.endswith("\n")
+    assert "chunk 4000/4000" not in proc.stdout
+    assert proc.stderr.splitlines() == ["acplink: error: the turn did not end within 10 s (--timeout); it was cancelled"]
 
 
 def test_prompt_timeout_leaves_a_quick_turn_alone(cli: Cli) -> None:

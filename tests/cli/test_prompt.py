@@ -45,7 +45,7 @@ def test_demo_reply(cli: Cli) -> None:
 
 
 def test_demo_json(cli: Cli) -> None:
-    proc = cli.call("prompt", "--protocol", "1", "--json", "read hello.txt")
+    proc = cli.call("prompt", "--json", "read hello.txt")
     assert proc.returncode == 0, proc.stderr
     lines = _json_lines(proc.stdout)
     updates = _check_updates(lines)
@@ -66,7 +66,7 @@ def test_deny_writes_nothing(cli: Cli) -> None:  # (deny is also the default)
 
 
 def test_allow_writes_the_file(cli: Cli) -> None:
-    proc = cli.call("prompt", "--protocol", "1", "--allow", "write notes.txt hi there")
+    proc = cli.call("prompt", "--allow", "write notes.txt hi there")
     assert proc.returncode == 0, proc.stderr
     assert "Wrote" in proc.stdout
     assert (cli.workdir / "notes.txt").read_text() == "hi there\n"
@@ -97,14 +97,14 @@ def test_terminal_runs_real_processes_in_cwd(cli: Cli) -> None:
     sub = cli.workdir / "sub"
     sub.mkdir()
     (sub / "x.txt").write_text("from-sub\n")
-    proc = cli.call("prompt", "--protocol", "1", "--allow", "--cwd", "sub", "run cat x.txt")
+    proc = cli.call("prompt", "--allow", "--cwd", "sub", "run cat x.txt")
     assert proc.returncode == 0, proc.stderr
     assert "finished with exit code 0" in proc.stdout
     assert "from-sub" in proc.stdout
 
 
 def test_no_terminal(cli: Cli) -> None:
-    proc = cli.call("prompt", "--protocol", "1", "--allow", "--no-terminal", "run echo hi")
+    proc = cli.call("prompt", "--allow", "--no-terminal", "run echo hi")
     assert proc.returncode == 0
     assert "could not run" in proc.stdout
 

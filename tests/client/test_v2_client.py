@@ -6,6 +6,7 @@ v1-only agent)."""
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 import sys
 from pathlib import Path
@@ -134,6 +135,50 @@ async def test_auto_retries_v1_when_the_agent_refuses_2() -> None:
         async with connect(script("refuse"), protocol=2):
             pass
     assert info.value.code == -32022
+
+
+async def test_auto_retries_v1_when_the_agent_refuses_2_with_any_error() -> None:
+    # a v1 agent may refuse the unknown version in its own way (-32602 here): v1 would work
+    async with connect(script("refuse-params"), protocol="auto") as client:
+        assert client.protocol_version == 1 and client.agent_info is not None
+        assert client.agent_info.name == "script-v1"
+    with pytest.raises(RequestError) as info:  # unless the agent says it does not speak 1
+        async with connect(script("refuse-all"), protocol="auto"):
+            pass
+    assert info.value.code == -32022
+
+
+async def test_auto_goes_on_with_v1_when_the_agent_echoes_2_with_a_v1_answer(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="acplink.client")
+    async with connect(script("echo"), protocol="auto") as client:
+        assert client.protocol_version == 1 and client.v2 is None
+        assert client.agent_info is not None and client.agent_info.name == "script-echo"
+        assert client.connection.protocol.version == 1
+        session = await client.new_session(tmp_path)
+        assert not isinstance(session, V2Session)
+    said = [r.getMessage() for r in caplog.records if "echoes the version" in r.getMessage()]
+    assert len(said) == 1 and "continuing on v1" in said[0]
+    with pytest.raises(ProtocolError, match="answered 2 with a v1 initialize response"):
+        async with connect(script("echo"), protocol=2):
+            pass
+
+
+async def test_the_default_is_v1() -> None:
+    async with connect(script("echo")) as client:  # (asks for 1: the echo is 1)
+        assert client.protocol == 1 and client.protocol_version == 1
+
+
+PY_ECHO_AGENT = [str(HERE.parents[1] / ".peers-venv" / "bin" / "python"),
+                 str(HERE.parent / "interop" / "peers" / "py_echo_agent.py")]
+
+
+@pytest.mark.skipif(not Path(PY_ECHO_AGENT[0]).exists(), reason="official Python SDK venv (.peers-venv) missing")
+@pytest.mark.parametrize("shape", [[], ["--with-info"]], ids=["bare", "with-info"])
+async def test_auto_against_the_official_python_sdks_echo_agent(tmp_path: Path, shape: list[str]) -> None:
+    async with connect([*PY_ECHO_AGENT, *shape], protocol="auto") as client:
+        assert client.protocol_version == 1 and client.v2 is None
+        assert await _hello(client, tmp_path) == "hello"
 
 
 async def test_protocol_argument_is_checked() -> None:

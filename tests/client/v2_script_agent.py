@@ -3,7 +3,10 @@
     python v2_script_agent.py MODE
 
 ``initialize`` is answered with version 2 (``MODE=v1`` answers 1, ``MODE=refuse`` errors
--32022 with ``supported: [1]`` for any version but 1); ``session/new`` opens ``s1``. A
+-32022 with ``supported: [1]`` for any version but 1, ``MODE=refuse-params`` errors -32602
+without data for any version but 1, ``MODE=refuse-all`` errors -32022 with ``supported: [3]``,
+``MODE=echo`` answers the version asked for with a v1 body, as agents on the official Python
+SDK 0.12.1 do); ``session/new`` opens ``s1``. A
 ``session/prompt`` is answered by the MODE:
 
 * ``normal``: receipt, echo, running, "hi" chunk, idle end_turn
@@ -97,7 +100,15 @@ def main() -> None:
                 send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32022, "message": "Unsupported protocol version",
                                                               "data": {"requested": params.get("protocolVersion"),
                                                                        "supported": [1]}}})
-            elif MODE in ("v1", "refuse"):
+            elif MODE == "refuse-params" and params.get("protocolVersion") != 1:
+                send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32602, "message": "Invalid params"}})
+            elif MODE == "refuse-all":
+                send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32022, "message": "Unsupported protocol version",
+                                                              "data": {"supported": [3]}}})
+            elif MODE == "echo":
+                send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": params.get("protocolVersion"),
+                                                              "agentInfo": {"name": "script-echo", "version": "1"}}})
+            elif MODE in ("v1", "refuse", "refuse-params"):
                 send({"jsonrpc": "2.0", "id": rid, "result": {"protocolVersion": 1, "agentCapabilities": {},
                                                               "agentInfo": {"name": "script-v1", "version": "1"}}})
             else:

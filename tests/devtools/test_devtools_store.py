@@ -3,6 +3,7 @@ recording (pairs, latency, sessions, agent), JSONL import of damaged traces, `re
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -12,8 +13,10 @@ import orjson
 import pytest
 from dtutil import ACPLINK, bad_prompt_trace, record_demo
 
+from acplink import __version__
 from acplink.devtools.importer import import_trace
 from acplink.devtools.store import SCHEMA_VERSION, DatabaseError, Ingest, Store
+from acplink.devtools.views import Filters, sessions_rows, timeline_page
 
 
 def test_a_new_database_is_migrated_to_the_current_version_in_wal_mode(tmp_path: Path) -> None:
@@ -71,6 +74,34 @@ def test_a_recording_has_one_row_per_message_with_pairs_latency_and_sessions(tmp
         assert new_resp["session"] == c.sessions[0]  # the session id from the result
         total = store.db.execute("SELECT count(*) FROM messages WHERE conn = ?", (conn,)).fetchone()[0]
         assert c.messages == total > 10
+    finally:
+        store.close()
+
+
+def test_v1_and_v2_recordings_name_their_agent_and_client(tmp_path: Path) -> None:
+    # recorded through acplink prompt, as a user would: v2 (the draft) and v1 (the default)
+    db = tmp_path / "d.sqlite"
+    for protocol in ("2", "1"):
+        proc = subprocess.run([*ACPLINK, "prompt", "--protocol", protocol, "--cwd", str(tmp_path), "hello", "--",
+                               *ACPLINK, "record", "--db", str(db), "--", *ACPLINK, "demo-agent"],
+                              capture_output=True, text=True, timeout=120,
+                              env={**os.environ, "ACPLINK_DEMO_STORE": str(tmp_path / "store")})
+        assert proc.returncode == 0, proc.stderr
+    store = Store(db)
+    try:
+        conns = store.connections()
+        assert [(c.agent_name, c.agent_version) for c in conns] == [("acplink demo agent", "0.1.0")] * 2
+        assert [(c.agent, c.client) for c in conns] == [("acplink demo agent 0.1.0", f"acplink {__version__}")] * 2
+        html = sessions_rows(store)
+        assert html.count("<td>acplink demo agent 0.1.0</td>") == 2 and html.count(f"<td>acplink {__version__}</td>") == 2
+        assert "<td>?</td>" not in html
+        assert len(store.connections("demo agent")) == len(store.connections(f"acplink {__version__}")) == 2
+        v2 = conns[1]  # (newest first)
+        assert f"agent acplink demo agent 0.1.0 · client acplink {__version__}" in timeline_page(store, v2, Filters())
+        # a recording stored by an older acplink (no agent in its row): named from its messages
+        store.db.execute("UPDATE connections SET agent_name = NULL, agent_version = NULL")
+        again = store.connection(v2.id)
+        assert again is not None and again.agent == "acplink demo agent 0.1.0"
     finally:
         store.close()
 

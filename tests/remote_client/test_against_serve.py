@@ -55,6 +55,16 @@ async def test_library(scheme: str, serve: Any, tmp_path: Path) -> None:
 
 
 @SCHEMES
+def test_prompt_reads_a_file_through_serve_with_no_protocol_flag(scheme: str, serve: Any, tmp_path: Path) -> None:
+    # v1 by default: the demo agent reads the client's file (on v2 it could not: no fs methods)
+    (tmp_path / "notes.txt").write_text("one\ntwo\n")
+    done = subprocess.run([sys.executable, "-m", "acplink", "prompt", "--url", serve.urls[scheme], "--remote-fs",
+                           "--cwd", str(tmp_path), "read notes.txt"], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert "notes.txt has 2 lines" in done.stdout and "ACP v2" not in done.stdout, done.stdout
+
+
+@SCHEMES
 def test_prompt_and_chat(scheme: str, serve: Any) -> None:
     done = subprocess.run([sys.executable, "-m", "acplink", "prompt", "--url", serve.urls[scheme], "hello"],
                           capture_output=True, text=True, timeout=60)

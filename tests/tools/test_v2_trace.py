@@ -65,6 +65,30 @@ def test_v2_trace_is_checked_against_the_v2_schema_and_turns_end_at_idle() -> No
     assert t.tool_calls["c1"].statuses == ["pending", "completed"]
 
 
+def test_an_agent_that_echoed_2_with_a_v1_answer_is_read_as_v1() -> None:
+    # (agents on the official Python SDK 0.12.1 answer the version asked for; acplink's "auto"
+    # client goes on with v1, and so must the trace: its checks, its turns, the names)
+    records = _records(
+        ("c2a", {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": 2, "info": {"name": "c", "version": "1"}, "capabilities": {},
+            "clientInfo": {"name": "c", "version": "1"}, "clientCapabilities": {}}}),
+        ("a2c", {"jsonrpc": "2.0", "id": 1, "result": {"protocolVersion": 2,
+                                                        "agentInfo": {"name": "echo", "version": "0.12.1"}}}),
+        ("c2a", {"jsonrpc": "2.0", "id": 2, "method": "session/new", "params": {"cwd": "/w", "mcpServers": []}}),
+        ("a2c", {"jsonrpc": "2.0", "id": 2, "result": {"sessionId": "s"}}),
+        ("c2a", {"jsonrpc": "2.0", "id": 3, "method": "session/prompt",
+                 "params": {"sessionId": "s", "prompt": [{"type": "text", "text": "go"}]}}),
+        _upd("s", sessionUpdate="agent_message_chunk", content={"type": "text", "text": "go"}),
+        ("a2c", {"jsonrpc": "2.0", "id": 3, "result": {"stopReason": "end_turn"}}),
+    )
+    assert [r.get("violations") for r in records if r.get("violations")] == []  # (v2 would flag the chunk)
+    t = analyze(records)
+    assert t.findings == [] and t.protocol_version == 1
+    assert (t.client_info, t.agent_info) == ({"name": "c", "version": "1"}, {"name": "echo", "version": "0.12.1"})
+    (turn,) = t.sessions["s"].turns
+    assert (turn.stop_reason, turn.reply) == ("end_turn", "go")
+
+
 def test_v2_findings_update_after_close_and_schema() -> None:
     records = _v2_session(
         ("c2a", {"jsonrpc": "2.0", "id": 4, "method": "session/close", "params": {"sessionId": "s"}}),

@@ -58,7 +58,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--reconnect", action="store_true",
                    help="with --url: when the connection is lost, reconnect (5 tries, 0.5 to 8 s apart) and "
                         "reopen the session, without asking")
-    add_protocol_option(p, default="1")
+    add_protocol_option(p)
     p.set_defaults(run=run)
 
 

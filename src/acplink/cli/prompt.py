@@ -35,7 +35,8 @@ EXAMPLES = """examples:
   acplink prompt --json "read README.md"          # every update as a JSON line
   acplink prompt --allow "write notes.txt hi" -- my-agent --acp
   acplink prompt --timeout 120 "fix the tests" -- my-agent --acp
-  acplink prompt --protocol 2 "hello" -- my-v2-agent # ACP v2 (draft) only; auto: 2 if agreed, else 1
+  acplink prompt --protocol auto "hello" -- my-agent # ACP v2 (draft) if the agent speaks it, else v1
+ACP v1 is the default: v2 has no client files or terminals yet (the demo's read, write and run).
 exit status: 0 when the turn ends with end_turn, 1 for any other stop reason or error,
 124 when --timeout or --startup-timeout runs out, 141 when the reader of stdout goes away."""
 
@@ -51,8 +52,9 @@ def add_parser(sub: Any) -> None:
     p.add_argument("text", help="the prompt text")
     p.add_argument("--json", action="store_true", help="print every update as one JSON line on stdout")
     p.add_argument("--timeout", type=positive_seconds, metavar="S",
-                   help="cancel the turn and fail when it has not ended after S seconds (session setup "
-                        "included; default: no limit)")
+                   help="fail when the turn has not ended S seconds after acplink started (the agent's "
+                        "start-up and the session's set-up included; a running turn is cancelled first; "
+                        "default: no limit)")
     group = p.add_mutually_exclusive_group()
     group.add_argument("--allow", action="store_true", help="allow every permission request")
     group.add_argument("--deny", action="store_true", help="deny every permission request (default)")
@@ -81,13 +83,26 @@ def _summary(update: Any, session: Session | None = None) -> str | None:
 
 async def _run(args: argparse.Namespace) -> int:
     policy = PermissionPolicy.allow_all() if args.allow else PermissionPolicy.deny_all()
-    async with open_client(args, policy) as client:
-        try:
-            return await _turn(args, client)
-        except TransportError as exc:  # the agent died or hung up mid-session
-            if args.debug:
-                raise
-            return fail(await describe_failure(client, exc))
+    # --timeout bounds the whole run: the agent's start-up, the session's set-up and the turn
+    deadline = None if args.timeout is None else asyncio.get_running_loop().time() + args.timeout
+    startup = open_client(args, policy)
+    bound = asyncio.timeout_at(deadline)
+    try:
+        async with bound:
+            client = await startup  # (a start-up cut short stops the agent)
+    except TimeoutError:
+        if not bound.expired():
+            raise
+        return fail(f"the agent {startup.command!r} did not answer initialize within {args.timeout:g} s "
+                    "(--timeout)", EXIT_TIMEOUT)
+    try:
+        return await _turn(args, client, deadline)
+    except TransportError as exc:  # the agent died or hung up mid-session
+        if args.debug:
+            raise
+        return fail(await describe_failure(client, exc))
+    finally:
+        await client.aclose()
 
 
 class _Progress:
@@ -98,9 +113,9 @@ class _Progress:
         self.ended_with_newline = True
 
 
-async def _turn(args: argparse.Namespace, client: Client) -> int:
+async def _turn(args: argparse.Namespace, client: Client, deadline: float | None) -> int:
     progress = _Progress()
-    bound = asyncio.timeout(args.timeout)  # (None: no limit)
+    bound = asyncio.timeout_at(deadline)  # (None: no limit)
     try:
         async with bound:
             return await _stream(args, client, progress)

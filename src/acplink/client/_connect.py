@@ -5,6 +5,7 @@ app (in-process) or a ready transport; and the one-line error of an agent that f
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
@@ -29,6 +30,9 @@ if TYPE_CHECKING:
 
 __all__ = ["connect"]
 
+#: how long an agent whose start-up was abandoned may take to exit after its stdin closes
+_ABANDONED_GRACE = 0.1
+
 
 class connect:
     """Connect to an agent: a command line (spawned), a remote agent's URL (``ws://``,
@@ -45,9 +49,12 @@ class connect:
     session's cwd and additional directories, ``fs="read"``: reads only; real terminal
     processes without a shell). Permission requests go to ``permission`` (default: deny);
     a confining policy (``PermissionPolicy.deny_all()``) also turns writes and terminals off.
-    ``protocol``: the ACP version: 1 (default), 2 (the v2 draft: the agent must agree) or
-    "auto" (asks for 2, continues on v1 when the agent answers 1); see ``docs/v2.md``.
-    The other keyword arguments are those of :class:`Client`.
+    ``protocol``: the ACP version: 1 (default), 2 (the v2 draft, which has no client files or
+    terminals yet: the agent must answer 2) or "auto" (asks for 2, goes on with v1 when the
+    agent answers 1, refuses 2 or echoes 2 with a v1 answer); see ``docs/v2.md``.
+    (``protocol_version`` is the number a v1 ``initialize`` carries, for testing an agent's
+    version negotiation; it does not choose the protocol.) The other keyword arguments are
+    those of :class:`Client`.
     """
 
     def __init__(
@@ -126,7 +133,11 @@ class connect:
         except (ConnectionClosed, TransportError) as exc:
             await client.aclose()
             raise _agent_failed(transport, exc) from None
-        except BaseException:
+        except BaseException as exc:
+            if isinstance(exc, asyncio.CancelledError) and isinstance(transport, SubprocessTransport):
+                # start-up cut short (a time limit, Ctrl-C): nothing to finish, so no grace
+                # before the agent is stopped
+                transport.close_timeout = min(transport.close_timeout, _ABANDONED_GRACE)
             await client.aclose()
             raise
         self.client = client

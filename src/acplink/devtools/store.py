@@ -28,6 +28,7 @@ from typing import Any
 import orjson
 
 from ..errors import AcpError
+from ..protocol.initialize import agent_info, client_info
 from ..rpc.messages import CallMatcher
 from ..tools.analysis import expected_error
 from ..tools.spool import claim_spool, read_spool, spool_dir
@@ -118,11 +119,23 @@ class ConnectionRow:
     exit_code: int | None
     agent_name: str | None
     agent_version: str | None
+    client_name: str | None = None
+    client_version: str | None = None
     messages: int = 0
     errors: int = 0
     turns: int = 0
     last_wall: float | None = None
     sessions: tuple[str, ...] = ()
+
+    @property
+    def agent(self) -> str:
+        """The agent's name and version (from ``initialize``), "?" when unknown."""
+        return " ".join(x for x in (self.agent_name, self.agent_version) if x) or "?"
+
+    @property
+    def client(self) -> str:
+        """The client's name and version (from ``initialize``), "?" when unknown."""
+        return " ".join(x for x in (self.client_name, self.client_version) if x) or "?"
 
     @property
     def duration(self) -> float | None:
@@ -292,7 +305,7 @@ class Store:
         for conn in ids:
             row = self.connection(conn)
             if row is None or (needle and needle not in " ".join(
-                    map(str, (row.id, row.source, row.agent_name, row.agent_version, *row.sessions))).lower()):
+                    map(str, (row.id, row.source, row.agent, row.client, *row.sessions))).lower()):
                 continue
             out.append(row)
         return out
@@ -311,8 +324,9 @@ class Store:
             got = self.db.execute(sql, (conn,)).fetchone()
             return None if got is None else got[0]  # (a connection with no message has no last one)
 
+        client, agent = self._peers(conn)
         return ConnectionRow(
-            r[0], r[1], _loads(r[2]) or {}, r[3], r[4], r[5], r[6], r[7],
+            r[0], r[1], _loads(r[2]) or {}, r[3], r[4], r[5], r[6] or agent[0], r[7] or agent[1], *client,
             messages=one("SELECT count(*) FROM messages WHERE conn = ?"),
             errors=one("SELECT count(*) FROM messages WHERE conn = ? AND (error = 1 OR violations IS NOT NULL)"),
             turns=one("SELECT count(*) FROM messages WHERE conn = ? AND method = 'session/prompt' "
@@ -320,6 +334,21 @@ class Store:
             last_wall=one("SELECT wall FROM messages WHERE conn = ? ORDER BY seq DESC LIMIT 1"),
             sessions=tuple(s for (s,) in self.db.execute(
                 "SELECT DISTINCT session FROM messages WHERE conn = ? AND session IS NOT NULL", (conn,))))
+
+    def _peers(self, conn: int) -> tuple[tuple[str | None, str | None], tuple[str | None, str | None]]:
+        """The (name, version) of the client and of the agent, from the connection's first
+        ``initialize`` request and response (either version's fields; the agent's is also
+        kept in ``connections`` once known, but not by recordings of older acplink versions)."""
+        client: Any = None
+        agent: Any = None
+        for kind, body in self.db.execute("SELECT kind, body FROM messages WHERE conn = ? AND method = 'initialize' "
+                                          "AND is_json = 1 ORDER BY seq LIMIT 2", (conn,)):
+            msg = _loads(body)
+            if kind == "request" and client is None and isinstance(msg, dict):
+                client = client_info(msg.get("params"))
+            elif kind == "response" and agent is None and isinstance(msg, dict):
+                agent = agent_info(msg.get("result"))
+        return _name_version(client), _name_version(agent)
 
     def last_message_id(self) -> int:
         return int(self.db.execute("SELECT coalesce(max(id), 0) FROM messages").fetchone()[0])
@@ -487,10 +516,10 @@ class Ingest:
                         result = msg.get("result")
                         if session is None and isinstance(result, dict) and isinstance(result.get("sessionId"), str):
                             session = result["sessionId"]
-                        if method == "initialize" and isinstance(result, dict):
-                            info = result.get("agentInfo")
-                            if isinstance(info, dict):
-                                self._agent = (_str(info.get("title") or info.get("name")), _str(info.get("version")))
+                        if method == "initialize":
+                            info = agent_info(result)  # (v1's agentInfo, v2's info)
+                            if info is not None:
+                                self._agent = _name_version(info)
                 elif kind == "notification":
                     method = msg.get("method", method)
         else:
@@ -559,3 +588,10 @@ def _kind(msg: dict[str, Any]) -> str:
 
 def _str(x: Any) -> str | None:
     return None if x is None else str(x)
+
+
+def _name_version(info: dict[str, Any] | None) -> tuple[str | None, str | None]:
+    """An implementation's (title or name, version), as the lists show it."""
+    if info is None:
+        return (None, None)
+    return (_str(info.get("title") or info.get("name")), _str(info.get("version")))

@@ -33,19 +33,18 @@ def sessions_rows(store: Store, search: str = "") -> str:
     out = []
     for c in store.connections(search):
         live = c.ended is None
-        agent = " ".join(x for x in (c.agent_name, c.agent_version) if x) or "?"
         sessions = " ".join(f'<a href="/c/{c.id}/conversation?session={esc(s)}" class="sid">{esc(s[:12])}</a>'
                             for s in c.sessions[:6])
         out.append(
             f'<tr data-conn="{c.id}"><td><a href="/c/{c.id}">#{c.id}</a></td>'
-            f'<td>{esc(agent)}</td><td class="src" title="{esc(c.source)}">{esc(c.source[:80])}</td>'
+            f'<td>{esc(c.agent)}</td><td>{esc(c.client)}</td><td class="src" title="{esc(c.source)}">{esc(c.source[:80])}</td>'
             f"<td>{_when(c.started)}</td><td>{fmt_ms(c.duration)}</td><td>{c.turns}</td>"
             f'<td class="{"bad" if c.errors else ""}">{c.errors}</td><td>{c.messages}</td>'
             f"<td>{sessions}</td>"
             f'<td>{"<span class=live>live</span>" if live else esc(c.exit_code if c.exit_code is not None else "")}'
             f"</td></tr>")
     if not out:
-        out.append('<tr><td colspan="10" class="empty">no recordings yet: run <code>acplink record --db -- '
+        out.append('<tr><td colspan="11" class="empty">no recordings yet: run <code>acplink record --db -- '
                    "AGENT_CMD</code>, import a trace or use Connect</td></tr>")
     return "".join(out)
 
@@ -56,7 +55,7 @@ def sessions_page(store: Store, search: str = "") -> str:
             f'<a class="btn" href="/diff">Compare two…</a></form>'
             f'<table class="list" id="sessions" data-live-reload="/partial/sessions?q={esc(search)}" '
             f'data-since="{esc(store.live_state())}">'
-            f"<thead><tr><th>#</th><th>agent</th><th>source</th><th>start</th><th>duration</th><th>turns</th>"
+            f"<thead><tr><th>#</th><th>agent</th><th>client</th><th>source</th><th>start</th><th>duration</th><th>turns</th>"
             f"<th>errors</th><th>messages</th><th>sessions</th><th>exit</th></tr></thead>"
             f"<tbody>{sessions_rows(store, search)}</tbody></table>")
     return page("Sessions", body, active="Sessions")
@@ -155,7 +154,7 @@ def timeline_page(store: Store, c: ConnectionRow, f: Filters, at: int | None = N
             f'<label><input type="checkbox" name="errors" value="1"{" checked" if f.errors else ""}> errors only'
             f'</label><input name="q" value="{esc(f.q)}" placeholder="text in the message" aria-label="text in the message">'
             f"<button>Filter</button></form>")
-    info = (f'<p class="dim">{total} messages · {esc(c.source)}'
+    info = (f'<p class="dim">{total} messages · agent {esc(c.agent)} · client {esc(c.client)} · {esc(c.source)}'
             f'{" · <span class=live>live</span>" if c.ended is None else ""}</p>')
     table = (f'<div class="split"><div class="rows" id="rows-box"><table class="list timeline" id="timeline" '
              f'data-conn="{conn}" data-filters="{esc(f.query())}" data-last="{last if last is not None else ""}" '

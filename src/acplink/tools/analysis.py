@@ -12,6 +12,7 @@ from typing import Any
 
 from ..connection.rules import TURN_UPDATE_KINDS, PromptTurns, missing_capability
 from ..protocol import V1
+from ..protocol.initialize import agent_info, agreed_version, client_info
 from ..rpc.messages import CallMatcher, message_kind
 from .validate import validate_message
 
@@ -257,7 +258,7 @@ class _Analyzer:
             self.find("before-initialize", f"{method} sent before the initialize response", rec)
         if P.is_(method, "initialize") and isinstance(params, dict):
             self.t.client_capabilities = params.get(P.capabilities_field[1])
-            self.t.client_info = params.get("clientInfo")
+            self.t.client_info = client_info(params)
         missing = missing_capability(method, self.t.client_capabilities, self.t.agent_capabilities, P.table)
         if missing is not None and self.initialized:
             who, path = missing
@@ -308,9 +309,9 @@ class _Analyzer:
         sid = params.get("sessionId") if isinstance(params, dict) else None
         if P.is_(method, "initialize") and isinstance(result, dict):
             self.initialized = True
-            self.t.protocol_version = result.get("protocolVersion")
+            self.t.protocol_version = agreed_version(result) or result.get("protocolVersion")  # (an echo: 1)
             self.t.agent_capabilities = result.get(P.capabilities_field[0])
-            self.t.agent_info = result.get("agentInfo")
+            self.t.agent_info = agent_info(result)
         elif method in P.wires("new_session", "fork_session") and isinstance(result, dict) and result.get("sessionId"):
             new = str(result["sessionId"])
             cwd = params.get("cwd") if isinstance(params, dict) else None

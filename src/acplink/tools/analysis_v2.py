@@ -29,8 +29,7 @@ def speaks_v2(records: list[dict[str, Any]]) -> bool:
     for rec in records:
         msg = rec.get("msg")
         if rec.get("kind") == "response" and rec.get("method") == Method.INITIALIZE and isinstance(msg, dict):
-            result = msg.get("result")
-            if isinstance(result, dict) and result.get("protocolVersion") == 2:
+            if agreed_version(msg, Method.INITIALIZE) == 2:
                 return True
     return False
 
@@ -59,8 +58,6 @@ class V2Analyzer(_Analyzer):
     def request(self, rec: dict[str, Any], d: str, msg: dict[str, Any], method: str) -> None:
         if not self.v2:
             super().request(rec, d, msg, method)
-            if method == Method.INITIALIZE and isinstance(msg.get("params"), dict):
-                self.t.client_info = msg["params"].get("info") or msg["params"].get("clientInfo")
             return
         params = _obj(msg.get("params"))
         rid = msg.get("id")
@@ -101,9 +98,8 @@ class V2Analyzer(_Analyzer):
             return
         super().response(rec, d, msg)
         result = msg.get("result")
-        if method == Method.INITIALIZE and isinstance(result, dict) and result.get("protocolVersion") == 2:
+        if method == Method.INITIALIZE and isinstance(result, dict) and agreed_version(msg, method) == 2:
             self.v2 = True
-            self.t.agent_info = result.get("info")
             self.t.agent_capabilities = result.get("capabilities")
         elif self.v2 and method == Method.SESSION_CLOSE and call is not None and "result" in msg:
             self.closed.add(str(_obj(call[1]).get("sessionId")))

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SchemaValidationError
+from ..protocol.initialize import agreed_version as agreed
 from ..rpc.messages import message_kind, usable_id
 from ..schema._parse import parse
 from ..schema.registry import method_info as _v1_method_info
@@ -65,10 +66,11 @@ def _schema_errors(tp: Any, data: Any, prefix: str, name: str) -> list[dict[str,
 def agreed_version(msg: Any, answered: str | None, current: int = 1) -> int:
     """The ACP version in effect from ``msg`` on: the ``protocolVersion`` of an ``initialize``
     result (``answered``: the method the message answers; the response itself already follows
-    that version's schema), else ``current``."""
+    that version's schema), 1 for an agent that echoed a newer version with a v1 answer (see
+    :mod:`acplink.protocol.initialize`), else ``current``."""
     if answered == "initialize" and isinstance(msg, dict) and isinstance(msg.get("result"), dict):
-        version = msg["result"].get("protocolVersion")
-        return version if type(version) is int else 1
+        version = agreed(msg["result"])
+        return 1 if version is None else version
     return current
 
 
