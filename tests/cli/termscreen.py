@@ -110,6 +110,19 @@ class Term:
             self.child.close()
 
 
+def start(terms: list[Term], cli: Cli, cols: int, rows: int, *agent: str) -> Term:
+    """A chat on a ``cols`` x ``rows`` terminal (kept in ``terms`` to be closed), at its first prompt."""
+    t = Term(cli, cols, rows, *agent)
+    terms.append(t)
+    t.prompt(1)
+    return t
+
+
+def chunks(text: str, n: int) -> list[int]:
+    """The numbers of the demo's ``slow N`` chunks in ``text``, in order."""
+    return [int(m) for m in re.findall(rf"chunk (\d+)/{n}\b", text)]
+
+
 def _now() -> float:
     import time
 
