@@ -62,7 +62,8 @@ class Term:
 
     def lines(self) -> list[str]:
         """The scrollback and the screen, top to bottom."""
-        top = ["".join(row[x].data for x in range(self.cols)).rstrip() for row in self.screen.history.top]
+        top = ["".join(row[x].data for x in range(max(row, default=-1) + 1)).rstrip()
+               for row in self.screen.history.top]  # (a line as wide as it was written)
         return top + self.visible()
 
     def text(self) -> str:

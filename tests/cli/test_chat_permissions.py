@@ -35,7 +35,7 @@ def test_always_allow_is_for_that_file_not_the_session(cli: Cli, terms: list[Ter
     t.prompt(3)
     assert squash(t.text()).count("The agent asks to") == 1
     t.send("write b.txt three")  # another file: asked, and the session is still in "ask" mode
-    t.wait(r"choose 1-3")
+    t.wait(r"Write b\.txt.*choose 1-3")
     t.send("3")
     t.prompt(4)
     assert not any(line.startswith("auto>") for line in t.lines())
