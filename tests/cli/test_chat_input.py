@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import pytest
 from cliutil import Cli
+from prompt_toolkit.keys import Keys
 from termscreen import SIZE_IDS, SIZES, Term, chunks, start
+
+from acplink.cli.chat_input import TypeAhead
 
 DOWN, UP = "\x1b[B", "\x1b[A"
 
@@ -87,3 +90,32 @@ def test_permission_options_by_arrow_keys_or_number(cli: Cli, terms: list[Term],
     assert (cli.workdir / "a.txt").read_text() == "second\n"
     t.send("/quit")
     assert t.finish() == 0
+
+
+def test_type_ahead_editing() -> None:
+    """The keys the input area understands (no terminal: key presses fed one by one)."""
+    changes: list[str] = []
+    interrupts: list[bool] = []
+    typed = TypeAhead(lambda: changes.append("x"), lambda: interrupts.append(True))
+    for ch in "hello wrld":
+        typed.feed(ch, ch)
+    for _ in range(3):
+        typed.feed(Keys.ControlH, "\x7f")
+    typed.feed("o", "o")
+    assert typed.text == "hello wo"
+    typed.feed(Keys.ControlW, "\x17")
+    assert typed.text == "hello "
+    typed.feed(Keys.BracketedPaste, "two\r\nlines")
+    typed.feed(Keys.ControlM, "\r")
+    typed.feed(Keys.ControlM, "\r")  # (an empty line is not queued)
+    typed.feed("\x1b", "\x1b")  # (not printable: ignored)
+    typed.feed("n", "n")
+    assert typed.queued == ["hello two\nlines"] and typed.text == "n"
+    assert [line.plain for line in typed.lines()] == ["⏎ hello two\nlines", "✎ n▏"]
+    typed.feed(Keys.ControlC, "\x03")
+    assert interrupts == [True]
+    typed.unqueue()  # (a cancelled turn: nothing is sent by itself)
+    assert typed.queued == [] and typed.text == "hello two\nlines\nn" and changes == ["x"]
+    assert typed.next_line() is None and typed.take_draft() == "hello two\nlines\nn" and typed.text == ""
+    typed.feed(Keys.ControlU, "\x15")
+    assert typed.text == ""

@@ -18,6 +18,7 @@ def test_always_allow_does_not_cover_a_hostile_kind(cli: Cli, terms: list[Term])
     t.wait(r"choose 1-3.*choose 1-3")  # asked again: the third request (the second is remembered)
     t.send("3")
     t.wait(r"answers: sneaky1=allow_always sneaky2=allow_always sneaky3=reject")
+    assert "(allowed from now on in this chat: “Read notes.txt” (read) tool calls)" in t.text()
     assert squash(t.text()).count("The agent asks to") == 2
     t.send("/quit")
     assert t.finish() == 0
@@ -30,6 +31,7 @@ def test_always_allow_is_for_that_file_not_the_session(cli: Cli, terms: list[Ter
     t.send("2")
     t.wait(r"Wrote 4 characters to a\.txt")
     t.prompt(2)
+    assert f"(allowed from now on in this chat: writes to {cli.workdir / 'a.txt'})" in t.text()
     t.send("write a.txt two")  # the same file: not asked again
     t.wait(r"Wrote 4 characters to a\.txt.*Wrote 4 characters to a\.txt")
     t.prompt(3)

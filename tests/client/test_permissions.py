@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from acplink import builders as b
-from acplink.client.permissions import PermissionPolicy, PermissionRule, allow_scope
+from acplink.client.permissions import PermissionPolicy, PermissionRule, allow_scope, with_known
 from acplink.errors import UsageError
 from acplink.schema import (
     RequestPermissionOutcomeCancelled,
@@ -154,6 +154,20 @@ async def test_allow_always_for_a_command_or_a_written_path() -> None:
     assert p.remembered == {"command:ls -la": "allow", "write:/w/a.py": "allow"}
     assert allow_scope(_call("delete", "Delete", locations=[b.location("/b")], content=[b.diff("/a", new_text="")])) \
         == "write:/a\n/b"
+
+
+def test_a_request_is_completed_from_the_known_tool_call() -> None:
+    """A request that names an announced tool call by id and title alone is scoped by what the
+    client knows of it (its diff's path), not by its title."""
+    from acplink.client.state import ToolCallState
+
+    known = ToolCallState("c1", title="Write a.py", kind="edit", content=[b.diff("/w/a.py", new_text="x")])
+    bare = _call("edit", "Write a.py")
+    assert allow_scope(bare) == "tool:edit:Write a.py"
+    assert allow_scope(with_known(bare, known)) == "write:/w/a.py"
+    assert with_known(bare, None) is bare
+    claimed = _call("read", "Read a.py", raw_input={"command": "cat a.py"})  # what the request says wins
+    assert allow_scope(with_known(claimed, known)) == "command:cat a.py"
 
 
 async def test_reject_always_is_remembered_even_over_rules() -> None:

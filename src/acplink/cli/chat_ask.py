@@ -14,6 +14,7 @@ from rich.text import Text
 
 from .._text import sanitize_for_terminal
 from ..client.client import Client
+from ..client.permissions import allow_scope
 from ..client.session import Session
 from ..schema import _generated as s
 from .chat_commands import Quit
@@ -24,6 +25,17 @@ __all__ = ["CtrlC", "Questions"]
 
 T = TypeVar("T")
 _CANCELLED: Any = object()
+
+
+def scope_text(params: s.RequestPermissionRequest) -> str:
+    """What an "Always allow" answer to ``params`` covers, in words (see ``allow_scope``)."""
+    what, _, rest = allow_scope(params).partition(":")
+    if what == "command":
+        return f"the command `{sanitize_for_terminal(rest)}`"
+    if what == "write":
+        return "writes to " + ", ".join(sanitize_for_terminal(path) for path in rest.split("\n"))
+    kind, _, title = rest.partition(":")
+    return f"“{sanitize_for_terminal(title)}” ({kind}) tool calls"
 
 
 class CtrlC(Exception):
@@ -84,7 +96,11 @@ class Questions:
             self._keyboard(False)
             try:
                 self._show_request(params, renderer)
-                return await self._choose(params.options)
+                picked = await self._choose(params.options)
+                option = next((o for o in params.options if o.option_id == picked), None)
+                if option is not None and option.kind == "allow_always":
+                    self.console.print(Text(f"(allowed from now on in this chat: {scope_text(params)})", style="dim"))
+                return picked
             finally:
                 self._keyboard(True)
                 if renderer is not None:

@@ -52,7 +52,8 @@ from ..schema import (
     ToolKind,
 )
 
-__all__ = ["AskCallback", "Decision", "PermissionPolicy", "PermissionRule", "allow_scope", "cancelled_answer"]
+__all__ = ["AskCallback", "Decision", "PermissionPolicy", "PermissionRule", "allow_scope", "cancelled_answer",
+           "with_known"]
 
 log = logging.getLogger("acplink.client.permissions")
 
@@ -141,6 +142,21 @@ def allow_scope(params: RequestPermissionRequest) -> str:
     if paths:
         return "write:" + "\n".join(paths)
     return f"tool:{call.kind or 'other'}:{call.title or ''}"
+
+
+def with_known(params: RequestPermissionRequest, known: Any) -> RequestPermissionRequest:
+    """``params`` with its tool call completed from what the client already knows of it
+    (``known``: the session's :class:`~acplink.client.state.ToolCallState` for that id, or
+    None): a request often names an announced tool call by id and title alone, and its diff,
+    locations and ``rawInput`` are what :func:`allow_scope` checks."""
+    call = params.tool_call
+    if known is None:
+        return params
+    fill = {name: getattr(known, name) for name in ("title", "kind", "content", "locations", "raw_input")
+            if getattr(call, name) is None and getattr(known, name) not in (None, [], "")}
+    if not fill:
+        return params
+    return params.model_copy(update={"tool_call": call.model_copy(update=fill)})
 
 
 def _selected(option: PermissionOption) -> RequestPermissionResponse:
