@@ -205,7 +205,8 @@ async def test_run_in_a_terminal(demo: Demo, work: Path, decision: str) -> None:
         assert isinstance(call.content[0], schema.Terminal)
         assert call.raw_output == {"output": "hi\n", "truncated": False}
         assert (work / "ran.txt").exists()
-        assert reply(session) == "`sh -c 'echo hi; touch ran.txt'` finished with exit code 0.\n```\nhi\n```"
+        # the output is in the terminal the tool call shows, not repeated in the reply
+        assert reply(session) == "`sh -c 'echo hi; touch ran.txt'` finished with exit code 0 (1 line of output)."
     else:
         assert call.status == "failed"
         assert not (work / "ran.txt").exists()
@@ -272,16 +273,24 @@ async def test_modes(demo: Demo, work: Path) -> None:
             await session.set_mode("yolo")
 
 
-async def test_allow_always_switches_to_auto(demo: Demo, work: Path) -> None:
+async def test_allow_always_is_not_a_switch_to_auto(demo: Demo, work: Path) -> None:
+    """"Always allow" is remembered by the client for that file; the session stays in "ask"
+    (it used to switch the whole session to auto mode)."""
+    asked: list[str] = []
+
     async def ask(request: schema.RequestPermissionRequest) -> str:
+        asked.append(request.tool_call.title or "")
         return "allow_always"
 
-    async with demo(permission=PermissionPolicy(default="ask", ask=ask, remember=False)) as client:
+    async with demo(permission=PermissionPolicy(default="ask", ask=ask)) as client:
         session = await client.new_session(cwd=work)
         updates = [u async for u in session.prompt("write y.txt yes")]
-        assert any(isinstance(u, schema.CurrentModeUpdate) and u.current_mode_id == "auto" for u in updates)
-        assert session.state.current_mode_id == "auto"
-        assert (work / "y.txt").read_text() == "yes\n"
+        assert not any(isinstance(u, schema.CurrentModeUpdate) for u in updates)
+        assert session.state.current_mode_id == "ask"
+        await session.prompt("write y.txt again")  # the same file: remembered by the client
+        await session.prompt("write z.txt other")  # another file: asked
+        assert asked == ["Write y.txt", "Write z.txt"]
+        assert (work / "y.txt").read_text() == "again\n" and (work / "z.txt").read_text() == "other\n"
 
 
 async def test_config_option_style(demo: Demo, work: Path) -> None:

@@ -9,6 +9,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from cliutil import Cli
+from termscreen import Term
 
 
 @pytest.fixture
@@ -17,3 +18,12 @@ def cli(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.
     runner = Cli(tmp_path, capsys, monkeypatch)
     yield runner
     runner.assert_no_leftovers()
+
+
+@pytest.fixture
+def terms() -> Iterator[list[Term]]:
+    """The chats a test started on a terminal (termscreen.Term): closed after it."""
+    made: list[Term] = []
+    yield made
+    for t in made:
+        t.close()

@@ -62,7 +62,8 @@ class Term:
 
     def lines(self) -> list[str]:
         """The scrollback and the screen, top to bottom."""
-        top = ["".join(row[x].data for x in range(self.cols)).rstrip() for row in self.screen.history.top]
+        top = ["".join(row[x].data for x in range(max(row, default=-1) + 1)).rstrip()
+               for row in self.screen.history.top]  # (a line as wide as it was written)
         return top + self.visible()
 
     def text(self) -> str:
@@ -113,6 +114,19 @@ class Term:
             self.child.close(force=True)
         elif not self.child.closed:
             self.child.close()
+
+
+def start(terms: list[Term], cli: Cli, cols: int, rows: int, *agent: str) -> Term:
+    """A chat on a ``cols`` x ``rows`` terminal (kept in ``terms`` to be closed), at its first prompt."""
+    t = Term(cli, cols, rows, *agent)
+    terms.append(t)
+    t.prompt(1)
+    return t
+
+
+def chunks(text: str, n: int) -> list[int]:
+    """The numbers of the demo's ``slow N`` chunks in ``text``, in order."""
+    return [int(m) for m in re.findall(rf"chunk (\d+)/{n}\b", text)]
 
 
 def _now() -> float:

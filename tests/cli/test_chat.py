@@ -165,7 +165,7 @@ def test_completion_commands_and_sessions(cli: Cli, chat: list[Chat]) -> None:
     c.expect("new session")
     c.expect("ask>")
     c.send("/sessions")
-    c.expect("this one")
+    c.expect(r"\* this session")
     c.expect("ask>")
     c.send(f"/resume {first_id}")
     c.expect("remember me")

@@ -5,43 +5,21 @@ silent, and end of input ends the chat."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterator
-
 import pytest
 from cliutil import Cli
-from termscreen import SHAPES_AGENT, SIZE_IDS, SIZES, Term, squash
-
-
-@pytest.fixture
-def terms() -> Iterator[list[Term]]:
-    made: list[Term] = []
-    yield made
-    for t in made:
-        t.close()
-
-
-def _start(terms: list[Term], cli: Cli, cols: int, rows: int, *agent: str) -> Term:
-    t = Term(cli, cols, rows, *agent)
-    terms.append(t)
-    t.prompt(1)
-    return t
-
-
-def _chunks(text: str, n: int) -> list[int]:
-    return [int(m) for m in re.findall(rf"chunk (\d+)/{n}\b", text)]
+from termscreen import SHAPES_AGENT, SIZE_IDS, SIZES, Term, chunks, squash, start
 
 
 @pytest.mark.parametrize(("cols", "rows", "n"), [(*SIZES[0], 200), (*SIZES[1], 120)], ids=SIZE_IDS)
 def test_a_long_reply_is_visible_while_it_streams_and_kept_after(cli: Cli, terms: list[Term], cols: int,
                                                                   rows: int, n: int) -> None:
-    t = _start(terms, cli, cols, rows)
+    t = start(terms, cli, cols, rows)
     t.send(f"slow {n}")
     t.wait(rf"chunk {n * 3 // 5}/{n}", on_screen=True)  # the newest text is on the screen while it streams
     assert not any(line.strip() in ("...", "…") for line in t.visible())
     t.prompt(2)
     shown = t.text()
-    assert _chunks(shown, n) == list(range(1, n + 1))  # every chunk, once, in order
+    assert chunks(shown, n) == list(range(1, n + 1))  # every chunk, once, in order
     assert f"chunk {n}/{n}" in squash("\n".join(t.visible()))  # the end of the reply stays on screen
     t.send("/quit")
     assert t.finish() == 0
@@ -49,13 +27,13 @@ def test_a_long_reply_is_visible_while_it_streams_and_kept_after(cli: Cli, terms
 
 @pytest.mark.parametrize(("cols", "rows"), SIZES, ids=SIZE_IDS)
 def test_ctrl_c_during_a_long_reply_prints_nothing_twice(cli: Cli, terms: list[Term], cols: int, rows: int) -> None:
-    t = _start(terms, cli, cols, rows)
+    t = start(terms, cli, cols, rows)
     t.send("slow 500")
     t.wait(r"chunk 50/500", on_screen=True)
     t.child.sendintr()
     t.wait(r"turn ended: cancelled")
     t.prompt(2)
-    seen = _chunks(t.text(), 500)
+    seen = chunks(t.text(), 500)
     assert seen == list(range(1, len(seen) + 1)) and len(seen) >= 50
     assert t.text().count("cancelling") == 1
     t.send("/quit")
@@ -64,7 +42,7 @@ def test_ctrl_c_during_a_long_reply_prints_nothing_twice(cli: Cli, terms: list[T
 
 @pytest.mark.parametrize(("cols", "rows"), SIZES, ids=SIZE_IDS)
 def test_markdown_newlines_question_order_and_plans(cli: Cli, terms: list[Term], cols: int, rows: int) -> None:
-    t = _start(terms, cli, cols, rows)
+    t = start(terms, cli, cols, rows)
     t.send("help")
     t.prompt(2)
     lines = [line.strip() for line in t.lines()]
@@ -88,8 +66,8 @@ def test_markdown_newlines_question_order_and_plans(cli: Cli, terms: list[Term],
         t.wait(r"choose 1-3:")
         t.wait(rf"\+text {i}.*1\. Allow")
         text = t.text()
-        start = text.rindex(f"> write new{i}.txt")
-        shown = text[start:]
+        at = text.rindex(f"> write new{i}.txt")
+        shown = text[at:]
         assert shown.index("The agent asks to") < shown.index("new file") < shown.index(f"+text {i}") < \
             shown.index("1. Allow"), shown
         t.send("3")
@@ -137,7 +115,7 @@ def test_end_of_input_during_a_permission_question_ends_the_chat(cli: Cli) -> No
 
 @pytest.mark.parametrize(("cols", "rows"), SIZES[:1], ids=SIZE_IDS[:1])
 def test_ctrl_d_at_a_permission_question_ends_the_chat(cli: Cli, terms: list[Term], cols: int, rows: int) -> None:
-    t = _start(terms, cli, cols, rows)
+    t = start(terms, cli, cols, rows)
     t.send("write n.txt hi")
     t.wait(r"choose 1-3:")
     t.child.sendcontrol("d")

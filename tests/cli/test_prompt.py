@@ -100,7 +100,8 @@ def test_terminal_runs_real_processes_in_cwd(cli: Cli) -> None:
     proc = cli.call("prompt", "--allow", "--cwd", "sub", "run cat x.txt")
     assert proc.returncode == 0, proc.stderr
     assert "finished with exit code 0" in proc.stdout
-    assert "from-sub" in proc.stdout
+    # the command's output: once, below its [tool] line (the reply does not repeat it)
+    assert "from-sub" not in proc.stdout and "completed\n    from-sub\n" in proc.stderr
 
 
 def test_no_terminal(cli: Cli) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from acplink import builders as b
-from acplink.client.permissions import PermissionPolicy, PermissionRule
+from acplink.client.permissions import PermissionPolicy, PermissionRule, allow_scope, with_known
 from acplink.errors import UsageError
 from acplink.schema import (
     RequestPermissionOutcomeCancelled,
@@ -86,7 +86,7 @@ async def test_rule_kind_and_title_must_both_match() -> None:
         PermissionRule(decision="maybe")  # type: ignore[arg-type]
 
 
-async def test_allow_always_is_remembered_per_kind() -> None:
+async def test_allow_always_is_remembered_for_the_same_tool_call_only() -> None:
     answers = ["opt-allow_always"]
     asked: list[str] = []
 
@@ -96,23 +96,87 @@ async def test_allow_always_is_remembered_per_kind() -> None:
 
     p = PermissionPolicy(default="ask", ask=ask)
     assert chosen(await p.decide(request(kind="execute", title="one"))) == "allow_always"
-    assert chosen(await p.decide(request(kind="execute", title="two"))) == "allow_always"
-    assert chosen(await p.decide(request(kind="execute", title="three", options=("allow_once", "reject_once")))) \
+    assert chosen(await p.decide(request(kind="execute", title="one"))) == "allow_always"
+    assert chosen(await p.decide(request(kind="execute", title="one", options=("allow_once", "reject_once")))) \
         == "allow_once"
-    assert asked == ["one"]  # not asked again for the same kind
-    assert p.remembered == {"execute": "allow"}
-    assert chosen(await p.decide(request(kind="edit", title="four"))) == "reject_once"  # other kinds still ask
-    assert asked == ["one", "four"]
+    assert asked == ["one"]  # not asked again for the same title and kind
+    assert p.remembered == {"tool:execute:one": "allow"}
+    assert chosen(await p.decide(request(kind="execute", title="two"))) == "reject_once"  # another title asks
+    assert chosen(await p.decide(request(kind="edit", title="one"))) == "reject_once"  # another kind asks
+    assert asked == ["one", "two", "one"]
     p.forget()
-    assert chosen(await p.decide(request(kind="execute", title="five"))) == "reject_once"
+    assert chosen(await p.decide(request(kind="execute", title="one"))) == "reject_once"
+
+
+def _call(kind: str, title: str, **fields: Any) -> RequestPermissionRequest:
+    call = ToolCallUpdate(tool_call_id="c1", title=title, kind=kind, **fields)  # type: ignore[arg-type]
+    opts = [b.permission_option(f"opt-{k}", name=k, kind=k) for k in ALL]  # type: ignore[arg-type]
+    return RequestPermissionRequest(session_id="s", tool_call=call, options=opts)
+
+
+async def test_a_hostile_kind_is_asked_again() -> None:
+    """Reads allowed always: a tool call the agent calls a ``read`` that runs ``rm -rf ~`` (or
+    carries another title, or writes) is asked again; the remembered scope is what the client
+    can check (the command line, the paths written, the title and kind together)."""
+    asked: list[str] = []
+
+    async def ask(params: RequestPermissionRequest) -> str | None:
+        asked.append(params.tool_call.title or "")
+        return "opt-allow_always" if len(asked) == 1 else "opt-reject_once"
+
+    p = PermissionPolicy(default="ask", ask=ask)
+    read = _call("read", "Read README.md", locations=[b.location("/w/README.md")])
+    assert chosen(await p.decide(read)) == "allow_always"
+    assert chosen(await p.decide(read)) == "allow_always"  # the same read: not asked again
+    for hostile in (_call("read", "rm -rf ~", raw_input={"command": "rm -rf ~"}),
+                    _call("read", "Read README.md", raw_input={"command": ["rm", "-rf", "/home/u"]}),
+                    _call("read", "Read README.md", content=[b.diff("/w/README.md", new_text="x", old_text="y")]),
+                    _call("read", "rm -rf ~")):
+        assert chosen(await p.decide(hostile)) == "reject_once"
+    assert len(asked) == 5
+    assert list(p.remembered) == ["tool:read:Read README.md"]
+
+
+async def test_allow_always_for_a_command_or_a_written_path() -> None:
+    async def ask(params: RequestPermissionRequest) -> str | None:
+        return "opt-allow_always" if params.tool_call.title in ("Run ls", "Edit a.py") else "opt-reject_once"
+
+    p = PermissionPolicy(default="ask", ask=ask)
+    assert chosen(await p.decide(_call("execute", "Run ls", raw_input={"command": ["ls", "-la"]}))) == "allow_always"
+    # the same command line, however the agent names or labels it; another command asks
+    assert chosen(await p.decide(_call("other", "List files", raw_input={"command": "ls", "args": ["-la"]}))) \
+        == "allow_always"
+    assert chosen(await p.decide(_call("execute", "Run ls /", raw_input={"command": ["ls", "-la", "/"]}))) \
+        == "reject_once"
+    assert chosen(await p.decide(_call("edit", "Edit a.py", locations=[b.location("/w/a.py")]))) == "allow_always"
+    assert chosen(await p.decide(_call("edit", "Change a.py", content=[b.diff("/w/a.py", new_text="x")]))) == "allow_always"
+    assert chosen(await p.decide(_call("edit", "Edit b.py", locations=[b.location("/w/b.py")]))) == "reject_once"
+    assert p.remembered == {"command:ls -la": "allow", "write:/w/a.py": "allow"}
+    assert allow_scope(_call("delete", "Delete", locations=[b.location("/b")], content=[b.diff("/a", new_text="")])) \
+        == "write:/a\n/b"
+
+
+def test_a_request_is_completed_from_the_known_tool_call() -> None:
+    """A request that names an announced tool call by id and title alone is scoped by what the
+    client knows of it (its diff's path), not by its title."""
+    from acplink.client.state import ToolCallState
+
+    known = ToolCallState("c1", title="Write a.py", kind="edit", content=[b.diff("/w/a.py", new_text="x")])
+    bare = _call("edit", "Write a.py")
+    assert allow_scope(bare) == "tool:edit:Write a.py"
+    assert allow_scope(with_known(bare, known)) == "write:/w/a.py"
+    assert with_known(bare, None) is bare
+    claimed = _call("read", "Read a.py", raw_input={"command": "cat a.py"})  # what the request says wins
+    assert allow_scope(with_known(claimed, known)) == "command:cat a.py"
 
 
 async def test_reject_always_is_remembered_even_over_rules() -> None:
     p = PermissionPolicy(default="deny", rules=[PermissionRule(kind="fetch", decision="allow")])
-    # only reject_always offered: the default deny picks it and remembers it
+    # only reject_always offered: the default deny picks it and remembers it (for the kind: a
+    # refusal may reach further than what was asked)
     assert chosen(await p.decide(request(kind="delete", options=("allow_once", "reject_always")))) == "reject_always"
-    assert p.remembered == {"delete": "deny"}
-    assert chosen(await p.decide(request(kind="delete"))) == "reject_always"
+    assert p.remembered == {"kind:delete": "deny"}
+    assert chosen(await p.decide(request(kind="delete", title="another"))) == "reject_always"
     assert chosen(await p.decide(request(kind="fetch"))) == "allow_once"
 
 

@@ -29,6 +29,8 @@ async def _session(cwd: Path, trace: Path) -> list[str]:
                 content = getattr(update, "content", None)
                 if type(update).__name__ == "AgentMessageChunk" and hasattr(content, "text"):
                     reply += content.text
+                for item in content if isinstance(content, list) else ():  # (tool call content)
+                    reply += getattr(getattr(item, "content", None), "text", "")
             assert (await turn).stop_reason == "end_turn"
             replies.append(reply)
     return replies
@@ -47,7 +49,7 @@ def test_a_redacted_session_holds_no_file_content_or_terminal_output(tmp_path: P
     (tmp_path / "notes.txt").write_text(SECRET + "\n")
     trace = tmp_path / "trace.jsonl"
     replies = asyncio.run(asyncio.wait_for(_session(tmp_path, trace), 120))
-    assert SECRET in replies[0]  # the agent did see it (and quoted the output in its reply)...
+    assert SECRET in replies[1]  # the agent did see it (and showed the file in its tool call)...
     assert (tmp_path / "notes.txt").read_text() == "replaced\n"
     raw = trace.read_bytes()
     assert SECRET.encode() not in raw  # ...but the trace has it nowhere

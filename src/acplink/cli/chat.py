@@ -25,7 +25,9 @@ from ..client.permissions import PermissionPolicy
 from ..client.session import PromptTurn, Session
 from ..errors import AcpError, ConnectionClosed, RequestError, TransportError
 from ..schema import _generated as s
+from .chat_ask import CtrlC, Questions
 from .chat_commands import LOCAL_NAMES, LocalCommands, Quit, SlashCompleter
+from .chat_input import TypeAhead
 from .chat_reconnect import reconnect
 from .chat_render import Fold, TurnRenderer, Waiting, error_text, usage_line
 from .chat_stream import SafeConsole, supports_hyperlinks
@@ -49,7 +51,9 @@ EXAMPLES = """examples:
   acplink chat --cwd ~/src/app -- my-agent --acp  # any ACP agent
   printf 'hello\\nplan\\n' | acplink chat           # not a terminal: one prompt per line
 keys: Enter sends; Tab completes /commands; Ctrl-C cancels the running turn
-(a second Ctrl-C quits); Ctrl-D quits. Type /help inside for the local commands."""
+(a second Ctrl-C quits); Ctrl-D quits. Lines typed while a reply streams wait below it
+and are sent when the turn ends. A permission question takes Up/Down and Enter, or the
+option's number. Type /help inside for the local commands."""
 
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("chat", help=HELP, description=HELP, epilog=EXAMPLES,
@@ -81,14 +85,7 @@ def run(args: argparse.Namespace) -> int:
         lib.handlers, lib.propagate = saved
 
 
-_CANCELLED: Any = object()
-
-
-class CtrlC(Exception):
-    """Ctrl-C pressed at a prompt."""
-
-
-class ChatApp(LocalCommands):
+class ChatApp(LocalCommands, Questions):
     """One ``acplink chat`` run."""
 
     def __init__(self, args: argparse.Namespace) -> None:
@@ -107,12 +104,15 @@ class ChatApp(LocalCommands):
         self.interrupts = 0
         self.prompting = False
         self.listing: list[s.SessionInfo] = []
+        self.listed = 0  # sessions of the listing shown so far (/sessions more)
         #: background sends (session/cancel on Ctrl-C); closed before the client
         self._tasks = TaskSet("chat")
         self._lines: asyncio.Queue[str | None] | None = None
         self._input: PromptSession[str] | None = None
         self._choice: PromptSession[str] | None = None
         self.interrupted_turn = False  # a turn was running when the connection was lost
+        #: keys typed while a turn runs (a real terminal only: raw mode, drawn in the live area)
+        self.typeahead = TypeAhead(self._typed, self._on_sigint) if self.interactive and self.live else None
 
     # -- main loop ---------------------------------------------------------------------------
 
@@ -161,6 +161,7 @@ class ChatApp(LocalCommands):
                 raise
             return fail(await describe_failure(self.client, exc))
         finally:
+            self._keyboard(False)
             self._end_turn_display()
             await self._tasks.aclose()
             if self.client is not None:
@@ -214,9 +215,12 @@ class ChatApp(LocalCommands):
         renderer = self.renderer = TurnRenderer(self.console, client, session, live=self.live,
                                                 folds=self.folds, hyperlinks=self.hyperlinks,
                                                 cancelled=self.cancelled_tools)
+        if self.typeahead is not None:
+            renderer.input_lines = self.typeahead.lines
         renderer.begin()
         self.turn_cancelled.clear()
         self.turn = turn = session.prompt(text)
+        self._keyboard(True)
         try:
             response = await self._until_quit(turn.result())
         except RequestError as exc:
@@ -228,6 +232,7 @@ class ChatApp(LocalCommands):
             raise
         finally:
             self.turn = None
+            self._keyboard(False)
         usage = renderer.usage
         self._end_turn_display(str(response.stop_reason))
         if response.stop_reason != "end_turn":
@@ -235,6 +240,16 @@ class ChatApp(LocalCommands):
         line = usage_line(response, usage)
         if line is not None:
             self.console.print(line)
+
+    def _keyboard(self, during_turn: bool) -> None:
+        """Read the keyboard into the type-ahead (a turn runs, no question is open), or not."""
+        if self.typeahead is not None:
+            running = during_turn and self.turn is not None and not self.turn.done and not self.quit.is_set()
+            (self.typeahead.start if running else self.typeahead.stop)()
+
+    def _typed(self) -> None:
+        if self.renderer is not None:
+            self.renderer.input_changed()
 
     def _end_turn_display(self, stop_reason: str | None = "cancelled") -> None:
         renderer, self.renderer = self.renderer, None
@@ -279,6 +294,8 @@ class ChatApp(LocalCommands):
         """First Ctrl-C during a turn: tell the agent (``session/cancel``)."""
         self.interrupts += 1
         self.turn_cancelled.set()  # a permission question still open is answered "cancelled"
+        if self.typeahead is not None:  # (what was typed ahead is not sent by itself)
+            self.typeahead.unqueue()
         if self.renderer is not None:
             self.renderer.note("cancelling… (Ctrl-C again to quit)")
         if self.session is not None:
@@ -310,19 +327,31 @@ class ChatApp(LocalCommands):
             return line
         if self._input is None:
             self._input = PromptSession(completer=SlashCompleter(self), complete_while_typing=True)
+        queued = self.typeahead.next_line() if self.typeahead is not None else None
+        if queued is not None:  # typed while the last turn ran: sent now, shown as if typed here
+            self.console.print(Text(self._prompt_text() + sanitize_for_terminal(queued)))
+            self._input.history.append_string(queued)
+            return queued
+        draft = self.typeahead.take_draft() if self.typeahead is not None else ""
         self.prompting = True
         try:
-            return await self._prompt(self._input, self._prompt_text(), watch_agent=True)
+            return await self._prompt(self._input, self._prompt_text(), watch_agent=True, default=draft)
         finally:
             self.prompting = False
 
-    async def _prompt(self, session: PromptSession[str], message: str, *, watch_agent: bool = False) -> str:
-        """One prompt_toolkit prompt. Ctrl-C there is a key, not a signal: it raises
+    async def _prompt(self, session: PromptSession[str], message: str, *, watch_agent: bool = False,
+                      default: str = "") -> str:
+        """One prompt_toolkit prompt."""
+        return await self._guarded(session.prompt_async(message, handle_sigint=False, default=default),
+                                   watch_agent=watch_agent)
+
+    async def _guarded(self, prompt: Awaitable[str], *, watch_agent: bool = False) -> str:
+        """Await a prompt_toolkit prompt. Ctrl-C there is a key, not a signal: it raises
         :class:`CtrlC` (a KeyboardInterrupt escaping a task would stop the event loop)."""
 
         async def guarded() -> str | CtrlC:
             try:
-                return await session.prompt_async(message, handle_sigint=False)
+                return await prompt
             except KeyboardInterrupt:
                 return CtrlC()
 
@@ -364,138 +393,6 @@ class ChatApp(LocalCommands):
             self.eof = True
         return line
 
-    # -- permission requests -----------------------------------------------------------------
-
-    async def _ask(self, params: s.RequestPermissionRequest) -> str | None:
-        async with self.ask_lock:
-            if self.prompting or self.quit.is_set():
-                return None  # not during a turn: nobody to ask
-            if self.eof:
-                self._end_of_input()
-                return None
-            renderer = self.renderer
-            if renderer is not None:
-                renderer.suspend()
-            try:
-                self._show_request(params, renderer)
-                return await self._choose(params.options)
-            finally:
-                if renderer is not None:
-                    renderer.resume()
-
-    def _show_request(self, params: s.RequestPermissionRequest, renderer: TurnRenderer | None) -> None:
-        """The question, then the tool call's content not shown yet (its diff), then the
-        options: always in this order (a running tool call's content is not shown before)."""
-        _, session = self._require()
-        call = params.tool_call
-        known = session.state.tool_calls.get(call.tool_call_id)
-        title = sanitize_for_terminal(call.title or (known.title if known is not None else "") or call.tool_call_id)
-        self.console.print(Text.assemble(("? ", "bold yellow"), "The agent asks to: ", (title, "bold")))
-        content = call.content if call.content is not None else (known.content if known is not None else [])
-        if renderer is not None:
-            renderer.show_content(call.tool_call_id, content, title=title)
-        for i, option in enumerate(params.options, 1):  # the kind, so a name cannot mislead
-            style = "green" if option.kind.startswith("allow") else "red"
-            kind = str(option.kind).replace("_", " ")
-            self.console.print(Text.assemble(f"  {i}. ", (sanitize_for_terminal(option.name), style), ("  [", "dim"), (kind, style),
-                                             ("]", "dim")))
-
-    async def _choose(self, options: list[s.PermissionOption]) -> str | None:
-        question = f"choose 1-{len(options)}: "
-        while True:
-            answer = await self._ask_line(question)
-            if answer is None:
-                return None
-            picked = _pick_option(options, answer.strip())
-            if picked is not None:
-                return picked
-            self.console.print(Text(f"type a number from 1 to {len(options)}", style="yellow"))
-
-    # -- elicitation (the agent asks the user for structured input) ---------------------------
-
-    async def _elicit(self, params: Any) -> dict[str, Any]:
-        """Form-mode ``elicitation/create``: ask for each field of the requested schema."""
-        wire = params.to_wire() if hasattr(params, "to_wire") else dict(params)
-        schema = wire.get("requestedSchema") or {}
-        if wire.get("mode") != "form" or not isinstance(schema.get("properties"), dict):
-            return {"action": "decline"}
-        async with self.ask_lock:
-            if self.prompting or self.quit.is_set():
-                return {"action": "cancel"}
-            renderer = self.renderer
-            if renderer is not None:
-                renderer.suspend()
-            try:
-                message = sanitize_for_terminal(str(wire.get("message", "")))
-                self.console.print(Text.assemble(("? ", "bold yellow"), message))
-                content: dict[str, Any] = {}
-                required = set(schema.get("required") or [])
-                for name, prop in schema["properties"].items():
-                    value = await self._ask_field(name, prop if isinstance(prop, dict) else {}, name in required)
-                    if value is _CANCELLED:
-                        return {"action": "cancel"}
-                    if value is not None:
-                        content[name] = value
-                return {"action": "accept", "content": content}
-            finally:
-                if renderer is not None:
-                    renderer.resume()
-
-    async def _ask_field(self, name: str, prop: dict[str, Any], required: bool) -> Any:
-        kind = prop.get("type", "string")
-        label = prop.get("title") or name
-        label = sanitize_for_terminal(str(label))  # (prompt_toolkit shows it)
-        question = f"  {label}{'' if required else ' (optional)'}{' [y/n]' if kind == 'boolean' else ''}: "
-        while True:
-            answer = await self._ask_line(question)
-            if answer is None:
-                return _CANCELLED
-            answer = answer.strip()
-            if not answer and not required:
-                return None
-            try:
-                if kind == "boolean" and answer.lower() in ("y", "yes", "true", "n", "no", "false"):
-                    return answer.lower() in ("y", "yes", "true")
-                if kind == "integer":
-                    return int(answer)
-                if kind == "number":
-                    return float(answer)
-                if kind in ("string", None) and answer:
-                    return answer
-            except ValueError:
-                pass
-            self.console.print(Text(f"a {kind} is expected", style="yellow"))
-
-    async def _ask_line(self, question: str) -> str | None:
-        """One line from the user while a turn waits; None when cancelled."""
-        try:
-            if self.interactive:
-                if self._choice is None:
-                    self._choice = PromptSession()
-                return await self._prompt(self._choice, question)
-            self.console.print(Text(question), end="")
-            answer = await self._until_quit(self._line_unless_cancelled())
-            self.console.print(answer or "")
-            return answer
-        except CtrlC:
-            self._cancel_turn()
-            return None
-        except EOFError:
-            self._end_of_input()
-            return None
-        except Quit:
-            return None
-        except asyncio.CancelledError:
-            self._withdrawn()
-            raise
-
-    def _withdrawn(self) -> None:
-        """The library cancelled the question shown (the turn was cancelled and the agent got
-        the answer "cancelled"); the prompt it showed is gone: say so on a line of its own."""
-        if not self.interactive:
-            self.console.print()  # (after the unanswered "choose 1-2: ")
-        self.console.print(Text("(question withdrawn: the turn was cancelled)", style="yellow"))
-
     # -- local commands ----------------------------------------------------------------------
 
     def _banner(self) -> None:
@@ -510,16 +407,6 @@ class ChatApp(LocalCommands):
             parts.append(f"mode {session.state.current_mode_id}")
         parts.append("/help for commands, Ctrl-C cancels a turn, Ctrl-D quits")
         self.console.print(Text(" · ".join(parts), style="dim"))
-
-
-def _pick_option(options: list[s.PermissionOption], answer: str) -> str | None:
-    if answer.isdigit() and 0 < int(answer) <= len(options):
-        return options[int(answer) - 1].option_id
-    low = answer.lower()
-    for option in options:
-        if low and low in (option.option_id.lower(), option.name.lower(), option.kind):
-            return option.option_id
-    return None
 
 
 def _start_reader(loop: asyncio.AbstractEventLoop, queue: asyncio.Queue[str | None]) -> None:

@@ -9,8 +9,8 @@ from typing import Any, TypeVar
 
 from prompt_toolkit.completion import CompleteEvent, Completer, Completion
 from prompt_toolkit.document import Document
+from rich.cells import cell_len
 from rich.console import Console
-from rich.table import Table
 from rich.text import Text
 
 from .._text import sanitize_for_terminal
@@ -32,7 +32,7 @@ LOCAL_COMMANDS: list[tuple[str, str, str]] = [
     ("mode", "[ID]", "list the session modes, or switch to one"),
     ("config", "[ID [VALUE]]", "list the session's config options, or set one"),
     ("model", "[ID]", "list the models, or switch to one"),
-    ("sessions", "", "list the agent's sessions"),
+    ("sessions", "[more]", "list the agent's sessions (the 20 most recent; more: the next 20)"),
     ("resume", "ID|N", "continue a listed session"),
     ("new", "", "start a new session"),
     ("status", "", "the session's state in one line"),
@@ -76,6 +76,7 @@ class LocalCommands:
     client: Client | None
     session: Session | None
     listing: list[s.SessionInfo]
+    listed: int  # sessions of the listing shown so far
     live: bool
     hyperlinks: bool
     folds: list[Fold]
@@ -115,6 +116,8 @@ class LocalCommands:
             if len(before) == 1:
                 option = _find_option(state.config_options, before[0])
                 return _option_values(option) if option is not None else []
+        if cmd == "sessions" and not before:
+            return [("more", "the next page")]
         if cmd == "resume" and not before:
             return [(i.session_id, i.title or "") for i in self.listing]
         return []
@@ -134,7 +137,7 @@ class LocalCommands:
             elif cmd == "model":
                 await self._model(arg)
             elif cmd == "sessions":
-                await self._sessions()
+                await self._sessions(more=arg == "more")
             elif cmd == "resume":
                 await self._resume(arg)
             elif cmd == "new":
@@ -153,19 +156,9 @@ class LocalCommands:
         self.console.print(Text(f"error: {sanitize_for_terminal(message)}", style="red"))
 
     def _table(self, rows: Iterable[tuple[str, ...]], *, header: tuple[str, ...] | None = None) -> None:
-        """Aligned columns; one line per row (the last column is cut with "…" to fit)."""
-        rows = list(rows)
-        if not rows:
-            return
-        table = Table(show_header=header is not None, box=None, padding=(0, 2, 0, 0), pad_edge=False)
-        width = len(rows[0])
-        for i in range(width):
-            last = i == width - 1
-            table.add_column(header[i] if header else "", no_wrap=True, overflow="ellipsis" if last else "fold",
-                             style="bold" if header and header[i] == "#" else None)
-        for row in rows:
-            table.add_row(*(Text(sanitize_for_terminal(cell)) for cell in row))  # (not markup)
-        self.console.print(table)
+        """Aligned columns (see :func:`table_lines`)."""
+        for line in table_lines(self.console, list(rows), header=header):
+            self.console.print(line, soft_wrap=True)
 
     def _help(self) -> None:
         self.console.print(Text("Local commands:", style="bold"))
@@ -243,19 +236,32 @@ class LocalCommands:
         await session.set_model(wanted.model_id)
         self.console.print(Text(f"model: {wanted.model_id}", style="dim"))
 
-    async def _sessions(self) -> None:
+    async def _sessions(self, *, more: bool = False) -> None:
+        """The most recent sessions, :data:`SESSIONS_PAGE` at a time (``more``: the next page
+        of the last listing)."""
         client, session = self._require()
         if not client.supports("sessionCapabilities.list"):
             self._error("the agent cannot list its sessions")
             return
-        self.listing = await self._until_quit(client.list_sessions(session.cwd))
+        if more and self.listed < len(self.listing):
+            first = self.listed
+        else:
+            if more:
+                self.console.print(Text("(no more sessions: listing again from the most recent)", style="dim"))
+            listing = await self._until_quit(client.list_sessions(session.cwd))
+            self.listing = sorted(listing, key=lambda info: info.updated_at or "", reverse=True)
+            first = 0
         if not self.listing:
             self.console.print("no sessions")
             return
-        self._table(((str(i), info.session_id + (" (this one)" if info.session_id == session.session_id else ""),
-                      info.updated_at or "", first_line(info.title or ""))
-                     for i, info in enumerate(self.listing, 1)), header=("#", "session", "updated", "title"))
-        self.console.print(Text("/resume N (or ID) continues one", style="dim"))
+        page = self.listing[first:first + SESSIONS_PAGE]
+        self.listed = first + len(page)
+        self._table(((str(i), info.session_id + (" *" if info.session_id == session.session_id else ""),
+                      _when(info.updated_at), first_line(info.title or ""))
+                     for i, info in enumerate(page, first + 1)), header=("#", "session", "updated", "title"))
+        left = len(self.listing) - self.listed
+        tail = f"; {left} more: /sessions more" if left else ""
+        self.console.print(Text(f"* this session · /resume N (or ID) continues one{tail}", style="dim"))
 
     async def _resume(self, arg: str) -> None:
         client, session = self._require()
@@ -336,6 +342,61 @@ def _option_values(option: Any) -> list[tuple[str, str]]:
         else:
             out.append((item.value, item.name))
     return out
+
+
+#: sessions shown by one /sessions
+SESSIONS_PAGE = 20
+#: the narrowest description column; narrower, the description goes below its row
+MIN_DESCRIPTION = 16
+
+
+def table_lines(console: Console, rows: list[tuple[str, ...]], *,
+                header: tuple[str, ...] | None = None) -> list[Text]:
+    """Rows as aligned columns in the console's width: every column but the last (ids,
+    numbers, names) is kept whole; the last (a description) wraps in its column or, when the
+    others leave it less than :data:`MIN_DESCRIPTION` cells, goes below its row, indented
+    (with the columns that do not fit on the row's first line)."""
+    if not rows:
+        return []
+    width = console.width
+    table = [tuple(sanitize_for_terminal(cell) for cell in row) for row in rows]  # (the agent's text)
+    if header is not None:
+        table.insert(0, header)
+    fixed = len(table[0]) - 1
+    widths = [max(cell_len(row[i]) for row in table) for i in range(fixed)]
+    room = width - sum(widths) - 2 * fixed
+    out: list[Text] = []
+    numbers = ["bold" if header is not None and name == "#" else "" for name in header or table[0]]
+    for n, row in enumerate(table):
+        styles = ["dim"] * len(row) if header is not None and n == 0 else numbers
+        style = styles[-1]
+        if room >= MIN_DESCRIPTION:
+            body = list(Text(row[-1], style=style).wrap(console, room)) if row[-1] else []
+            first = _cells(row[:fixed], widths, styles) + (body[0] if body else Text())
+            first.rstrip()
+            out.append(first)
+            out += [Text(" " * (width - room)) + line for line in body[1:]]
+            continue
+        keep = 1  # narrow: the leading columns that fit on the first line, the rest below
+        while keep < fixed and sum(widths[:keep + 1]) + 2 * keep <= width:
+            keep += 1
+        first = _cells(row[:keep], widths, styles)
+        first.rstrip()
+        out.append(first)
+        below = " · ".join(cell for cell in row[keep:] if cell)
+        out += [Text("    ") + line for line in Text(below, style=style).wrap(console, max(10, width - 4))]
+    return out
+
+
+def _cells(cells: tuple[str, ...], widths: list[int], styles: list[str]) -> Text:
+    return Text.assemble(*((cell + " " * (widths[i] - cell_len(cell) + 2), styles[i]) for i, cell in enumerate(cells)))
+
+
+def _when(stamp: str | None) -> str:
+    """An ISO 8601 time as ``YYYY-MM-DD HH:MM`` (anything else as it is)."""
+    if stamp and len(stamp) >= 16 and stamp[10] == "T":
+        return f"{stamp[:10]} {stamp[11:16]}"
+    return stamp or ""
 
 
 def first_line(text: str) -> str:

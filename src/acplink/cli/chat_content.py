@@ -122,10 +122,13 @@ def clean_output(text: str) -> str:
 
 
 def output_renderable(text: str, *, hyperlinks: bool = False) -> RenderableType:
-    """Tool output: Markdown when it has code fences (rendered), else dim text."""
-    text = clean_output(text)
+    """Tool output (already :func:`clean_output`): Markdown when it has code fences (rendered,
+    hard-wrapped paragraphs reflowed), else dim text. A fence left open (the output was cut)
+    is closed."""
     if "```" in text:
-        return ChatMarkdown(text, hyperlinks=hyperlinks)
+        if sum(1 for line in text.splitlines() if line.lstrip().startswith("```")) % 2:
+            text += "\n```"
+        return ChatMarkdown(text, hyperlinks=hyperlinks, reflow=True)
     return Text(text, style="dim")
 
 

@@ -13,9 +13,10 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from rich.console import Console, RenderableType
+from rich.console import Console, Group, RenderableType
 from rich.segment import Segment
 from rich.text import Text
 
@@ -24,6 +25,7 @@ from ..client.state import ToolCallState
 from ..errors import RequestError
 from ..schema import _generated as s
 from .chat_content import (
+    clean_output,
     content_text,
     diff_text,
     output_renderable,
@@ -206,6 +208,8 @@ class TurnRenderer:
         self._pending: asyncio.TimerHandle | None = None
         self._ticker: asyncio.TimerHandle | None = None
         self._last_news = time.monotonic()
+        #: the input area drawn below everything (keys typed ahead during the turn)
+        self.input_lines: Callable[[], list[Text]] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -253,6 +257,10 @@ class TurnRenderer:
         if self.running:
             self._start_ticker()
             self._touch()
+
+    def input_changed(self) -> None:
+        """The input area changed: draw it now."""
+        self._touch(now=True)
 
     def note(self, message: str, style: str = "yellow") -> None:
         """A line of our own (e.g. "cancelling…", or "mode: ID" quoting the agent), printed for
@@ -380,22 +388,32 @@ class TurnRenderer:
             if isinstance(item, s.Diff):
                 self._emit(diff_text(item, read_text_file(item.path)), indent=True)
             elif isinstance(item, s.Content):
-                self._output(output_renderable(content_text(item.content), hyperlinks=self.hyperlinks),
-                             title or tool_id)
+                self._output(clean_output(content_text(item.content)), title or tool_id,
+                             lambda text: output_renderable(text, hyperlinks=self.hyperlinks))
             elif isinstance(item, s.Terminal):
                 self._terminal(item.terminal_id, title or tool_id)
 
-    def _output(self, full: RenderableType, title: str, *, tail: bool = False, footer: Text | None = None) -> None:
-        """Tool output, indented; folded to :data:`FOLD_SHOW` lines when long (``/expand N``)."""
-        lines = render_lines(self.console, full, self.console.width - 4)
-        if not lines:
+    def _output(self, text: str, title: str, make: Callable[[str], RenderableType], *, tail: bool = False,
+                footer: Text | None = None, head: Text | None = None) -> None:
+        """Tool output ``text`` shown as ``make(text)``, indented; longer than :data:`FOLD_AT`
+        lines of its source (not of the screen: a long line wraps), only its first (``tail``:
+        last) :data:`FOLD_SHOW` source lines are shown, and ``/expand N`` shows it all."""
+        source = text.splitlines()
+        if not text.strip():
             return
-        if len(lines) > FOLD_AT:
-            self.folds.append(Fold(title, full))
-            more = len(lines) - FOLD_SHOW
+        shown = text
+        if len(source) > FOLD_AT:
+            self.folds.append(Fold(title, Group(*([head] if head else []), make(text))))
+            part = "\n".join(source[-FOLD_SHOW:] if tail else source[:FOLD_SHOW])
+            shown = part
+        lines = render_lines(self.console, make(shown), self.console.width - 4)
+        if head is not None:
+            lines = render_lines(self.console, head, self.console.width - 4) + lines
+        if shown is not text:
+            more = len(source) - FOLD_SHOW
             note = [[Segment(f"… {more} more lines (/expand {len(self.folds)} shows them)",
                              self.console.get_style("dim"))]]
-            lines = note + lines[-FOLD_SHOW:] if tail else lines[:FOLD_SHOW] + note
+            lines = note + lines if tail else lines + note
         if footer is not None:
             lines += render_lines(self.console, footer, self.console.width - 4)
         self._emit_lines(_indent(lines))
@@ -408,16 +426,14 @@ class TurnRenderer:
             snap = terms.snapshot(terminal_id)
         except Exception:  # released long ago, or not ours
             return
-        text = Text()
-        if snap.truncated:
-            text.append("… (earlier output not kept)\n", style="dim")
-        text.append(sanitize_for_terminal(snap.output).rstrip("\n"), style="dim")
+        head = Text("… (earlier output not kept)", style="dim") if snap.truncated else None
+        output = sanitize_for_terminal(snap.output).rstrip("\n")
         footer = None
         status = snap.exit_status
         if status is not None:
             how = f"exit code {status.exit_code}" if status.exit_code is not None else f"signal {status.signal}"
             footer = Text(f"[{how}]", style="green" if status.exit_code == 0 else "red")
-        self._output(text, title, tail=True, footer=footer)
+        self._output(output, title, lambda text: Text(text, style="dim"), tail=True, footer=footer, head=head)
 
     # -- the live area -----------------------------------------------------------------------
 
@@ -440,6 +456,8 @@ class TurnRenderer:
         if quiet >= QUIET_AFTER and not self.suspended:
             frame = SPINNER[int(quiet / TICK) % len(SPINNER)]
             lines += render_lines(self.console, Text(f"{frame} waiting for the agent… {quiet:.0f}s", style="dim"))
+        for typed in self.input_lines() if self.input_lines is not None else ():
+            lines += render_lines(self.console, typed)
         return lines
 
     def _redraw(self, *, live: bool = True) -> None:

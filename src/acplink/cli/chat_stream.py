@@ -26,6 +26,8 @@ __all__ = ["ChatMarkdown", "LiveArea", "Lines", "SafeConsole", "StreamBlock", "p
            "supports_hyperlinks"]
 
 Line = list[Segment]
+#: the longest line of a paragraph that may be hard-wrapped (shorter: its breaks are meant)
+REFLOW_MIN = 50
 
 #: terminals known to show OSC 8 hyperlinks (elsewhere a link's URL is written out)
 _HYPERLINK_PROGRAMS = {"iTerm.app", "WezTerm", "vscode", "ghostty", "Hyper", "rio", "Tabby"}
@@ -78,13 +80,22 @@ class SafeConsole(PipeConsole):
 
 class ChatMarkdown(Markdown):
     """Markdown where a single newline is a line break, as in chat clients (CommonMark would
-    join the lines into one paragraph)."""
+    join the lines into one paragraph).
 
-    def __init__(self, markup: str, **kw: Any) -> None:
+    ``reflow``: for files and tool output, where text is often hard-wrapped at a fixed column:
+    a paragraph's lines that look wrapped (at least :data:`REFLOW_MIN` cells wide at its
+    longest, and the line before a break at least 60% of that) are joined again and wrapped to
+    the terminal; short lines keep their breaks. Code blocks and tables are never reflowed."""
+
+    def __init__(self, markup: str, *, reflow: bool = False, **kw: Any) -> None:
         super().__init__(markup, **kw)
         for token in self.parsed:
-            for child in token.children or ():
-                if child.type == "softbreak":
+            breaks = [child for child in token.children or () if child.type == "softbreak"]
+            lines = token.content.split("\n") if reflow and token.type == "inline" else []
+            longest = max((len(line.rstrip()) for line in lines), default=0)
+            for i, child in enumerate(breaks):
+                wrapped = longest >= REFLOW_MIN and i < len(lines) and len(lines[i].rstrip()) >= 0.6 * longest
+                if not wrapped:
                     child.type = "hardbreak"
 
     def last_block(self) -> tuple[str, int] | None:
@@ -137,6 +148,30 @@ def _chars(lines: Iterable[Line]) -> int:
     return sum(len("".join(plain(line).split())) for line in lines)
 
 
+def _drop_chars(line: Line, n: int) -> Line:
+    """``line`` without its first ``n`` visible (non-space) characters and the spaces after them."""
+    out: Line = []
+    for seg in line:
+        if n <= 0 or seg.control:
+            out.append(seg)
+            continue
+        text = seg.text
+        cut = 0
+        while cut < len(text) and n > 0:
+            if not text[cut].isspace():
+                n -= 1
+            cut += 1
+        if n <= 0:
+            rest = text[cut:]
+            if not out:
+                rest = rest.lstrip()
+            if rest:
+                out.append(Segment(rest, seg.style))
+    while out and not out[0].control and not out[0].text.strip():  # (no indent left by the cut)
+        out.pop(0)
+    return out
+
+
 def _without_last_word(src: str) -> str:
     body = src.rstrip()
     cut = max(body.rfind(" "), body.rfind("\n"))
@@ -162,6 +197,7 @@ class StreamBlock:
         self.src = ""
         self.done = 0  # lines of the current rendering already printed for good
         self.done_chars = 0  # their visible characters (to find the place again after a resize)
+        self.skip = 0  # after a resize: visible characters of line ``done`` printed already
         self.width = 0
 
     def add(self, text: str) -> None:
@@ -190,26 +226,29 @@ class StreamBlock:
             while stable < min(len(lines), len(before)) and lines[stable] == before[stable]:
                 stable += 1
             stable = min(stable, len(lines) - 1, self._table_start())
+        if self.skip and self.done < len(lines):  # (the part of that line printed before a resize)
+            lines[self.done] = _drop_chars(lines[self.done], self.skip)
         new = lines[self.done:stable] if stable > self.done else []
         if new:
             self.done = stable
             self.done_chars += _chars(new)
+            self.skip = 0
         tail = lines[self.done:]
         if new and not final and self.done > self.CUT_AFTER:
             self._cut(lines)
         return new, tail
 
     def _realign(self, lines: list[Line]) -> None:
-        """After a resize: go on from the first line with a character not printed yet (a
-        line printed in part is shown again rather than lost)."""
+        """After a resize: go on from the first character not printed yet (the rest of a line
+        printed in part, at the old width, comes on a line of its own: nothing twice)."""
         seen = 0
         for i, line in enumerate(lines):
             seen += _chars([line])
             if seen > self.done_chars:
                 self.done = i
-                self.done_chars = seen - _chars([line])
+                self.skip = self.done_chars - (seen - _chars([line]))
                 return
-        self.done = len(lines)
+        self.done, self.skip = len(lines), 0
 
     def _table_start(self) -> int:
         """The first line of a table still being streamed (lines from there may change: its

@@ -200,6 +200,26 @@ def _show(update: Any, session: Session, progress: _Progress) -> None:
     line = _summary(update, session)
     if line:
         print(sanitize_for_terminal(line), file=sys.stderr)
+        _terminal_output(update, session)
+
+
+def _terminal_output(update: Any, session: Session) -> None:
+    """A finished tool call's terminal output, indented on stderr below its ``[tool]`` line
+    (an agent shows a command's output through the terminal, not again in its reply)."""
+    if not isinstance(update, s.SessionUpdateToolCallUpdate) or update.status not in ("completed", "failed"):
+        return
+    known = session.state.tool_calls.get(update.tool_call_id)
+    terminals = session.client.terminals
+    if known is None or terminals is None:
+        return
+    for item in known.content:
+        if isinstance(item, s.Terminal):
+            try:
+                output = terminals.snapshot(item.terminal_id).output
+            except Exception:  # released long ago, or not ours
+                continue
+            for text in sanitize_for_terminal(output).splitlines():
+                print(f"    {text}", file=sys.stderr)
 
 
 def run(args: argparse.Namespace) -> int:

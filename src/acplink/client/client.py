@@ -26,7 +26,7 @@ from ._connect import _agent_failed as _agent_failed  # (re-exported: testing/ i
 from ._connect import connect
 from ._questions import Elicitor, QuestionObserver, Questions, elicitation_cancelled
 from .fs import FileBudget, FileSystemHandler
-from .permissions import PermissionPolicy, cancelled_answer
+from .permissions import PermissionPolicy, cancelled_answer, with_known
 from .session import Session, session_cwd
 from .terminal import TerminalHandler
 from .v2 import ProtocolChoice
@@ -401,8 +401,10 @@ class Client:
                 obs(sess, p.update)
 
         async def on_permission(p: s.RequestPermissionRequest) -> s.RequestPermissionResponse:
+            sess = self.sessions.get(p.session_id)  # (what the session knows of the tool call: its diff...)
+            q = with_known(p, sess.state.tool_calls.get(p.tool_call.tool_call_id) if sess is not None else None)
             answer: s.RequestPermissionResponse = await self._questions.ask(
-                p.session_id, protocol.wire("request_permission"), p, lambda: self.permission.decide(p),
+                p.session_id, protocol.wire("request_permission"), p, lambda: self.permission.decide(q),
                 cancelled_answer())
             return answer
 

@@ -2,9 +2,13 @@
 
 :meth:`PermissionPolicy.decide` picks, in this order:
 
-1. a remembered choice: once an ``allow_always`` (or ``reject_always``) option was selected
-   for a tool kind, later requests of that kind select an allow (or reject) option again,
-   without asking (``remember=True``; a request without ``kind`` counts as ``"other"``);
+1. a remembered choice (``remember=True``): once an ``allow_always`` option was selected, later
+   requests for *the same thing* select an allow option again, without asking; what counts as
+   the same thing is what the client can check itself (:func:`allow_scope`), never the kind the
+   agent claims alone: the command line when the tool call's ``rawInput`` carries one, else the
+   paths a write touches (its diffs' paths, and its locations for an ``edit``, ``delete`` or
+   ``move``), else the tool call's title and kind together. A ``reject_always`` choice is
+   remembered for the tool kind (a refusal that reaches further errs on the safe side);
 2. the first matching :class:`PermissionRule` (``kind`` equal, ``title_pattern`` a
    shell-style glob matched against the whole tool-call title, case-sensitive);
 3. the ``default``: ``"deny"``, ``"allow"`` or ``"ask"`` (call the ``ask`` callback).
@@ -31,12 +35,14 @@ from __future__ import annotations
 import asyncio
 import fnmatch
 import logging
+import shlex
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..errors import UsageError
 from ..schema import (
+    Diff,
     PermissionOption,
     RequestPermissionOutcomeCancelled,
     RequestPermissionOutcomeTimeout,
@@ -46,7 +52,8 @@ from ..schema import (
     ToolKind,
 )
 
-__all__ = ["AskCallback", "Decision", "PermissionPolicy", "PermissionRule", "cancelled_answer"]
+__all__ = ["AskCallback", "Decision", "PermissionPolicy", "PermissionRule", "allow_scope", "cancelled_answer",
+           "with_known"]
 
 log = logging.getLogger("acplink.client.permissions")
 
@@ -87,6 +94,69 @@ def cancelled_answer() -> RequestPermissionResponse:
     return RequestPermissionResponse(outcome=RequestPermissionOutcomeCancelled())
 
 
+#: tool kinds whose locations are the paths they change
+_WRITE_KINDS = ("edit", "delete", "move")
+
+
+def _kind_scope(params: RequestPermissionRequest) -> str:
+    return f"kind:{params.tool_call.kind or 'other'}"
+
+
+def _command_line(raw: Any) -> str | None:
+    """The command line a tool call's ``rawInput`` carries (``command`` or ``cmd``, a string or
+    an argv list, with ``args`` appended when given apart), or None."""
+    if not isinstance(raw, dict):
+        return None
+    command = raw.get("command", raw.get("cmd"))
+    if isinstance(command, list) and command and all(isinstance(a, str) for a in command):
+        words = list(command)
+    elif isinstance(command, str) and command.strip():
+        words = [command.strip()]
+    else:
+        return None
+    args = raw.get("args")
+    if isinstance(args, list) and all(isinstance(a, str) for a in args):
+        words += args
+    return shlex.join(words) if len(words) > 1 or isinstance(command, list) else words[0]
+
+
+def _written_paths(params: RequestPermissionRequest) -> list[str]:
+    call = params.tool_call
+    paths = {item.path for item in call.content or () if isinstance(item, Diff)}
+    if call.kind in _WRITE_KINDS:
+        paths.update(loc.path for loc in call.locations or ())
+    return sorted(paths)
+
+
+def allow_scope(params: RequestPermissionRequest) -> str:
+    """What an ``allow_always`` answer to ``params`` allows from then on, as a key: the command
+    line (``"command:ls -la"``) when the tool call's ``rawInput`` carries one, else the paths a
+    write touches (``"write:/src/a.py"``, one path a line), else the title and the kind together
+    (``"tool:read:Read README.md"``). Never the claimed kind alone: an agent calling ``rm -rf ~``
+    a ``read`` after reads were allowed is asked again."""
+    call = params.tool_call
+    command = _command_line(call.raw_input)
+    if command is not None:
+        return f"command:{command}"
+    paths = _written_paths(params)
+    if paths:
+        return "write:" + "\n".join(paths)
+    return f"tool:{call.kind or 'other'}:{call.title or ''}"
+
+
+def with_known(params: RequestPermissionRequest, known: Any) -> RequestPermissionRequest:
+    """``params`` with its tool call completed from what the client already knows of it
+    (``known``: the session's :class:`~acplink.client.state.ToolCallState` for that id, or
+    None): a request often names an announced tool call by id and title alone, and its diff,
+    locations and ``rawInput`` are what :func:`allow_scope` checks."""
+    call = params.tool_call
+    if known is None:
+        return params
+    fill = {name: getattr(known, name) for name in ("title", "kind", "content", "locations", "raw_input")
+            if getattr(call, name) is None and getattr(known, name) not in (None, [], "")}
+    if not fill:
+        return params
+    return params.model_copy(update={"tool_call": call.model_copy(update=fill)})
 
 
 def _selected(option: PermissionOption) -> RequestPermissionResponse:
@@ -101,7 +171,8 @@ def _accepts_timeout(meta: dict[str, Any] | None) -> bool:
 class PermissionPolicy:
     """Decides permission requests (see the module doc for the order and the rules).
 
-    ``remembered`` maps a tool kind to the decision recorded from an ``*_always`` choice.
+    ``remembered`` maps a scope (:func:`allow_scope` for an ``allow_always`` choice,
+    ``"kind:KIND"`` for a ``reject_always`` one) to the decision recorded.
     ``confine``: the policy grants nothing at all (see the module doc): only with the default
     "deny" and no "allow" rule.
     """
@@ -130,7 +201,7 @@ class PermissionPolicy:
         self.remember = remember
         self.timeout = timeout
         self.ask = ask
-        self.remembered: dict[str, Decision] = {}
+        self.remembered: dict[str, Decision] = {}  # scope -> decision
 
     @classmethod
     def allow_all(cls) -> PermissionPolicy:
@@ -149,8 +220,7 @@ class PermissionPolicy:
 
     async def decide(self, params: RequestPermissionRequest) -> RequestPermissionResponse:
         """Answer one ``session/request_permission`` request."""
-        kind = params.tool_call.kind or "other"
-        remembered = self.remembered.get(kind) if self.remember else None
+        remembered = self._remembered(params) if self.remember else None
         if remembered is not None:
             option = self._pick(params.options, remembered, prefer_always=True)
             if option is not None:
@@ -174,10 +244,17 @@ class PermissionPolicy:
     def _answer(self, params: RequestPermissionRequest, option: PermissionOption | None) -> RequestPermissionResponse:
         if option is None:
             return cancelled_answer()
-        if self.remember and option.kind in ("allow_always", "reject_always"):
-            self.remembered[params.tool_call.kind or "other"] = (
-                "allow" if option.kind == "allow_always" else "deny")
+        if self.remember and option.kind == "allow_always":
+            self.remembered[allow_scope(params)] = "allow"
+        elif self.remember and option.kind == "reject_always":
+            self.remembered[_kind_scope(params)] = "deny"
         return _selected(option)
+
+    def _remembered(self, params: RequestPermissionRequest) -> Decision | None:
+        denied = self.remembered.get(_kind_scope(params))
+        if denied == "deny":
+            return denied
+        return self.remembered.get(allow_scope(params))
 
     async def _ask(self, params: RequestPermissionRequest) -> RequestPermissionResponse:
         assert self.ask is not None

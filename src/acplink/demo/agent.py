@@ -315,11 +315,8 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
     async def allowed(ctx: PromptContext, tool: Any) -> bool:
         if ctx.session is not None and ctx.session.mode_id == "auto":
             return True
-        answer = await ctx.request_permission(tool)
-        if answer.option_id == "allow_always" and ctx.session is not None:
-            ctx.session.mode_id = "auto"
-            await ctx.send_mode("auto")
-        return answer.allowed
+        # ("Always allow" is the client's to remember, for that tool call: not a switch to auto)
+        return (await ctx.request_permission(tool)).allowed
 
     def resolve(ctx: PromptContext, path: str) -> str:
         assert ctx.session is not None
@@ -418,7 +415,10 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
         status_text = (f"exit code {exit_status.exit_code}" if exit_status.exit_code is not None
                        else f"signal {exit_status.signal}")
         await (tool.complete if ok else tool.fail)(raw_output={"output": out.output, "truncated": out.truncated})
-        await reply.stream(f"`{shlex.join(argv)}` finished with {status_text}.\n```\n{out.output.rstrip()}\n```")
+        # (its output is in the terminal the tool call shows: the reply does not repeat it)
+        lines = len(out.output.splitlines())
+        await reply.stream(f"`{shlex.join(argv)}` finished with {status_text} "
+                           f"({lines} line{'' if lines == 1 else 's'} of output).")
 
     async def do_plan(ctx: PromptContext, reply: _Reply, rest: str) -> None:
         steps = [p.strip() for p in rest.split(";") if p.strip()] or ["Understand the request", "Make the change",
