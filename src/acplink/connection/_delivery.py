@@ -227,11 +227,12 @@ class Delivery:
     def _admit(self, ev: IncomingRequest) -> None:
         """Start an inbound request (or hold it back, see :meth:`_must_hold`)."""
         held = self.held
+        keyed = self.tasks.keyed
         limit = self.limits.max_concurrent_requests
-        if len(self.tasks.keyed) + len(held) >= limit:
+        if len(keyed) + len(held) >= limit:
             self.peer.reply_error(ev.id, InternalError(f"too many concurrent requests (limit {limit})"))
             return
-        if ev.id in self.tasks.keyed or ev.id in held:
+        if ev.id in keyed or ev.id in held:
             self.peer.reply_error(ev.id, RequestError(f"Invalid request: duplicate request id {ev.id!r}",
                                                       code=-32600))
             return
@@ -246,30 +247,34 @@ class Delivery:
             self.long.add(ev.id)
         else:
             self.busy += 1
-        self.tasks.spawn(self.peer.run_request(ev), key=ev.id)
+        self.tasks.spawn_keyed(self.peer.run_request(ev), ev.id)
 
     def _must_hold(self, method: str) -> bool:
-        """A new inbound request waits: the peer is not taking our output (its answer would
-        only add to the buffer), or max_running_requests are running already."""
-        return self.peer.transport.writing_paused or (
-            self.busy >= self.limits.max_running_requests and method not in self.long_running)
+        """A new inbound request waits: max_running_requests are running already, or the
+        peer is not taking our output (its answer would only add to the buffer)."""
+        return (self.busy >= self.limits.max_running_requests and method not in self.long_running) or \
+            self.peer.transport.writing_paused
 
     def release(self) -> None:
         """Start the held requests that may run now, in arrival order."""
         held = self.held
         order = self._held_order
-        while held and not self.closed:
-            ev = order[0]
-            if held.get(ev.id) is not ev:  # (cancelled while held)
-                order.popleft()
-                continue
-            if self._must_hold(ev.method):
-                if self.peer.transport.writing_paused:
-                    self.watch_writes()  # (it releases them when the buffer drains)
+        if held and not self.closed:
+            if self.peer.transport.writing_paused:  # (read once: starting a task writes nothing)
+                self.watch_writes()  # (it releases them when the buffer drains)
                 return
-            order.popleft()
-            del held[ev.id]
-            self._dispatch(ev)
+            limit = self.limits.max_running_requests
+            long_running = self.long_running
+            while held:
+                ev = order[0]
+                if held.get(ev.id) is not ev:  # (cancelled while held)
+                    order.popleft()
+                    continue
+                if self.busy >= limit and ev.method not in long_running:
+                    return
+                order.popleft()
+                del held[ev.id]
+                self._dispatch(ev)
         if not held:
             order.clear()
         self.held_bytes = 0
@@ -280,7 +285,7 @@ class Delivery:
 
     def request_ended(self, rid: int | str) -> None:
         """The task of inbound request ``rid`` ends (from its own ``finally``)."""
-        self.tasks.discard(rid)
+        self.tasks.keyed.pop(rid, None)
         if self.long and rid in self.long:
             self.long.discard(rid)
         else:
