@@ -355,7 +355,9 @@ class Connection:
     async def notify_json(self, method: str, params_json: bytes) -> None:
         """Send a notification whose params are ready-made wire JSON (the caller vouches for
         their validity; used by acplink's own fast paths such as ``PromptContext.send_text``)."""
-        self._check_capability(self.protocol.info(method, "notification"), method)
+        info = self.protocol.info(method, "notification")
+        if info is not None and info.capability is not None:  # (session/update needs none: no call)
+            self._check_capability(info, method)
         await self.peer.notify(method, params_json)
 
     async def request_json(self, method: str, params_json: bytes, *, timeout: float | None = None) -> Any:
