@@ -46,3 +46,16 @@ async def test_each_connection_gets_its_own_app_over_both_transports(tmp_path: P
             assert m["result"] is not None and "hello" in json.dumps(replay)
         assert len(made) == 2
         assert (await client.delete(url, headers=remote.headers())).status_code == 202
+
+
+async def test_an_app_waits_on_its_writes_only_while_the_remote_client_is_behind() -> None:
+    from acplink.server.inprocess import _RemoteTransport
+
+    delivered: list[bytes] = []
+    transport = _RemoteTransport(delivered.append, lambda reason: None)
+    assert transport.send(b'{"a":1}\n') is True  # handed over: nothing to wait for
+    transport.room.clear()  # (the connection's buffer for the client is full)
+    assert transport.send(b'{"a":2}\n') is False and transport.writing_paused  # the writer drains
+    transport.room.set()
+    await transport.drain()
+    assert delivered == [b'{"a":1}', b'{"a":2}']

@@ -39,7 +39,9 @@ class _RemoteTransport(Transport):
         if self.closed:
             raise ConnectionClosed("the remote connection is closed")
         self.deliver(message.rstrip(b"\n"))
-        return False
+        # handed over whole: the writer waits (drain) only while the client is behind, and
+        # otherwise awaits no coroutine per message (a flood's updates)
+        return self.room.is_set()
 
     async def drain(self) -> None:
         await self.room.wait()  # cleared while the remote client is behind on its output
