@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import httpx
+import pytest
 from websockets.asyncio.client import connect
 
 from acplink.agent.app import AgentBase
@@ -59,3 +61,37 @@ async def test_an_app_waits_on_its_writes_only_while_the_remote_client_is_behind
     transport.room.set()
     await transport.drain()
     assert delivered == [b'{"a":1}', b'{"a":2}']
+
+
+async def test_an_apps_notifications_reach_a_websocket_client_unparsed_and_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the app's output is acplink's own: its notifications need no routing on a WebSocket,
+    # so the server does not parse them (a flood's per-message cost); answers still are
+    import acplink.server.connection as server_connection
+
+    parsed: list[bytes] = []
+    real = server_connection.orjson
+
+    class CountingOrjson:
+        JSONDecodeError = real.JSONDecodeError
+        dumps = staticmethod(real.dumps)
+
+        @staticmethod
+        def loads(data: bytes) -> Any:
+            parsed.append(bytes(data))
+            return real.loads(data)
+
+    monkeypatch.setattr(server_connection, "orjson", CountingOrjson)
+    app = AcpServer(lambda: create_demo_agent(DemoStore(tmp_path), delay=0))
+    async with serving(app) as url, connect("ws" + url.removeprefix("http")) as ws:
+        await ws.send(json.dumps(INIT))
+        assert json.loads(await ws.recv())["id"] == 0
+        await ws.send(json.dumps(msg(1, "session/new", cwd=str(tmp_path), mcpServers=[])))
+        sid = json.loads(await ws.recv())["result"]["sessionId"]
+        await ws.send(json.dumps(prompt(2, sid, "hello")))
+        turn = []
+        while "id" not in (m := json.loads(await ws.recv())):
+            turn.append(m)
+    assert "".join(texts(turn)) == "You said: hello" and m["result"]["stopReason"] == "end_turn"
+    assert turn and all(b'"method"' not in line or b'"id"' in line for line in parsed), parsed
+    assert any(b'"stopReason"' in line for line in parsed)  # (answers are routed as before)

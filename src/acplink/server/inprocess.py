@@ -114,6 +114,8 @@ class InProcessAgent(AgentBackend):
     """Serve an acplink agent app made by ``factory`` (one app per remote connection, e.g.
     ``lambda: create_demo_agent()``), in this process. ``stop_timeout`` bounds its close."""
 
+    well_formed_output = True  # (the app writes through acplink's engine)
+
     def __init__(self, factory: Callable[[], AgentBase], *, stop_timeout: float = 4.0) -> None:
         self.factory = factory
         self.stop_timeout = stop_timeout
