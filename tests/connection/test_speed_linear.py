@@ -183,3 +183,36 @@ async def test_the_slot_counting_dict_counts_what_cpython_walks() -> None:
     assert next(iter(d)) == 2 and n[0] == 1
     d.clear()
     assert not d and list(d) == []
+
+
+async def test_held_requests_cancelled_anywhere_keep_the_others_in_order_and_leave_nothing_behind() -> None:
+    # the held requests are kept in arrival order apart from their id table: one cancelled
+    # in the middle is skipped, its id reused goes to the back, and a peer that keeps
+    # sending and cancelling while one waits does not grow what is kept
+    from test_backpressure import Gates, req
+    from test_memory import RawEnd
+
+    ours, theirs = memory_pair()
+    gates = Gates()
+    peer = Peer(ours, gates, limits=PeerLimits(max_running_requests=1))
+    raw = RawEnd(theirs)
+    await peer.start()
+    await raw.start()
+    try:
+        def cancel(rid: int) -> dict[str, Any]:
+            return {"jsonrpc": "2.0", "method": "$/cancel_request", "params": {"requestId": rid}}
+
+        raw.send(req(1, "a"), req(2, "b"), req(3, "c"), req(4, "d"), cancel(3), req(3, "c2"))
+        assert (await raw.recv())["id"] == 3  # the first 3, answered cancelled
+        raw.send(*(m for i in range(100, 400) for m in (req(i, i), cancel(i))))
+        assert {(await raw.recv())["id"] for _ in range(300)} == set(range(100, 400))
+        assert list(peer.delivery.held) == [2, 4, 3]
+        assert len(peer.delivery._held_order) <= 2 * len(peer.delivery.held) + 64
+        for k in ("a", "b", "d", "c2"):
+            gates.gate(k).set()
+            assert (await raw.recv())["result"] == {"k": k}
+        assert gates.started == ["a", "b", "d", "c2"]
+        assert not peer.delivery.held and not peer.delivery._held_order
+    finally:
+        await peer.aclose()
+        await theirs.aclose()
