@@ -73,6 +73,17 @@ class TaskSet:
             task.add_done_callback(self._report if report else self._loose.discard)
         return task
 
+    def spawn_keyed(self, coro: Coroutine[Any, Any, T], key: Hashable) -> asyncio.Future[T]:
+        """:meth:`spawn` of a coroutine with ``key`` (the path of every inbound request: no
+        keyword arguments, no awaitable other than a coroutine)."""
+        if self._closing:
+            coro.close()
+            raise RuntimeError(f"task set {self.name or id(self)} is closed")
+        task = asyncio.get_running_loop().create_task(coro)
+        if not task.done():  # (an eager task factory may have run it to the end already)
+            self.keyed[key] = task
+        return task
+
     def discard(self, key: Hashable) -> None:
         """A keyed task ended (or is no longer this set's to close)."""
         self.keyed.pop(key, None)

@@ -1,9 +1,13 @@
 """The agent side: build an agent from handlers and serve it."""
 
+from typing import TYPE_CHECKING, Any
+
 from .app import HOOKS, Agent, AgentApp, AgentBase
 from .context import AgentSession, Context, PermissionAnswer, PromptContext, TerminalHandle, ToolCallHandle
 from .serve import run_agent, serve
-from .versions import DualAgentConnection
+
+if TYPE_CHECKING:
+    from .versions import DualAgentConnection
 
 __all__ = [
     "HOOKS",
@@ -20,3 +24,13 @@ __all__ = [
     "run_agent",
     "serve",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # imported on first use: the v2 version router is not on an agent's way to answering
+    # initialize (start-up time)
+    if name == "DualAgentConnection":
+        from .versions import DualAgentConnection
+
+        return DualAgentConnection
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -80,6 +80,10 @@ class Delivery:
         self.closed = False
         #: inbound requests held back (backpressure), in arrival order
         self.held: dict[int | str, IncomingRequest] = {}
+        #: the same requests in arrival order, for release to take the first one in constant
+        #: time (``next(iter(held))`` walks every slot already deleted from the dict: a burst
+        #: would be quadratic); a cancelled one stays here until it is at the front
+        self._held_order: collections.deque[IncomingRequest] = collections.deque()
         #: inbound requests waiting in the queue for the notifications before them
         self.queued_requests: dict[int | str, IncomingRequest] = {}
         #: bytes read while requests are held; reading paused for them
@@ -106,6 +110,7 @@ class Delivery:
         """The connection closed: nothing held starts any more."""
         self.closed = True
         self.held.clear()
+        self._held_order.clear()
 
     @property
     def idle(self) -> bool:
@@ -222,16 +227,18 @@ class Delivery:
     def _admit(self, ev: IncomingRequest) -> None:
         """Start an inbound request (or hold it back, see :meth:`_must_hold`)."""
         held = self.held
+        keyed = self.tasks.keyed
         limit = self.limits.max_concurrent_requests
-        if len(self.tasks.keyed) + len(held) >= limit:
+        if len(keyed) + len(held) >= limit:
             self.peer.reply_error(ev.id, InternalError(f"too many concurrent requests (limit {limit})"))
             return
-        if ev.id in self.tasks.keyed or ev.id in held:
+        if ev.id in keyed or ev.id in held:
             self.peer.reply_error(ev.id, RequestError(f"Invalid request: duplicate request id {ev.id!r}",
                                                       code=-32600))
             return
         if held or self._must_hold(ev.method):
             held[ev.id] = ev  # (behind the ones already waiting: arrival order is kept)
+            self._held_order.append(ev)
             return
         self._dispatch(ev)
 
@@ -240,25 +247,36 @@ class Delivery:
             self.long.add(ev.id)
         else:
             self.busy += 1
-        self.tasks.spawn(self.peer.run_request(ev), key=ev.id)
+        self.tasks.spawn_keyed(self.peer.run_request(ev), ev.id)
 
     def _must_hold(self, method: str) -> bool:
-        """A new inbound request waits: the peer is not taking our output (its answer would
-        only add to the buffer), or max_running_requests are running already."""
-        return self.peer.transport.writing_paused or (
-            self.busy >= self.limits.max_running_requests and method not in self.long_running)
+        """A new inbound request waits: max_running_requests are running already, or the
+        peer is not taking our output (its answer would only add to the buffer)."""
+        return (self.busy >= self.limits.max_running_requests and method not in self.long_running) or \
+            self.peer.transport.writing_paused
 
     def release(self) -> None:
         """Start the held requests that may run now, in arrival order."""
         held = self.held
-        while held and not self.closed:
-            ev = held[next(iter(held))]
-            if self._must_hold(ev.method):
-                if self.peer.transport.writing_paused:
-                    self.watch_writes()  # (it releases them when the buffer drains)
+        order = self._held_order
+        if held and not self.closed:
+            if self.peer.transport.writing_paused:  # (read once: starting a task writes nothing)
+                self.watch_writes()  # (it releases them when the buffer drains)
                 return
-            del held[ev.id]
-            self._dispatch(ev)
+            limit = self.limits.max_running_requests
+            long_running = self.long_running
+            while held:
+                ev = order[0]
+                if held.get(ev.id) is not ev:  # (cancelled while held)
+                    order.popleft()
+                    continue
+                if self.busy >= limit and ev.method not in long_running:
+                    return
+                order.popleft()
+                del held[ev.id]
+                self._dispatch(ev)
+        if not held:
+            order.clear()
         self.held_bytes = 0
         if self.held_paused:
             self.held_paused = False
@@ -267,7 +285,7 @@ class Delivery:
 
     def request_ended(self, rid: int | str) -> None:
         """The task of inbound request ``rid`` ends (from its own ``finally``)."""
-        self.tasks.discard(rid)
+        self.tasks.keyed.pop(rid, None)
         if self.long and rid in self.long:
             self.long.discard(rid)
         else:
@@ -282,6 +300,8 @@ class Delivery:
             self.peer.reply_error(rid, RequestCancelled("Request cancelled"))
             if not self.held:
                 self.release()
+            elif len(self._held_order) > 2 * len(self.held) + 64:  # (cancelled ones: keep it bounded)
+                self._held_order = collections.deque(self.held.values())
             return
         task = self.tasks.keyed.get(rid)
         if task is not None and not task.done():
@@ -331,6 +351,7 @@ class Delivery:
                               f"bytes waiting for it in {timeout:g} s")
         log.warning("%s: %s; disconnecting", self.peer.name, self.stall_message)
         self.held.clear()
+        self._held_order.clear()
         self.peer.mark_closed(ConnectionClosed(self.stall_message))
         transport.pause_reading()  # (nothing it sends could be answered)
         transport.abort_writing()  # (drops the buffer; writers waiting fail)

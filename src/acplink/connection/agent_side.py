@@ -9,7 +9,6 @@ from typing import Any
 
 from ..errors import InvalidRequest
 from ..protocol import PROTOCOL_VERSION
-from ..protocol.router import for_v1_only
 from ..schema import _generated as s
 from ..schema.v1._stubs import ClientMethods
 from .base import Connection, RawJSON, Router, RouterFactory
@@ -85,7 +84,11 @@ class AgentSideConnection(Connection, ClientMethods):
 
     async def handle_request(self, method: str, params: Any) -> bytes:
         if method == "initialize" and self.v1_only:
-            params = for_v1_only(params)  # (a v2 client asking a v1-only agent: downgraded)
+            version = params.get("protocolVersion") if isinstance(params, dict) else None
+            if not (type(version) is int and version < 2):  # (v1 takes them as they are)
+                from ..protocol.router import for_v1_only  # (here: not on a v1 agent's start-up)
+
+                params = for_v1_only(params)  # (a v2 client asking a v1-only agent: downgraded)
         return await super().handle_request(method, params)
 
     async def gate(self, method: str) -> None:

@@ -113,6 +113,8 @@ class Connection:
         self.router = router if isinstance(router, Router) else router(self.protocol)
         self.check_capabilities = check_capabilities
         self.strict = strict
+        #: whether this class has a gate to pass (the default allows all: no coroutine per request)
+        self._gated = type(self).gate is not Connection.gate
         self.peer = Peer(transport, self, limits=limits, skip_noise=self.side == "client", debug=debug,
                          name=self.side or "connection", long_running=self.protocol.long_running)
         #: what the peer advertised at initialize (AgentCapabilities or ClientCapabilities)
@@ -239,7 +241,8 @@ class Connection:
         handler = self.router.requests.get(method)
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}", {"method": method})
-        await self.gate(method)
+        if self._gated:
+            await self.gate(method)
         info = self.protocol.info(method, "request")
         typed = self._params(info, method, params)
         result = await handler(typed)
@@ -355,7 +358,9 @@ class Connection:
     async def notify_json(self, method: str, params_json: bytes) -> None:
         """Send a notification whose params are ready-made wire JSON (the caller vouches for
         their validity; used by acplink's own fast paths such as ``PromptContext.send_text``)."""
-        self._check_capability(self.protocol.info(method, "notification"), method)
+        info = self.protocol.info(method, "notification")
+        if info is not None and info.capability is not None:  # (session/update needs none: no call)
+            self._check_capability(info, method)
         await self.peer.notify(method, params_json)
 
     async def request_json(self, method: str, params_json: bytes, *, timeout: float | None = None) -> Any:

@@ -43,6 +43,7 @@ from ..errors import (
 from ..rpc.engine import Engine, IncomingNotification, IncomingRequest, IncomingResponse, Violation
 from ..rpc.framing import DEFAULT_MAX_MESSAGE_SIZE
 from ..transports.base import MessageMeta, Transport
+from ..transports.stream import StreamTransport
 from ._calls import Calls
 from ._delivery import Delivery
 from ._noise import BadInput, WarningLimiter
@@ -140,6 +141,8 @@ class Peer:
         self.calls = Calls(self.engine, limits.max_pending_requests)
         self.delivery = Delivery(self, limits, self.tasks, long_running)
         self._queue = self.delivery.queue  # (the same deque: the read path appends to it)
+        #: whether answers carry a MessageMeta (a stream transport ignores it: none is built)
+        self._reply_meta = not isinstance(transport, StreamTransport)
         self._closed = False
         self._closed_event: asyncio.Event | None = None
         self._started = False
@@ -388,7 +391,7 @@ class Peer:
                        else "Internal error" + self._details_hint())
                 data = self.engine.error(ev.id, InternalError(msg))
             if not self._closed:
-                self._write_quiet(data, MessageMeta(reply_to=ev.id))
+                self._write_quiet(data, MessageMeta(reply_to=ev.id) if self._reply_meta else None)
         finally:
             self.delivery.request_ended(ev.id)
 
@@ -420,7 +423,7 @@ class Peer:
 
     def reply_error(self, rid: int | str, err: RequestError) -> None:
         """Answer inbound request ``rid`` with ``err``."""
-        self._write_quiet(self.engine.error(rid, err), MessageMeta(reply_to=rid))
+        self._write_quiet(self.engine.error(rid, err), MessageMeta(reply_to=rid) if self._reply_meta else None)
 
     def _write(self, data: bytes, meta: MessageMeta | None = None) -> Awaitable[None]:
         """Send ``data``; the result is awaited for flow control: already done while the

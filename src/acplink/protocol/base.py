@@ -57,15 +57,18 @@ class Protocol:
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", MappingProxyType(dict(self.names)))
         object.__setattr__(self, "_by_wire", {v: k for k, v in self.names.items()})
+        # the lookups of every message, one dict each (wire() and info() run per update sent)
+        object.__setattr__(self, "_wire_of", {k: v[0] for k, v in self.names.items()})
+        object.__setattr__(self, "_info_of", {(m.method, m.kind): m for m in self.table.methods})
 
     # -- names ---------------------------------------------------------------------------------
 
     def wire(self, name: str) -> str:
         """The wire method of ``name`` in this version (UsageError when it has none)."""
-        entry = self.names.get(name)
-        if entry is None:
-            raise UsageError(f"ACP v{self.version} has no {name!r} method")
-        return entry[0]
+        try:
+            return self._wire_of[name]  # type: ignore[attr-defined,no-any-return]
+        except KeyError:
+            raise UsageError(f"ACP v{self.version} has no {name!r} method") from None
 
     def has(self, name: str) -> bool:
         """Whether this version has the method acplink calls ``name``."""
@@ -91,7 +94,7 @@ class Protocol:
 
     def info(self, method: str, kind: str = "request") -> MethodInfo | None:
         """The method table's entry."""
-        return self.table.info(method, kind)
+        return self._info_of.get((method, kind))  # type: ignore[attr-defined,no-any-return]
 
     def handled_by(self, side: str) -> Iterator[MethodInfo]:
         """The methods ``side`` ("agent" or "client") handles."""

@@ -135,6 +135,8 @@ class Engine:
         self.pending: dict[int | str, str] = {}
         #: id -> method of requests given up on (``forget``): their late response is expected
         self._abandoned: dict[int | str, str] = {}
+        #: method -> its JSON string (see _method_json)
+        self._methods_json: dict[str, bytes] = {}
 
     # -- outgoing ------------------------------------------------------------------------------
 
@@ -151,7 +153,7 @@ class Engine:
         rid = self._next_id
         data = self._check_size(
             b'{"jsonrpc":"2.0","id":%d,"method":%b%b}\n'
-            % (rid, orjson.dumps(method), b',"params":' + params_json if params_json is not None else b"")
+            % (rid, self._method_json(method), b',"params":' + params_json if params_json is not None else b"")
         )
         self.pending[rid] = method
         return rid, data
@@ -178,14 +180,29 @@ class Engine:
         """How many requests we sent still await their response."""
         return len(self.pending)
 
+    def _method_json(self, method: str) -> bytes:
+        """``method`` as JSON (a string), remembered for the first few hundred methods."""
+        known = self._methods_json
+        encoded = known.get(method)
+        if encoded is None:
+            encoded = orjson.dumps(method)
+            if len(known) < 256:
+                known[method] = encoded
+        return encoded
+
     def notification(self, method: str, params_json: bytes | None) -> bytes:
-        return self._check_size(
-            b'{"jsonrpc":"2.0","method":%b%b}\n'
-            % (orjson.dumps(method), b',"params":' + params_json if params_json is not None else b"")
-        )
+        # (the hot path of a streaming agent: the size check inline, the method's JSON remembered)
+        data = (b'{"jsonrpc":"2.0","method":%b,"params":%b}\n' % (self._method_json(method), params_json)
+                if params_json is not None else b'{"jsonrpc":"2.0","method":%b}\n' % self._method_json(method))
+        if len(data) > self.max_message_size + 1:
+            raise MessageTooLarge(len(data) - 1, self.max_message_size, "outgoing")
+        return data
 
     def result(self, rid: int | str, result_json: bytes) -> bytes:
-        return self._check_size(b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_id_json(rid), result_json))
+        data = b'{"jsonrpc":"2.0","id":%b,"result":%b}\n' % (_id_json(rid), result_json)
+        if len(data) > self.max_message_size + 1:
+            raise MessageTooLarge(len(data) - 1, self.max_message_size, "outgoing")
+        return data
 
     @staticmethod
     def error(rid: RequestId, err: RequestError) -> bytes:

@@ -51,6 +51,11 @@ class AgentChannel(ABC):
 class AgentBackend(ABC):
     """Makes the agent of each remote connection."""
 
+    #: whether the agent's messages are acplink's own engine output (valid JSON-RPC, each
+    #: notification beginning ``{"jsonrpc":"2.0","method":``): a WebSocket connection then
+    #: passes its notifications on without parsing them
+    well_formed_output: bool = False
+
     @abstractmethod
     async def open(self, connection_id: str, deliver: Deliver, ended: Ended) -> AgentChannel:
         """Start an agent for ``connection_id``. Raises ``TransportError`` when it cannot."""

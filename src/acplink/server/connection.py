@@ -39,6 +39,9 @@ Kind = Literal["http", "ws"]
 #: client requests whose answer goes to the connection stream whatever session they name
 CONNECTION_ANSWERS = frozenset({"session/new", "session/load"})
 
+#: how every notification acplink's engine writes begins
+_NOTIFICATION = b'{"jsonrpc":"2.0","method":'
+
 
 def id_key(rid: Any) -> Key | None:
     """A request id as a dict key (1 and "1" are different ids)."""
@@ -149,12 +152,16 @@ class RemoteConnection:
         self._loop = asyncio.get_running_loop()
         self._stall: asyncio.TimerHandle | None = None
         self._idle: asyncio.TimerHandle | None = None
+        #: a WebSocket connection to an agent whose output is acplink's own (well-formed): its
+        #: notifications go to the client as they are, without a parse (nothing to route)
+        self._pass_notifications = False
 
     # -- the agent ---------------------------------------------------------------------------
 
     async def start_agent(self, backend: AgentBackend) -> None:
         self.starting = True
         try:
+            self._pass_notifications = self.kind == "ws" and backend.well_formed_output
             self.channel = await backend.open(self.id, self._from_agent, self._agent_ended)
         finally:
             self.starting = False
@@ -196,6 +203,9 @@ class RemoteConnection:
         return True, self.answers[key]
 
     def _from_agent(self, line: bytes) -> None:
+        if self._pass_notifications and line.startswith(_NOTIFICATION):
+            self.stream.push(line)  # (a flood's updates: what the parse below would do with them)
+            return
         try:
             msg = orjson.loads(line)
         except orjson.JSONDecodeError:

@@ -39,7 +39,9 @@ class _RemoteTransport(Transport):
         if self.closed:
             raise ConnectionClosed("the remote connection is closed")
         self.deliver(message.rstrip(b"\n"))
-        return False
+        # handed over whole: the writer waits (drain) only while the client is behind, and
+        # otherwise awaits no coroutine per message (a flood's updates)
+        return self.room.is_set()
 
     async def drain(self) -> None:
         await self.room.wait()  # cleared while the remote client is behind on its output
@@ -111,6 +113,8 @@ class _AppChannel(AgentChannel):
 class InProcessAgent(AgentBackend):
     """Serve an acplink agent app made by ``factory`` (one app per remote connection, e.g.
     ``lambda: create_demo_agent()``), in this process. ``stop_timeout`` bounds its close."""
+
+    well_formed_output = True  # (the app writes through acplink's engine)
 
     def __init__(self, factory: Callable[[], AgentBase], *, stop_timeout: float = 4.0) -> None:
         self.factory = factory

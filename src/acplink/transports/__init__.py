@@ -1,11 +1,25 @@
-"""Transports: stdio, spawned subprocess, in-memory, recording wrapper (WebSocket and HTTP come next)."""
+"""Transports: stdio, spawned subprocess, in-memory, recording wrapper (WebSocket and HTTP come next).
+
+The concrete transports are imported on first use (a stdio agent never loads the subprocess,
+in-memory or recording ones: start-up time)."""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
 
 from .base import MessageMeta, Transport, TransportSink
-from .memory import MemoryTransport, memory_pair
-from .recording import RecordingTransport, TraceTap
-from .stdio import StdioTransport
 from .stream import StreamTransport
-from .subprocess import SubprocessTransport
+
+if TYPE_CHECKING:
+    from .memory import MemoryTransport, memory_pair
+    from .recording import RecordingTransport, TraceTap
+    from .stdio import StdioTransport
+    from .subprocess import SubprocessTransport
+
+#: name -> the module that defines it, for the names imported on first use
+_LAZY = {"MemoryTransport": ".memory", "memory_pair": ".memory", "RecordingTransport": ".recording",
+         "TraceTap": ".recording", "StdioTransport": ".stdio", "SubprocessTransport": ".subprocess"}
 
 __all__ = [
     "MemoryTransport",
@@ -19,3 +33,16 @@ __all__ = [
     "TransportSink",
     "memory_pair",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
