@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from ..conformance.probe import Options
     from ..conformance.runner import AgentDidNotStart, run_checks
     from ..errors import AcpError
-    from .common import fail, given_command, stderr_tail
+    from .common import fail, given_command
 
     if args.tck_ids:
         return _print_tck_ids(args.json)
@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         report = asyncio.run(run_checks(opts, args.patterns, concurrency=max(1, args.jobs),
                                         startup_timeout=args.startup_timeout, started=started))
     except AgentDidNotStart as exc:
-        return fail(f"{exc}" + (f"\nlast stderr lines:\n{stderr_tail(exc.stderr)}" if exc.stderr else ""), 2)
+        return fail(str(exc), 2)
     except (AcpError, OSError) as exc:
         if args.debug:
             traceback.print_exc()

@@ -19,7 +19,7 @@ from ..client.permissions import PermissionPolicy
 from ..client.session import Session
 from ..errors import AcpError, AuthRequired, ConnectionClosed, PeerOutputNotJson, TransportError, UsageError
 from ..transports._remote import CookieJar
-from ..transports.subprocess import SubprocessTransport
+from ..transports.subprocess import SubprocessTransport, stderr_report
 
 __all__ = [
     "DEFAULT_STARTUP_TIMEOUT",
@@ -301,10 +301,7 @@ async def describe_failure(client: Client | None, exc: BaseException) -> str:
     msg = f"the agent {transport.command_line!r} {how}"
     if not isinstance(exc, ConnectionClosed):
         msg += f": {one_line(exc)}"
-    tail = transport.stderr_tail
-    if tail:
-        msg += "\nlast stderr lines:\n" + stderr_tail(tail)
-    return msg
+    return msg + stderr_report(transport.stderr_tail)
 
 
 def fail(message: str, code: int = 1) -> int:
@@ -317,10 +314,6 @@ def fail(message: str, code: int = 1) -> int:
 def one_line(exc: BaseException) -> str:
     text = str(exc) or type(exc).__name__
     return text
-
-
-def stderr_tail(lines: Sequence[str], n: int = 10) -> str:
-    return "\n".join(f"  | {line}" for line in lines[-n:])
 
 
 class _SafeStderr:
