@@ -26,6 +26,35 @@ def test_a_non_loopback_bind_needs_a_token() -> None:
     assert r.stderr.count("\n") == 1 and "--token" in r.stderr and "--insecure-no-auth" in r.stderr
 
 
+@pytest.mark.parametrize(("bind", "shown"), [("0.0.0.0", "127.0.0.1"), ("::", "[::1]")], ids=["ipv4", "ipv6"])
+async def test_a_wildcard_bind_prints_a_url_one_can_connect_to_and_warns_without_auth(bind: str, shown: str) -> None:
+    async with serve("--insecure-no-auth", "--host", bind) as served, httpx.AsyncClient(timeout=BOUND) as client:
+        port = served.urls["ws"].rsplit(":", 1)[1].split("/")[0]
+        assert served.urls == {"ws": f"ws://{shown}:{port}/acp", "http": f"http://{shown}:{port}/acp"}
+        assert (await Remote(client, served.urls["http"]).initialize()).status_code == 200  # it connects
+        for _ in range(100):  # (stderr is read as it comes)
+            if "warning" in served.log:
+                break
+            await asyncio.sleep(0.05)
+        warning = next(line for line in served.log.splitlines() if "warning" in line)
+        assert "no authentication" in warning and "not loopback" in warning and "--token" in warning, warning
+        assert f":{port}/acp" in next(line for line in served.log.splitlines() if "every address" in line)
+        served.proc.terminate()
+
+
+async def test_a_token_or_loopback_gives_no_warning() -> None:
+    env = {**env_without_token(), "ACPLINK_TOKEN": "tok"}
+    async with serve("--host", "0.0.0.0", env=env) as served:
+        assert served.urls["ws"].startswith("ws://127.0.0.1:")
+        served.proc.terminate()
+        await served.proc.wait()
+    async with serve() as loop_served:
+        loop_served.proc.terminate()
+        await loop_served.proc.wait()
+    await asyncio.sleep(0.2)
+    assert "warning" not in served.log and "warning" not in loop_served.log, served.log + loop_served.log
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 async def test_serve_both_transports_then_stop_with_clients_connected(sig: signal.Signals) -> None:
     env = {**env_without_token(), "ACPLINK_TOKEN": "tok"}

@@ -12,6 +12,7 @@ import shlex
 import sys
 from collections.abc import Generator, Iterator, Sequence
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from .._text import sanitize_for_terminal
 from ..client.client import Client, connect
@@ -28,11 +29,13 @@ __all__ = [
     "add_client_options",
     "add_startup_option",
     "agent_command",
+    "client_usage_error",
     "describe_failure",
     "fail",
     "given_command",
     "library_warnings",
     "open_client",
+    "port_number",
     "positive_seconds",
     "start_session",
 ]
@@ -140,7 +143,59 @@ class _AgentAfterDashDash(ArgParser):
         ns, extra = super().parse_known_args(argv, namespace)
         if agent:
             ns.agent = [*(ns.agent or []), *agent]
+        if hasattr(ns, "url"):  # (the client options: their usage errors, before anything starts)
+            wrong = client_usage_error(ns)
+            if wrong:
+                self._fail(wrong)
         return ns, extra
+
+
+#: the schemes of ``--url``
+URL_SCHEMES = ("ws://", "wss://", "http://", "https://")
+
+
+def client_usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with the client options (``--url`` without a scheme or with an agent
+    command, remote-only options without ``--url``, a bad ``--header``, ``--cwd`` / ``--add-dir``
+    that are not directories), or None."""
+    url = args.url
+    if url is not None:
+        head, sep, rest = url.partition("://")
+        if not sep or f"{head.lower()}://" not in URL_SCHEMES:
+            example = f"ws://{rest if sep else url}".rstrip("/")
+            return (f"--url {url!r} needs a scheme: ws://, wss:// (WebSocket), http:// or https:// (streamable "
+                    f"HTTP), e.g. --url {example}")
+        if not urlsplit(url).hostname:
+            return f"--url {url!r} names no host (e.g. --url {head.lower()}://127.0.0.1:7331/acp)"
+        if given_command(args):
+            return "--url and an agent command (-- AGENT_CMD) exclude each other"
+    else:
+        remote = [flag for flag, given in (("--token", args.token is not None), ("--header", bool(args.header)),
+                                           ("--remote-fs", args.remote_fs),
+                                           ("--remote-terminal", args.remote_terminal)) if given]
+        if remote:
+            return f"{', '.join(remote)} {'is' if len(remote) == 1 else 'are'} for a remote agent: give --url too"
+    for h in args.header:
+        name, sep, _ = h.partition(":")
+        if not sep or not name.strip():
+            return f"--header {h!r} is not 'Name: value'"
+    if not os.path.isdir(args.cwd):
+        return f"--cwd {args.cwd!r} is not a directory"
+    for d in args.add_dir:
+        if not os.path.isdir(d):
+            return f"--add-dir {d!r} is not a directory"
+    return None
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 to 65535 (0: any free port)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 65535, not {value}")
+    return value
 
 
 def add_client_options(p: argparse.ArgumentParser) -> None:
