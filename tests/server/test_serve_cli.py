@@ -112,3 +112,24 @@ def test_stdio_commands_do_not_import_the_server_libraries() -> None:
     imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if "|" in line}
     assert "acplink.server.connection" in imported
     assert not {name for name in imported if name.split(".")[0] in ("uvicorn", "websockets", "starlette")}
+
+
+async def test_a_refused_token_names_the_flag_on_the_command_line_and_the_argument_in_python() -> None:
+    from acplink import connect
+    from acplink.transports._remote import AuthRejected
+
+    env = {**env_without_token(), "ACPLINK_TOKEN": "tok"}
+    async with serve(env=env) as served:
+        for url in served.urls.values():
+            proc = await asyncio.create_subprocess_exec(
+                *ACPLINK, "prompt", "--url", url, "hi", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=env_without_token())
+            _, err = await asyncio.wait_for(proc.communicate(), 60)
+            line = err.decode()
+            assert proc.returncode == 1 and "401 Unauthorized" in line, line
+            assert "pass --token or set ACPLINK_TOKEN" in line and "token=" not in line, line
+            with pytest.raises(AuthRejected) as info:  # the library keeps the Python wording
+                async with connect(url):
+                    pass
+            assert "pass token=" in str(info.value) and "--token" not in str(info.value)
+        served.proc.terminate()

@@ -34,6 +34,7 @@ __all__ = [
     "fail",
     "given_command",
     "library_warnings",
+    "one_line",
     "open_client",
     "port_number",
     "positive_seconds",
@@ -165,8 +166,11 @@ def client_usage_error(args: argparse.Namespace) -> str | None:
             example = f"ws://{rest if sep else url}".rstrip("/")
             return (f"--url {url!r} needs a scheme: ws://, wss:// (WebSocket), http:// or https:// (streamable "
                     f"HTTP), e.g. --url {example}")
-        if not urlsplit(url).hostname:
+        parts = urlsplit(url)
+        if not parts.hostname:
             return f"--url {url!r} names no host (e.g. --url {head.lower()}://127.0.0.1:7331/acp)"
+        if parts.username or parts.password:
+            return "--url must not carry credentials: put them in --token or a --header"
         if given_command(args):
             return "--url and an agent command (-- AGENT_CMD) exclude each other"
     else:
@@ -367,8 +371,10 @@ def fail(message: str, code: int = 1) -> int:
 
 
 def one_line(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text
+    """The error's message for the command line: its ``cli_message`` (naming acplink's flags
+    where the message for Python callers names arguments: ``--token``, not ``token=``), else
+    the message."""
+    return getattr(exc, "cli_message", None) or str(exc) or type(exc).__name__
 
 
 class _SafeStderr:
