@@ -133,3 +133,13 @@ async def test_a_refused_token_names_the_flag_on_the_command_line_and_the_argume
                     pass
             assert "pass token=" in str(info.value) and "--token" not in str(info.value)
         served.proc.terminate()
+
+
+async def test_an_agent_that_dies_before_initialize_is_said_so() -> None:
+    async with serve(agent=["sh", "-c", "echo 'no key' >&2; exit 3"]) as served:
+        async with connect(served.urls["ws"]) as ws:
+            await ws.send(json.dumps(INIT))
+            with pytest.raises(ConnectionClosed):
+                await asyncio.wait_for(ws.recv(), 30)
+        assert ws.close_code == 1011 and ws.close_reason == "the agent closed its output before answering initialize"
+        served.proc.terminate()
