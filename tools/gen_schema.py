@@ -126,6 +126,16 @@ VERSIONS: tuple[Version, ...] = (
 )
 
 #: patch semantics in a field's description: omitted = unchanged, null = cleared, value = replaced
+#: public names of variant classes whose generated name, ``<Union><Tag>``, leaks the
+#: machinery into the API (``type(update).__name__``, docs); the generated name stays
+#: importable as an alias of the public one. SessionUpdate's ``tool_call_update`` variant is
+#: ``ToolCallProgress`` (the official Python SDK's name for it), not ``ToolCallUpdate``: both
+#: schemas (v1 and v2) already define ``ToolCallUpdate`` — the fields of a tool call update,
+#: also the ``toolCall`` of a permission request (which must not carry a ``sessionUpdate``
+#: tag) — and that definition is the variant's base class, so ``isinstance(update,
+#: ToolCallUpdate)`` holds for every tool call update, next to ``ToolCall`` for the start.
+PUBLIC_NAMES: dict[str, str] = {"SessionUpdateToolCallUpdate": "ToolCallProgress"}
+
 PATCH_DOC = re.compile(r"patch semantics|Omission leaves|Omitted leaves|Omission means no\s+change")
 
 SPEC_URL = re.compile(r"https://agentclientprotocol\.com/[^\s)\]]+")
@@ -219,6 +229,7 @@ class SchemaIR:
     methods: list[MethodIR] = field(default_factory=list)
     stability: dict[str, str] = field(default_factory=dict)
     definitions: dict[str, str] = field(default_factory=dict)  # schema def -> generated name
+    renamed: dict[str, str] = field(default_factory=dict)  # generated name -> public name (PUBLIC_NAMES)
 
 
 # --------------------------------------------------------------------------------------------
@@ -524,6 +535,11 @@ class Parser:
                         cls_name = name + pascal(label)
                 else:
                     cls_name = name + pascal(label)
+                public = PUBLIC_NAMES.get(cls_name)
+                if public is not None:
+                    assert public not in self.defs and public not in self.ir.classes, f"{public} is taken"
+                    self.ir.renamed[cls_name] = public
+                    cls_name = public
                 cls = ClassIR(cls_name, r or "AcpModel", fields, f"Variant `{label}` of `{name}`.", name)
                 self.ir.classes[cls_name] = cls
             # a variant whose tag must be null (or absent), e.g. IdleStateUpdate's "none": the
@@ -938,11 +954,19 @@ class Emitter:
         lines.append("}")
         lines.append("")
         lines.append("__all__ = [")
-        for n in sorted(self.known_names):
+        for n in sorted(self.known_names | set(self.ir.renamed)):
             lines.append(f"    {n!r},")
         lines.append("]")
         lines.append("")
         return lines
+
+    def renamed_aliases(self) -> list[str]:
+        """The generated names of renamed classes (PUBLIC_NAMES), as aliases of the public ones."""
+        if not self.ir.renamed:
+            return []
+        lines = ["", "#: the generated names of classes with a public name (tools/gen_schema.py PUBLIC_NAMES)"]
+        lines += [f"{old} = {new}" for old, new in sorted(self.ir.renamed.items())]
+        return [*lines, ""]
 
     def models_stub(self) -> str:
         """The type checkers' (and readers') view: every model as a plain class."""
@@ -951,6 +975,7 @@ class Emitter:
         lines += ["", "def _model_factory(name: str, value: Dict[str, Any]) -> Any: ...", ""]
         for _, block, _ in self.node_blocks(stub=True):
             lines += ["", *block, ""]
+        lines += self.renamed_aliases()
         lines += self.models_trailer()
         return "\n".join(lines)
 
@@ -969,16 +994,24 @@ class Emitter:
                 lines.append(f"    {name}.__qualname__ = {name!r}")
             lines.append(f"    return {name}")
             lines.append("")
+        # the generated names of renamed classes: the public class itself, once defined
+        renamed = sorted(self.ir.renamed.items())
+        for old, new in renamed:
+            lines += ["", f"def _d_{old}() -> Any:", f"    return {new}", ""]
         lines.append("")
         lines.append("#: emission order and direct references of every generated name")
         lines.append("_ORDER: Dict[str, int] = {")
         for i, (name, _, _) in enumerate(blocks):
             lines.append(f"    {name!r}: {i},")
+        for i, (old, _) in enumerate(renamed, len(blocks)):
+            lines.append(f"    {old!r}: {i},")
         lines.append("}")
         lines.append("_DEPS: Dict[str, tuple] = {")
         for name, _, deps in blocks:
             uniq = sorted(set(d for d in deps if d in self.known_names and d != name))
             lines.append(f"    {name!r}: {tuple(uniq)!r},")
+        for old, new in renamed:
+            lines.append(f"    {old!r}: {(new,)!r},")
         lines.append("}")
         lines += [
             "",

@@ -71,6 +71,15 @@ if TYPE_CHECKING:
         UsageError as UsageError,
     )
     from .runtime import tune_gc as tune_gc
+    from .schema import (  # the session updates a prompt turn yields, by their public names
+        AgentMessageChunk as AgentMessageChunk,
+        AgentThoughtChunk as AgentThoughtChunk,
+        Plan as Plan,
+        ToolCall as ToolCall,
+        ToolCallProgress as ToolCallProgress,
+        ToolCallUpdate as ToolCallUpdate,
+        UserMessageChunk as UserMessageChunk,
+    )
     from .transports._remote import AuthRejected as AuthRejected
     from .transports._remote import CookieJar as CookieJar
     from .transports._remote import RemoteOptions as RemoteOptions
@@ -89,6 +98,13 @@ from ._version import __version__ as __version__
 #: public name -> the module that defines it; imported on first use, so an agent process
 #: does not pay for the client side (and the other way round)
 _LAZY: dict[str, str] = {
+    'AgentMessageChunk': '.schema',
+    'AgentThoughtChunk': '.schema',
+    'Plan': '.schema',
+    'ToolCall': '.schema',
+    'ToolCallProgress': '.schema',
+    'ToolCallUpdate': '.schema',
+    'UserMessageChunk': '.schema',
     'AuthRejected': '.transports._remote',
     'CookieJar': '.transports._remote',
     'HttpTransport': '.transports.http',

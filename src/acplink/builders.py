@@ -35,13 +35,13 @@ from .schema import (
     PlanEntryStatus,
     ResourceLink,
     SessionInfoUpdate,
-    SessionUpdateToolCallUpdate,
     Terminal,
     TextContent,
     TextResourceContents,
     ToolCall,
     ToolCallContent,
     ToolCallLocation,
+    ToolCallProgress,
     ToolCallStatus,
     ToolKind,
     UnstructuredCommandInput,
@@ -237,9 +237,9 @@ def tool_call_update(
     locations: Iterable[ToolCallLocation | str] | None = None,
     raw_input: Any = None,
     raw_output: Any = None,
-) -> SessionUpdateToolCallUpdate:
+) -> ToolCallProgress:
     """A ``tool_call_update`` session update; only the fields given go on the wire."""
-    return SessionUpdateToolCallUpdate(
+    return ToolCallProgress(
         tool_call_id=tool_call_id,
         **_given(
             title=title,

@@ -36,6 +36,11 @@ __all__ = [
 class AcpError(Exception):
     """Root of every acplink error."""
 
+    #: the message for a command-line user when it differs from ``str(error)``: where the
+    #: message advises a Python argument (``token=``), this names the ``acplink`` flag
+    #: (``--token``) instead. The CLI shows it; library users get ``str(error)``.
+    cli_message: str | None = None
+
 
 class UsageError(AcpError):
     """The acplink API was used wrongly (a bug in the calling code, not in the peer)."""
@@ -46,7 +51,13 @@ class ProtocolError(AcpError):
 
 
 class CapabilityError(AcpError):
-    """A method was called that the peer did not advertise (or we did not)."""
+    """A method was called that the peer did not advertise (or we did not). ``capability``:
+    ``"client:fs.readTextFile"`` style (side and path), when known."""
+
+    def __init__(self, message: str, *, capability: str | None = None, cli_message: str | None = None) -> None:
+        super().__init__(message)
+        self.capability = capability
+        self.cli_message = cli_message
 
 
 class TransportError(AcpError):

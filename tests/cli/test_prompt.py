@@ -112,7 +112,7 @@ def test_no_terminal(cli: Cli) -> None:
 
 def test_bad_cwd_is_one_line(cli: Cli) -> None:
     proc = cli.call("prompt", "--cwd", "nowhere", "hi")
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # a usage error (it was 1)
     assert "nowhere" in _error_line(proc.stderr)
     assert "Traceback" not in proc.stderr
 
@@ -185,7 +185,7 @@ def test_official_json(cli: Cli, peer: str) -> None:
     lines = _json_lines(proc.stdout)
     updates = _check_updates(lines)
     kinds = {type(u).__name__ for u in updates}
-    assert {"AgentMessageChunk", "AgentThoughtChunk", "Plan", "ToolCall", "SessionUpdateToolCallUpdate"} <= kinds
+    assert {"AgentMessageChunk", "AgentThoughtChunk", "Plan", "ToolCall", "ToolCallProgress"} <= kinds
     assert lines[-1]["stopReason"] == "end_turn"
     text = "".join(u.content.text for u in updates if type(u).__name__ == "AgentMessageChunk")  # type: ignore[attr-defined]
     assert "read:written by peer" in text and "term:term-ok:0" in text

@@ -27,8 +27,7 @@ def _check(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]:
 def test_an_agent_that_exits_at_once_is_one_line() -> None:
     proc = _check("--", "false")
     assert proc.returncode == 2 and proc.stdout == ""
-    assert re.fullmatch(r"acplink: error: the agent exited (at once|before answering initialize) \(code 1\)\n",
-                        proc.stderr), proc.stderr
+    assert proc.stderr == "acplink: error: the agent 'false' exited with code 1 before answering initialize\n"
 
 
 def test_an_agent_that_dies_says_why() -> None:
@@ -36,14 +35,16 @@ def test_an_agent_that_dies_says_why() -> None:
     proc = _check("--", sys.executable, "-c", script)
     assert proc.returncode == 2 and proc.stdout == ""
     first, *rest = proc.stderr.splitlines()
-    assert re.fullmatch(r"acplink: error: the agent exited (at once|before answering initialize) \(code 3\)", first)
+    assert first.startswith("acplink: error: the agent ") and first.endswith(
+        "exited with code 3 before answering initialize"), first
     assert rest == ["last stderr lines:", "  | missing API key"]
 
 
 def test_a_silent_agent_meets_the_startup_limit() -> None:
     proc = _check("--startup-timeout", "0.5", "--", "sleep", "100")
     assert proc.returncode == 2 and proc.stdout == ""
-    assert proc.stderr == "acplink: error: the agent did not answer initialize within 0.5 s (--startup-timeout)\n"
+    assert proc.stderr == ("acplink: error: the agent 'sleep 100' did not answer initialize within 0.5 s "
+                           "(--startup-timeout)\n")
 
 
 def _result(req_id: str, status: str) -> RequirementResult:

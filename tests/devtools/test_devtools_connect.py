@@ -140,10 +140,11 @@ INIT_ERROR = ("import json, sys\n"
               "'message': 'no credentials \\u001b[2J\\u001b]0;pwned\\u0007configured'}}), flush=True)\n"
               "sys.stdin.read()\n")
 BAD = {
-    "not found": (["no-such-agent-for-devtools"], "No such file or directory", []),
+    "not found": (["no-such-agent-for-devtools"], "'no-such-agent-for-devtools' was not found", []),
     "exits at once": ([sys.executable, "-c", "import sys; print('missing API key', file=sys.stderr); sys.exit(7)"],
-                      "exit code 7 during initialize", ["missing API key"]),
+                      "exited with code 7 before answering initialize", ["missing API key"]),
     "fails initialize": ([sys.executable, "-c", INIT_ERROR], "initialize failed: no credentials configured", []),
+    "echoes": (["cat"], "does not speak ACP: it sent acplink's initialize request back", []),
 }
 
 
@@ -154,13 +155,14 @@ def test_a_bad_agent_command_gives_one_line_and_the_ui_still_serves(
     d = devtools(agent)
     assert "/connect/1?token=" in d.url
     line = read_line(d.proc.stderr)  # type: ignore[arg-type]
-    assert line.startswith("acplink devtools: the agent `") and "failed to start" in line and reason in line, line
+    assert line.startswith(("acplink devtools: the agent '", "acplink devtools: cannot start the agent '")), line
+    assert reason in line, line
     assert not any(ch < " " for ch in line.rstrip("\n")), repr(line)  # (the agent's escapes never reach a terminal)
     assert d.http.get(d.url).status_code == 200  # serving, and the page shows the failure:
     failed = d.events(1, lambda e: e["type"] == "failed")[-1]
     assert reason in failed["message"] and failed["stderr"] == stderr
     refused = d.http.post("/connect/1/prompt", content=b'{"text": "hi"}')
-    assert refused.status_code == 409 and "failed to start" in refused.json()["error"]
+    assert refused.status_code == 409 and reason in refused.json()["error"]
     assert d.http.get("/").status_code == 200 and d.http.get("/connect").status_code == 200
     code, rest = d.stop()
     assert code == 0 and rest == "", rest  # that one line was all

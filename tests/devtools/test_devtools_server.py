@@ -121,7 +121,7 @@ def test_an_agent_failing_to_start_reports_its_error_and_stderr(client: TestClie
     cmd = f"{sys.executable} -c \"import sys; print('no api key set', file=sys.stderr); sys.exit(3)\""
     got = client.post("/connect/start", content=orjson.dumps({"command": cmd}),
                       headers={"content-type": "application/json"}).json()
-    assert "failed to start" in got["error"] and "exit code 3" in got["error"]
+    assert got["error"].endswith("exited with code 3 before answering initialize"), got["error"]
     assert got["stderr"] == ["no api key set"]
     assert client.get("/").status_code == 200  # the UI keeps working
     bad = client.post("/connect/start", content=b'{"command": ""}').json()

@@ -51,7 +51,9 @@ def _acplink(*args: str) -> subprocess.CompletedProcess[str]:
 
 def test_url_and_agent_command_exclude_each_other() -> None:
     done = _acplink("prompt", "--url", "ws://127.0.0.1:9/acp", "hi", "--", "my-agent")
-    assert done.returncode == 1 and done.stderr.count("\n") == 1 and "exclude each other" in done.stderr
+    # a usage error: exit 2, the usage, then one line
+    assert done.returncode == 2 and done.stderr.startswith("usage: acplink prompt ")
+    assert done.stderr.splitlines()[-1] == "acplink: error: --url and an agent command (-- AGENT_CMD) exclude each other"
 
 
 def test_unreachable_server_is_one_line() -> None:

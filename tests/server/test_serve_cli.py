@@ -26,6 +26,35 @@ def test_a_non_loopback_bind_needs_a_token() -> None:
     assert r.stderr.count("\n") == 1 and "--token" in r.stderr and "--insecure-no-auth" in r.stderr
 
 
+@pytest.mark.parametrize(("bind", "shown"), [("0.0.0.0", "127.0.0.1"), ("::", "[::1]")], ids=["ipv4", "ipv6"])
+async def test_a_wildcard_bind_prints_a_url_one_can_connect_to_and_warns_without_auth(bind: str, shown: str) -> None:
+    async with serve("--insecure-no-auth", "--host", bind) as served, httpx.AsyncClient(timeout=BOUND) as client:
+        port = served.urls["ws"].rsplit(":", 1)[1].split("/")[0]
+        assert served.urls == {"ws": f"ws://{shown}:{port}/acp", "http": f"http://{shown}:{port}/acp"}
+        assert (await Remote(client, served.urls["http"]).initialize()).status_code == 200  # it connects
+        for _ in range(100):  # (stderr is read as it comes)
+            if "warning" in served.log:
+                break
+            await asyncio.sleep(0.05)
+        warning = next(line for line in served.log.splitlines() if "warning" in line)
+        assert "no authentication" in warning and "not loopback" in warning and "--token" in warning, warning
+        assert f":{port}/acp" in next(line for line in served.log.splitlines() if "every address" in line)
+        served.proc.terminate()
+
+
+async def test_a_token_or_loopback_gives_no_warning() -> None:
+    env = {**env_without_token(), "ACPLINK_TOKEN": "tok"}
+    async with serve("--host", "0.0.0.0", env=env) as served:
+        assert served.urls["ws"].startswith("ws://127.0.0.1:")
+        served.proc.terminate()
+        await served.proc.wait()
+    async with serve() as loop_served:
+        loop_served.proc.terminate()
+        await loop_served.proc.wait()
+    await asyncio.sleep(0.2)
+    assert "warning" not in served.log and "warning" not in loop_served.log, served.log + loop_served.log
+
+
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])
 async def test_serve_both_transports_then_stop_with_clients_connected(sig: signal.Signals) -> None:
     env = {**env_without_token(), "ACPLINK_TOKEN": "tok"}
@@ -83,3 +112,34 @@ def test_stdio_commands_do_not_import_the_server_libraries() -> None:
     imported = {line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines() if "|" in line}
     assert "acplink.server.connection" in imported
     assert not {name for name in imported if name.split(".")[0] in ("uvicorn", "websockets", "starlette")}
+
+
+async def test_a_refused_token_names_the_flag_on_the_command_line_and_the_argument_in_python() -> None:
+    from acplink import connect
+    from acplink.transports._remote import AuthRejected
+
+    env = {**env_without_token(), "ACPLINK_TOKEN": "tok"}
+    async with serve(env=env) as served:
+        for url in served.urls.values():
+            proc = await asyncio.create_subprocess_exec(
+                *ACPLINK, "prompt", "--url", url, "hi", stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                env=env_without_token())
+            _, err = await asyncio.wait_for(proc.communicate(), 60)
+            line = err.decode()
+            assert proc.returncode == 1 and "401 Unauthorized" in line, line
+            assert "pass --token or set ACPLINK_TOKEN" in line and "token=" not in line, line
+            with pytest.raises(AuthRejected) as info:  # the library keeps the Python wording
+                async with connect(url):
+                    pass
+            assert "pass token=" in str(info.value) and "--token" not in str(info.value)
+        served.proc.terminate()
+
+
+async def test_an_agent_that_dies_before_initialize_is_said_so() -> None:
+    async with serve(agent=["sh", "-c", "echo 'no key' >&2; exit 3"]) as served:
+        async with connect(served.urls["ws"]) as ws:
+            await ws.send(json.dumps(INIT))
+            with pytest.raises(ConnectionClosed):
+                await asyncio.wait_for(ws.recv(), 30)
+        assert ws.close_code == 1011 and ws.close_reason == "the agent closed its output before answering initialize"
+        served.proc.terminate()

@@ -90,8 +90,7 @@ async def test_assertion_messages_show_expected_and_actual(acp_pair) -> None:
 async def test_an_agent_that_dies_at_once_is_one_clear_error(acp_agent_process) -> None:
     import sys
 
-    # (the exit code and the stderr lines are added when already known: not asserted, they race)
-    with pytest.raises(Exception, match="failed during initialize") as err:
+    with pytest.raises(Exception, match="exited with code 3 before answering initialize") as err:
         await acp_agent_process([sys.executable, "-c", "import sys; print('broken', file=sys.stderr); sys.exit(3)"])
-    assert str(err.value).startswith("agent ") and "sys.exit(3)" in str(err.value)
+    assert str(err.value).startswith("the agent ") and "sys.exit(3)" in str(err.value)
     assert "Traceback" not in str(err.value)

@@ -312,7 +312,7 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
         """Send a ``tool_call_update``; the id must be one this session started."""
         if tool_call_id not in self.session.tool_calls:
             raise UsageError(f"tool-call update for unknown id {tool_call_id!r}: start it with start_tool_call first")
-        await self.send_update(s.SessionUpdateToolCallUpdate(tool_call_id=tool_call_id, **fields))
+        await self.send_update(s.ToolCallProgress(tool_call_id=tool_call_id, **fields))
         if "status" in fields:
             self.session.tool_calls[tool_call_id] = fields["status"]
 

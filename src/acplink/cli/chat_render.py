@@ -34,6 +34,7 @@ from .chat_content import (
     tool_line,
 )
 from .chat_stream import Lines, LiveArea, StreamBlock, render_lines
+from .common import one_line
 
 if TYPE_CHECKING:
     from ..client.client import Client
@@ -69,7 +70,7 @@ def error_text(exc: BaseException) -> str:
 
 
 def _error_text(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
+    text = one_line(exc)  # (the command line's wording: --token, not token=)
     data = exc.data if isinstance(exc, RequestError) else None
     if data is None or data == {}:
         return text

@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
     from ..conformance.probe import Options
     from ..conformance.runner import AgentDidNotStart, run_checks
     from ..errors import AcpError
-    from .common import fail, given_command, stderr_tail
+    from .common import fail, given_command
 
     if args.tck_ids:
         return _print_tck_ids(args.json, args.protocol)
@@ -104,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         report = asyncio.run(checked())
     except AgentDidNotStart as exc:
-        return fail(f"{exc}" + (f"\nlast stderr lines:\n{stderr_tail(exc.stderr)}" if exc.stderr else ""), 2)
+        return fail(str(exc), 2)
     except (AcpError, OSError) as exc:
         if args.debug:
             traceback.print_exc()

@@ -12,6 +12,7 @@ import shlex
 import sys
 from collections.abc import Generator, Iterator, Sequence
 from typing import Any, NoReturn
+from urllib.parse import urlsplit
 
 from .._text import sanitize_for_terminal
 from ..client.client import Client, connect
@@ -19,7 +20,7 @@ from ..client.permissions import PermissionPolicy
 from ..client.session import Session
 from ..errors import AcpError, AuthRequired, ConnectionClosed, PeerOutputNotJson, TransportError, UsageError
 from ..transports._remote import CookieJar
-from ..transports.subprocess import SubprocessTransport
+from ..transports.subprocess import SubprocessTransport, stderr_report
 
 __all__ = [
     "DEFAULT_STARTUP_TIMEOUT",
@@ -28,11 +29,14 @@ __all__ = [
     "add_client_options",
     "add_startup_option",
     "agent_command",
+    "client_usage_error",
     "describe_failure",
     "fail",
     "given_command",
     "library_warnings",
+    "one_line",
     "open_client",
+    "port_number",
     "positive_seconds",
     "start_session",
 ]
@@ -140,7 +144,62 @@ class _AgentAfterDashDash(ArgParser):
         ns, extra = super().parse_known_args(argv, namespace)
         if agent:
             ns.agent = [*(ns.agent or []), *agent]
+        if hasattr(ns, "url"):  # (the client options: their usage errors, before anything starts)
+            wrong = client_usage_error(ns)
+            if wrong:
+                self._fail(wrong)
         return ns, extra
+
+
+#: the schemes of ``--url``
+URL_SCHEMES = ("ws://", "wss://", "http://", "https://")
+
+
+def client_usage_error(args: argparse.Namespace) -> str | None:
+    """What is wrong with the client options (``--url`` without a scheme or with an agent
+    command, remote-only options without ``--url``, a bad ``--header``, ``--cwd`` / ``--add-dir``
+    that are not directories), or None."""
+    url = args.url
+    if url is not None:
+        head, sep, rest = url.partition("://")
+        if not sep or f"{head.lower()}://" not in URL_SCHEMES:
+            example = f"ws://{rest if sep else url}".rstrip("/")
+            return (f"--url {url!r} needs a scheme: ws://, wss:// (WebSocket), http:// or https:// (streamable "
+                    f"HTTP), e.g. --url {example}")
+        parts = urlsplit(url)
+        if not parts.hostname:
+            return f"--url {url!r} names no host (e.g. --url {head.lower()}://127.0.0.1:7331/acp)"
+        if parts.username or parts.password:
+            return "--url must not carry credentials: put them in --token or a --header"
+        if given_command(args):
+            return "--url and an agent command (-- AGENT_CMD) exclude each other"
+    else:
+        remote = [flag for flag, given in (("--token", args.token is not None), ("--header", bool(args.header)),
+                                           ("--remote-fs", args.remote_fs),
+                                           ("--remote-terminal", args.remote_terminal)) if given]
+        if remote:
+            return f"{', '.join(remote)} {'is' if len(remote) == 1 else 'are'} for a remote agent: give --url too"
+    for h in args.header:
+        name, sep, _ = h.partition(":")
+        if not sep or not name.strip():
+            return f"--header {h!r} is not 'Name: value'"
+    if not os.path.isdir(args.cwd):
+        return f"--cwd {args.cwd!r} is not a directory"
+    for d in args.add_dir:
+        if not os.path.isdir(d):
+            return f"--add-dir {d!r} is not a directory"
+    return None
+
+
+def port_number(text: str) -> int:
+    """An argparse type: a TCP port, 0 to 65535 (0: any free port)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 65535, not {value}")
+    return value
 
 
 def add_client_options(p: argparse.ArgumentParser) -> None:
@@ -302,10 +361,7 @@ async def describe_failure(client: Client | None, exc: BaseException) -> str:
     msg = f"the agent {transport.command_line!r} {how}"
     if not isinstance(exc, ConnectionClosed):
         msg += f": {one_line(exc)}"
-    tail = transport.stderr_tail
-    if tail:
-        msg += "\nlast stderr lines:\n" + stderr_tail(tail)
-    return msg
+    return msg + stderr_report(transport.stderr_tail)
 
 
 def fail(message: str, code: int = 1) -> int:
@@ -316,12 +372,10 @@ def fail(message: str, code: int = 1) -> int:
 
 
 def one_line(exc: BaseException) -> str:
-    text = str(exc) or type(exc).__name__
-    return text
-
-
-def stderr_tail(lines: Sequence[str], n: int = 10) -> str:
-    return "\n".join(f"  | {line}" for line in lines[-n:])
+    """The error's message for the command line: its ``cli_message`` (naming acplink's flags
+    where the message for Python callers names arguments: ``--token``, not ``token=``), else
+    the message."""
+    return getattr(exc, "cli_message", None) or str(exc) or type(exc).__name__
 
 
 class _SafeStderr:

@@ -26,7 +26,7 @@ EPILOG = """examples:
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
-    from .common import _AgentAfterDashDash
+    from .common import _AgentAfterDashDash, port_number
 
     p: argparse.ArgumentParser = subparsers.add_parser(
         "devtools", help=HELP, description=DESCRIPTION, epilog=EPILOG,
@@ -34,7 +34,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--db", metavar="FILE", help="the recordings database (default: devtools.sqlite in the user's "
                                                 "state folder, ~/.local/state/acplink)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, loopback only)")
-    p.add_argument("--port", type=int, default=0, help="port to listen on (default 0: any free port)")
+    p.add_argument("--port", type=port_number, default=0, help="port to listen on (default 0: any free port)")
     p.add_argument("--no-browser", action="store_true", help="do not open a web browser")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
     p.add_argument("action", nargs="*", metavar="import TRACE", help="`import TRACE...`: load JSON-lines traces")

@@ -24,6 +24,7 @@ from .common import (
     describe_failure,
     fail,
     library_warnings,
+    one_line,
     open_client,
     positive_seconds,
     start_session,
@@ -231,6 +232,6 @@ def run(args: argparse.Namespace) -> int:
     except AcpError as exc:
         if args.debug:
             raise
-        return fail(str(exc))
+        return fail(one_line(exc))
     except KeyboardInterrupt:
         return fail("interrupted", 130)

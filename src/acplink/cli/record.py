@@ -44,6 +44,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from ..tools.record import RecordingProxy
+    from ..transports.subprocess import describe_start_failure
     from .common import fail, given_command
 
     cmd = given_command(args)
@@ -111,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             traceback.print_exc()
         if exc.filename is not None and str(exc.filename) == str(args.out):
             return fail(f"cannot write the trace {args.out!r}: {exc.strerror or exc}", 2)
-        return fail(f"cannot run {cmd[0]!r}: {exc.strerror or exc}", 127)
+        return fail(describe_start_failure(shlex.join(cmd), None, program=cmd[0], spawn_error=exc), 127)
     except KeyboardInterrupt:  # a ^C after everything was stored (the proxy holds it until then)
         return 130
     finally:

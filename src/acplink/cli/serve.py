@@ -14,7 +14,7 @@ from collections.abc import Generator
 from typing import Any
 
 from .._tasks import TaskSet
-from .common import fail, positive_seconds
+from .common import fail, port_number, positive_seconds
 
 HELP = "serve an ACP agent over WebSocket and streamable HTTP (one agent process per connection)"
 EXAMPLES = """examples:
@@ -33,7 +33,7 @@ def add_parser(sub: Any) -> None:
     p = sub.add_parser("serve", help=HELP, description=HELP, epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--host", default="127.0.0.1", help="the address to listen on (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=7331, help="the port (default 7331; 0 picks a free one)")
+    p.add_argument("--port", type=port_number, default=7331, help="the port (default 7331; 0 picks a free one)")
     p.add_argument("--path", default="/acp", help="the endpoint's path (default /acp)")
     only = p.add_mutually_exclusive_group()
     only.add_argument("--ws", action="store_true", help="serve WebSocket only")
@@ -64,8 +64,6 @@ def run(args: argparse.Namespace) -> int:
                     "or --insecure-no-auth", 2)
     if args.max_connections < 1:
         return fail("--max-connections must be at least 1", 2)
-    if not 0 <= args.port < 65536:
-        return fail(f"--port must be between 0 and 65535, not {args.port}", 2)
     command = list(args.agent) or [sys.executable, "-m", "acplink", "demo-agent"]
     transports = ("ws",) if args.ws else ("http",) if args.http else ("http", "ws")
     limits = ServerLimits(max_connections=args.max_connections, idle_timeout=args.idle_timeout)
@@ -78,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
     _log_to_stderr()
     try:
-        asyncio.run(_serve(app, sock, transports))
+        asyncio.run(_serve(app, sock, transports, token))
     finally:
         sock.close()
     return 0
@@ -98,6 +96,27 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+#: addresses that mean "every interface": not an address a client can connect to
+WILDCARDS = ("0.0.0.0", "::", "")
+
+
+def connectable_host(host: str) -> str:
+    """The host of a URL a client on this machine can connect to, for a bound address: loopback
+    for a wildcard bind (0.0.0.0, ::), IPv6 addresses in brackets."""
+    if host in WILDCARDS:
+        return "[::1]" if host == "::" else "127.0.0.1"
+    return f"[{host}]" if ":" in host else host
+
+
+def shown_bind(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _example_url(transports: tuple[str, ...], host: str, port: int, path: str) -> str:
+    scheme = "ws" if "ws" in transports else "http"
+    return f"{scheme}://{connectable_host(host)}:{port}{path}"
+
+
 def _log_to_stderr() -> None:
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("acplink serve: %(message)s"))
@@ -107,11 +126,13 @@ def _log_to_stderr() -> None:
     logger.propagate = False
 
 
-async def _serve(app: Any, sock: socket.socket, transports: tuple[str, ...]) -> None:
+async def _serve(app: Any, sock: socket.socket, transports: tuple[str, ...], token: str | None) -> None:
     import uvicorn
 
+    from ..server import is_loopback
+
     host, port = sock.getsockname()[:2]
-    shown = f"[{host}]" if ":" in host else host
+    shown = connectable_host(host)
     config = uvicorn.Config(app, log_config=None, access_log=False, log_level="warning", lifespan="on",
                             ws="auto" if "ws" in transports else "none",
                             ws_max_size=app.limits.max_message_bytes + 1024,
@@ -123,6 +144,14 @@ async def _serve(app: Any, sock: socket.socket, transports: tuple[str, ...]) -> 
         if scheme in transports:
             print(f"{scheme}://{shown}:{port}{app.path}", flush=True)
     print(f"acplink serve: agent `{app.backend.description}`; Ctrl-C to stop", file=sys.stderr, flush=True)
+    if host in WILDCARDS:
+        print(f"acplink serve: listening on every address ({host}); from another machine use this one's "
+              f"name or address: {_example_url(transports, socket.gethostname(), port, app.path)}",
+              file=sys.stderr, flush=True)
+    if token is None and not is_loopback(host):
+        print(f"acplink serve: warning: no authentication (--insecure-no-auth) on {shown_bind(host)}, which is "
+              "not loopback: anyone who can reach this port can run the agent as you; pass --token "
+              "(or set ACPLINK_TOKEN)", file=sys.stderr, flush=True)
     await server.serve(sockets=[sock])
     print("acplink serve: stopped", file=sys.stderr, flush=True)
 

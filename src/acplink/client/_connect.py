@@ -11,7 +11,7 @@ from collections.abc import Generator, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..connection.peer import PeerLimits
-from ..errors import ConnectionClosed, PeerOutputNotJson, TransportError, UsageError
+from ..errors import AcpError, ConnectionClosed, PeerOutputNotJson, ProtocolError, TransportError, UsageError
 from ..protocol import PROTOCOL_VERSION
 from ..schema import _generated as s
 from ..transports._remote import CookieJar, RemoteOptions, is_remote_url, remote_transport
@@ -130,9 +130,12 @@ class connect:
         client._owned.extend(owned)
         try:
             await client.start(initialize=self.initialize, protocol_version=self.protocol_version)
-        except (ConnectionClosed, TransportError) as exc:
+        except (AcpError, OSError) as exc:
+            failure = await _agent_failed(transport, exc)
             await client.aclose()
-            raise _agent_failed(transport, exc) from None
+            if failure is None:
+                raise
+            raise failure from None
         except BaseException as exc:
             if isinstance(exc, asyncio.CancelledError) and isinstance(transport, SubprocessTransport):
                 # start-up cut short (a time limit, Ctrl-C): nothing to finish, so no grace
@@ -154,18 +157,23 @@ class connect:
         return self._open().__await__()
 
 
-def _agent_failed(transport: Transport, exc: BaseException) -> TransportError:
+async def _agent_failed(transport: Transport, exc: BaseException) -> AcpError | None:
+    """The error for an agent that failed before answering ``initialize`` (None: ``exc`` as is):
+    for a spawned agent, the start-up report of :meth:`SubprocessTransport.start_failure`."""
     failure = getattr(transport, "failure", None)  # (a remote transport: the server's answer)
     if isinstance(failure, TransportError):
         return failure
     if isinstance(transport, SubprocessTransport):
-        tail = "\n".join(transport.stderr_tail[-10:])
-        code = transport.returncode
-        msg = f"agent {transport.command_line!r} failed during initialize: {exc}"
-        if code is not None and not isinstance(exc, PeerOutputNotJson):  # (that one was stopped)
-            msg += f" (exit code {code})"
-        if tail:
-            msg += f"\nlast stderr lines:\n{tail}"
-        kind = next(k for k in (PeerOutputNotJson, ConnectionClosed, TransportError) if isinstance(exc, k))
-        return kind(msg)
-    return exc if isinstance(exc, TransportError) else ConnectionClosed(str(exc))
+        if transport.echoed_initialize():  # (`cat`: our request came back, or our answer to it)
+            return ProtocolError(transport.start_failure(exc))
+        if isinstance(exc, (ConnectionClosed, TransportError)):
+            if transport.spawn_error is not None:
+                return exc if isinstance(exc, TransportError) else None
+            # an exit of its own, not our stopping it (which the caller does next)
+            code = None if isinstance(exc, PeerOutputNotJson) else await transport.exit_code()
+            kind = next(k for k in (PeerOutputNotJson, ConnectionClosed, TransportError) if isinstance(exc, k))
+            return kind(transport.start_failure(exc, code))
+        return None
+    if isinstance(exc, (ConnectionClosed, TransportError)):
+        return exc if isinstance(exc, TransportError) else ConnectionClosed(str(exc))
+    return None

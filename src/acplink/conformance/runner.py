@@ -21,6 +21,7 @@ from .._text import sanitize_for_terminal
 from ..errors import AcpError, ConnectionClosed, PeerOutputNotJson, TransportError, UsageError
 from ..tools.analysis import analyze
 from ..tools.validate import agreed_version
+from ..transports.subprocess import describe_start_failure
 from .checks import CHECKS, MONITORED, Check
 from .probe import CheckAbort, Options, Outcome, Probe
 from .requirements import REQUIREMENTS, Requirement
@@ -39,11 +40,7 @@ _LEVELS = ("must", "should", "informational")
 
 class AgentDidNotStart(AcpError):
     """The agent exited, or stayed silent, before answering ``initialize``: no check can run.
-    ``stderr``: the last lines it wrote to stderr."""
-
-    def __init__(self, message: str, stderr: Sequence[str] = ()) -> None:
-        super().__init__(message)
-        self.stderr = list(stderr)
+    The message is the start-up report (its last stderr lines on the following lines)."""
 
 
 @dataclass
@@ -333,15 +330,16 @@ async def _run_one(check: Check, opts: Options) -> tuple[CheckRun, dict[str, Any
 
 async def preflight(opts: Options, startup_timeout: float) -> dict[str, Any] | None:
     """Start the agent once and wait for its answer to ``initialize`` (its ``agentInfo``); raise
-    :class:`AgentDidNotStart` when it exits first or stays silent for ``startup_timeout`` s.
-    (An error answer is the checks' business: they report it.)"""
+    :class:`AgentDidNotStart` when it exits first, stays silent for ``startup_timeout`` s, is
+    not an ACP agent (output that is not JSON-RPC, our request echoed back), worded as every
+    start-up failure (:meth:`SubprocessTransport.start_failure`). (An error answer is the
+    checks' business: they report it.)"""
     probe = Probe(opts, "startup")
-    start = time.monotonic()
     try:
         try:
             await probe.start()
         except (AcpError, OSError) as exc:
-            raise AgentDidNotStart(f"cannot start the agent: {exc}") from None
+            raise AgentDidNotStart(str(exc)) from None
         params = {"protocolVersion": opts.protocol, "clientCapabilities": {},
                   "clientInfo": {"name": "acplink-check", "version": "1"}}
         if opts.protocol == 2:
@@ -351,30 +349,19 @@ async def preflight(opts: Options, startup_timeout: float) -> dict[str, Any] | N
         except AcpError:  # it is gone already
             answer = None
         reason = probe.conn.peer.close_reason if probe.conn is not None else None
-        if isinstance(reason, PeerOutputNotJson):
-            if probe.transport is not None:
-                probe.transport.close_timeout = 0.1  # (not an agent: no grace for closing its input)
-            raise AgentDidNotStart(f"the agent {shlex.join(opts.command)!r}: {reason}",
-                                   probe.transport.stderr_tail[-10:] if probe.transport is not None else [])
+        transport = probe.transport
+        if transport is not None and (isinstance(reason, PeerOutputNotJson) or transport.echoed_initialize()):
+            transport.close_timeout = 0.1  # (not an agent: no grace for closing its input)
+            raise AgentDidNotStart(transport.start_failure(reason))
         if answer is not None:
             info = answer.get("result", {}).get("agentInfo" if opts.protocol == 1 else "info") \
                 if isinstance(answer.get("result"), dict) else None
             return {"name": info.get("name"), "version": info.get("version")} if isinstance(info, dict) else None
-        transport = probe.transport
-        code = None
-        if transport is not None:
-            try:  # the pipes close a moment before the exit status is known
-                code = await asyncio.wait_for(transport.wait(), 2.0) if not probe.alive else None
-            except (TimeoutError, AcpError):
-                code = transport.returncode
-        tail = transport.stderr_tail[-10:] if transport is not None else []
-        if code is None and probe.alive:
-            raise AgentDidNotStart(f"the agent did not answer initialize within {startup_timeout:g} s "
-                                   "(--startup-timeout)", tail)
-        when = "at once" if time.monotonic() - start < 2.0 else "before answering initialize"
-        what = (f"closed its output {when}" if code is None else f"exited {when} (code {code})" if code >= 0
-                else f"was killed by signal {-code} {when}")
-        raise AgentDidNotStart(f"the agent {what}", tail)
+        code = await transport.exit_code() if transport is not None else None
+        if transport is None or (code is None and probe.alive):
+            raise AgentDidNotStart(f"the agent {shlex.join(opts.command)!r} did not answer initialize within "
+                                   f"{startup_timeout:g} s (--startup-timeout)")
+        raise AgentDidNotStart(transport.start_failure(reason, code))
     finally:
         try:
             await asyncio.wait_for(probe.aclose(), opts.shutdown_bound + 10)
@@ -398,7 +385,8 @@ async def run_checks(opts: Options, patterns: Sequence[str] | None = None, *, co
         raise UsageError("no agent command given")
     exe = opts.command[0]
     if shutil.which(exe) is None and not os.path.exists(exe):
-        raise UsageError(f"agent command not found: {exe}")
+        raise AgentDidNotStart(describe_start_failure(shlex.join(opts.command), None, program=exe,
+                                                      spawn_error=FileNotFoundError(2, "not found", exe)))
     checks = select_checks(patterns, opts.protocol)
     if not checks:
         raise UsageError(f"no check matches {' '.join(patterns or [])!r}")

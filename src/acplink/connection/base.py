@@ -36,6 +36,15 @@ __all__ = ["Connection", "Handler", "RawJSON", "Router", "RouterFactory", "adver
 
 log = logging.getLogger("acplink.connection")
 
+#: what a command-line user can do about a client capability an agent found missing (the
+#: ``cli_message`` of its CapabilityError: the acplink client's flags, not ``check_capabilities=``)
+_CLI_OFFERS = {
+    "fs": " (acplink's client offers files unless --no-fs, to a remote agent only with --remote-fs; "
+          "`acplink prompt` offers writes only with --allow)",
+    "terminal": " (acplink's client offers terminals unless --no-terminal, to a remote agent only with "
+                "--remote-terminal; `acplink prompt` only with --allow)",
+}
+
 Handler = Callable[[Any], Awaitable[Any]]
 
 
@@ -301,8 +310,9 @@ class Connection:
             self._capability_cache[info.capability] = (caps, allowed)
         if not allowed:
             owner = "client" if who == "client" else "agent"
-            raise CapabilityError(f"{method} needs the {owner} capability {path!r}, which it did not advertise "
-                                  f"(pass check_capabilities=False to call it anyway)")
+            why = f"{method} needs the {owner} capability {path!r}, which it did not advertise"
+            raise CapabilityError(f"{why} (pass check_capabilities=False to call it anyway)",
+                                  capability=info.capability, cli_message=why + _CLI_OFFERS.get(path.split(".")[0], ""))
 
     def _params_value(self, info: MethodInfo | None, method: str, params: Any, fields: dict[str, Any]) -> Any:
         """The params of an outgoing message: its typed model for a registered method."""

@@ -332,8 +332,8 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
         try:
             content = await ctx.read_file(path)
         except Exception as exc:
-            await tool.fail(content=[_text_content(f"Could not read {arg}: {exc}")])
-            await reply.stream(f"I could not read {arg}: {exc}")
+            await tool.fail(content=[_text_content(f"Could not read {arg}: {_why(exc)}")])
+            await reply.stream(f"I could not read {arg}: {_why(exc)}")
             return
         await tool.complete(content=[_text_content(content)])
         lines = content.count("\n") + (1 if content and not content.endswith("\n") else 0)
@@ -373,8 +373,8 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
         try:
             await ctx.write_file(path, new)
         except Exception as exc:
-            await tool.fail(content=[_text_content(f"Could not write {arg}: {exc}")])
-            await reply.stream(f"I could not write {arg}: {exc}")
+            await tool.fail(content=[_text_content(f"Could not write {arg}: {_why(exc)}")])
+            await reply.stream(f"I could not write {arg}: {_why(exc)}")
             return
         await tool.complete()
         await reply.stream(f"Wrote {len(new)} characters to {arg}.")
@@ -397,8 +397,8 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
         try:
             term = await ctx.run(argv[0], *argv[1:])
         except Exception as exc:
-            await tool.fail(content=[_text_content(f"Could not start it: {exc}")])
-            await reply.stream(f"I could not run it: {exc}")
+            await tool.fail(content=[_text_content(f"Could not start it: {_why(exc)}")])
+            await reply.stream(f"I could not run it: {_why(exc)}")
             return
         async with term:
             await tool.update(status="in_progress", content=[s.Terminal(terminal_id=term.terminal_id)])
@@ -465,6 +465,12 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
             await reply.stream(f"You chose not to answer ({action}).")
 
     return app
+
+
+def _why(exc: BaseException) -> str:
+    """Why a file or terminal call failed, for the person reading the reply: the wording of the
+    command line (acplink's flags, e.g. --remote-fs) when the error has one."""
+    return getattr(exc, "cli_message", None) or str(exc)
 
 
 def _text_content(text: str) -> Any:

@@ -26,7 +26,7 @@ from .._text import sanitize_for_terminal
 from ..client.client import Client, connect
 from ..client.permissions import PermissionPolicy
 from ..client.session import Session
-from ..errors import AcpError, ConnectionClosed
+from ..errors import AcpError, ConnectionClosed, TransportError
 from ..schema import RequestPermissionRequest
 from ..tools.record import recording_transport
 from ..transports.subprocess import SubprocessTransport
@@ -94,9 +94,9 @@ class Chat:
                 stage = "session/new"
                 self.session = await self.client.new_session(self.cwd)
         except (AcpError, TimeoutError, OSError) as exc:
-            code = inner.returncode  # (before closing: an exit of its own, not our stopping it)
+            code = await inner.exit_code()  # (before closing: an exit of its own, not our stopping it)
             await self._close_client()
-            self.error = _start_failure(shown, stage, exc, code)
+            self.error = _start_failure(inner, stage, exc, code)
             await self.emit({"type": "failed", "message": self.error, "stderr": list(inner.stderr_tail)})
             return
         info = self.client.agent_info
@@ -192,21 +192,19 @@ class Chat:
         self.ingest.close()
 
 
-def _start_failure(shown: str, stage: str, exc: BaseException, code: int | None) -> str:
-    """One line saying why an agent did not start."""
+def _start_failure(inner: SubprocessTransport, stage: str, exc: BaseException, code: int | None) -> str:
+    """One line saying why an agent did not start: the wording of every start-up failure
+    (:meth:`SubprocessTransport.start_failure`; its stderr lines are shown apart)."""
     if isinstance(exc, TimeoutError):
-        why = f"no answer to {stage} within {START_TIMEOUT:g} s"
-    elif code is not None and isinstance(exc, ConnectionClosed):
-        why = f"exit code {code} during {stage}"
-    else:
-        # (the agent's own words: one line, and none of its control sequences, since the line
-        # is also printed on the terminal of `acplink devtools -- AGENT_CMD`)
-        why = sanitize_for_terminal((str(exc) or type(exc).__name__).splitlines()[0])
-        if why.startswith("cannot start agent"):  # (not found, not executable: the OS error says it)
-            why = why.split("': ", 1)[-1]
-        else:
-            why = f"{stage} failed: {why}"
-    return f"the agent `{shown}` failed to start: {why}"
+        why = f"the agent {inner.command_line!r} did not answer {stage} within {START_TIMEOUT:g} s"
+    elif stage == "initialize" and (isinstance(exc, (ConnectionClosed, TransportError, OSError))
+                                    or inner.echoed_initialize()):
+        why = inner.start_failure(exc, code).splitlines()[0]
+    else:  # the agent's own answer: an error
+        why = f"the agent {inner.command_line!r} failed to start: {stage} failed: {str(exc) or type(exc).__name__}"
+    # (the agent's own words: one line, and none of its control sequences, since the line is
+    # also printed on the terminal of `acplink devtools -- AGENT_CMD`)
+    return sanitize_for_terminal(why.splitlines()[0] if why else why)
 
 
 class Chats:

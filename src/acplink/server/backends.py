@@ -74,6 +74,7 @@ class _LineSink:
         self.deliver = deliver
         self.ended = ended
         self.decoder = LineDecoder(max_size)
+        self.answered = False  # (a first message came: its output ending is no start-up failure)
 
     def data_received(self, data: bytes) -> None:
         for line in self.decoder.feed(data):
@@ -81,10 +82,11 @@ class _LineSink:
                 log.warning("connection %s: dropped an agent message of %d bytes (over the limit)",
                             self.connection_id, line.size)
             elif line.strip():
+                self.answered = True
                 self.deliver(line)
 
     def eof_received(self, exc: BaseException | None) -> None:
-        self.ended("the agent closed its output")
+        self.ended("the agent closed its output" + ("" if self.answered else " before answering initialize"))
 
     def message_received(self, message: bytes, meta: MessageMeta | None) -> None:
         self.data_received(message)

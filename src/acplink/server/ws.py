@@ -132,9 +132,10 @@ async def _receive_all(registry: Registry, conn: RemoteConnection, receive: Rece
             try:
                 await conn.start_agent(registry.backend)
             except AcpError as exc:
-                conn.stream.push(orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": {
-                    "code": -32603, "message": f"the agent could not be started: {exc}"}}))
-                conn.close(f"the agent could not be started: {exc}", code=1011)
+                why = str(exc)  # (a spawn failure says it: "cannot start the agent ...")
+                why = why if why.startswith("cannot start") else f"the agent could not be started: {why}"
+                conn.stream.push(orjson.dumps({"jsonrpc": "2.0", "id": rid, "error": {"code": -32603, "message": why}}))
+                conn.close(why, code=1011)
                 return None
         try:
             conn.send(data, method=msg.get("method") if kind == "request" else None, rid=rid)

@@ -72,7 +72,7 @@ class AcpKit:
         try:
             await client.start()
         except (ConnectionClosed, TransportError) as exc:  # the agent died: say so, with its stderr
-            raise _agent_failed(transport, exc) from None
+            raise (await _agent_failed(transport, exc) or exc) from None
         return client
 
     async def pair(self, agent: Any = None, *, cwd: str | os.PathLike[str] | None = None,

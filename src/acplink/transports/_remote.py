@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
-from ..errors import ConnectionClosed, MessageTooLarge, UsageError
+from ..errors import ConnectionClosed, MessageTooLarge, TransportError, UsageError
 from .base import Transport
 
-__all__ = ["AuthRejected", "CookieJar", "RemoteOptions", "http_refusal", "is_remote_url", "remote_description",
+__all__ = ["AuthRejected", "CookieJar", "RemoteOptions", "http_refusal", "is_remote_url", "refused", "remote_description",
            "remote_transport"]
 
 HEADER_CONNECTION_ID = "Acp-Connection-Id"
@@ -45,7 +45,9 @@ def normalize_url(url: str) -> str:
     if parts.scheme.lower() not in _SCHEMES or not parts.hostname:
         raise UsageError(f"not a remote ACP URL (ws://, wss://, http:// or https://, with a host): {url!r}")
     if parts.username or parts.password:
-        raise UsageError("put credentials in token= (--token) or a header, not in the URL")
+        err = UsageError("put credentials in token= or a header, not in the URL")
+        err.cli_message = "put credentials in --token or a --header, not in the URL"
+        raise err
     path = parts.path if parts.path not in ("", "/") else DEFAULT_PATH
     return urlunsplit((parts.scheme.lower(), parts.netloc, path, parts.query, ""))
 
@@ -116,13 +118,27 @@ class RemoteOptions:
         return [*self.headers, ("Cookie", cookie)] if cookie else list(self.headers)
 
 
+#: the advice of a 401 answer for Python callers, and for the command line (the error's cli_message)
+_TOKEN_ADVICE = "pass token="
+_TOKEN_ADVICE_CLI = "pass --token or set ACPLINK_TOKEN"
+
+
+def refused(status: int, line: str) -> TransportError:
+    """The error for an HTTP refusal described by ``line`` (:func:`http_refusal`): AuthRejected
+    for 401 and 403 (retrying will not help), else ConnectionClosed."""
+    err: TransportError = AuthRejected(line) if status in (401, 403) else ConnectionClosed(line)
+    if _TOKEN_ADVICE in line:
+        err.cli_message = line.replace(_TOKEN_ADVICE, _TOKEN_ADVICE_CLI, 1)
+    return err
+
+
 def http_refusal(status: int, reason: str, body: str, what: str, url: str) -> str:
     """One line for an HTTP error answer to ``what`` (e.g. "the WebSocket upgrade")."""
     text = " ".join(body.split())[:200]
     detail = f": {text}" if text else ""
     if status == 401:
         return (f"the server at {url} refused {what}: HTTP 401 Unauthorized (a missing or wrong token: "
-                f"pass token= / --token){detail}")
+                f"{_TOKEN_ADVICE}){detail}")
     if status == 403:
         return f"the server at {url} refused {what}: HTTP 403 Forbidden (not allowed from here){detail}"
     return f"the server at {url} answered {what} with HTTP {status} {reason}{detail}"

@@ -37,9 +37,9 @@ from ._remote import (
     CLOSE_TIMEOUT,
     HEADER_CONNECTION_ID,
     HEADER_SESSION_ID,
-    AuthRejected,
     RemoteOptions,
     http_refusal,
+    refused,
     remote_description,
     too_large,
 )
@@ -278,7 +278,7 @@ class HttpTransport(Transport):
 
     @staticmethod
     def _refused(status: int, line: str) -> TransportError:
-        return AuthRejected(line) if status in (401, 403) else ConnectionClosed(line)
+        return refused(status, line)
 
     async def _request(self, method: str, headers: list[tuple[str, str]], content: bytes | None = None,
                        limit: int = _ERROR_BODY) -> tuple[int, str, str]:

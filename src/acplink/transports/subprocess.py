@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import json
 import os
 import shlex
 import signal
@@ -16,12 +17,12 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Literal
 
-from ..errors import ConnectionClosed, TransportError
+from ..errors import ConnectionClosed, PeerOutputNotJson, TransportError
 from ._pipes import PIPE_SIZE, enlarge_pipe
 from .base import FlowControl, TransportSink
 from .stream import StreamTransport
 
-__all__ = ["SubprocessTransport"]
+__all__ = ["SubprocessTransport", "describe_start_failure", "stderr_report"]
 
 StderrMode = Literal["inherit", "capture", "discard"] | Callable[[bytes], None]
 
@@ -40,6 +41,8 @@ class _ChildProtocol(FlowControl, asyncio.SubprocessProtocol):
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
+            if self.owner._head is not None:  # (until the first line is complete: start-up reports)
+                self.owner._take_head(data)
             sink = self.owner._sink
             if sink is not None:
                 sink.data_received(data)
@@ -105,6 +108,12 @@ class SubprocessTransport(StreamTransport):
         self._stdin: asyncio.WriteTransport | None = None
         self._closed = False
         self._reading_paused = False
+        #: the start of the child's stdout until its first line is complete (then None), and
+        #: that first line: what a start-up failure report quotes
+        self._head: bytearray | None = bytearray()
+        self.first_line: bytes | None = None
+        #: why the child could not be spawned (the OSError), if it could not
+        self.spawn_error: OSError | None = None
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -124,7 +133,8 @@ class SubprocessTransport(StreamTransport):
                 start_new_session=True,
             )
         except (OSError, ValueError) as exc:
-            raise TransportError(f"cannot start agent {self.command_line!r}: {exc}") from None
+            self.spawn_error = exc if isinstance(exc, OSError) else OSError(str(exc))
+            raise TransportError(self.start_failure(None)) from None
         self._transport = transport
         self._proto = proto
         self._stdin = transport.get_pipe_transport(0)  # type: ignore[assignment]
@@ -153,6 +163,48 @@ class SubprocessTransport(StreamTransport):
         if self._partial:
             lines.append(self._partial.decode("utf-8", "replace"))
         return lines
+
+    def _take_head(self, data: bytes) -> None:
+        head = self._head
+        assert head is not None
+        head += data
+        end = head.find(b"\n")
+        if end >= 0 or len(head) >= _HEAD_LIMIT:
+            self.first_line = bytes(head[:end if end >= 0 else _HEAD_LIMIT]).rstrip(b"\r")
+            self._head = None
+
+    def echoed_initialize(self) -> bool:
+        """Whether the child's first line is an ``initialize`` request: ours, sent back (``cat``),
+        since an agent never asks its client to initialize."""
+        line = self.first_line if self.first_line is not None else bytes(self._head or b"")
+        if b"initialize" not in line:
+            return False
+        try:
+            msg = json.loads(line)
+        except ValueError:
+            return False
+        return isinstance(msg, dict) and msg.get("method") == "initialize" and "id" in msg
+
+    async def exit_code(self, timeout: float = 2.0) -> int | None:
+        """The child's exit code once its output has ended (the pipes close a moment before
+        the exit status is known: wait up to ``timeout`` s for it); None while it runs."""
+        if self._proto is None:
+            return None
+        if self._proto.stdout_eof.done() or self._proto.exited.done():
+            try:
+                await asyncio.wait_for(asyncio.shield(self._proto.exited), timeout)
+            except TimeoutError:
+                pass
+        return self.returncode
+
+    def start_failure(self, reason: BaseException | None, returncode: int | None = None) -> str:
+        """Why this agent did not get as far as answering ``initialize``, worded as everywhere an
+        agent is started (see :func:`describe_start_failure`); ``returncode``: its exit code when
+        it exited of its own accord (not the one of our stopping it)."""
+        line = self.first_line if self.first_line is not None else (bytes(self._head) if self._head else None)
+        return describe_start_failure(self.command_line, reason, program=self.command[0], spawn_error=self.spawn_error,
+                                      returncode=returncode, stderr=self.stderr_tail,
+                                      first_line=line, echoed=self.echoed_initialize())
 
     def _on_stderr(self, data: bytes) -> None:
         mode = self.stderr_mode
@@ -269,3 +321,64 @@ class SubprocessTransport(StreamTransport):
     @property
     def description(self) -> str:
         return f"subprocess {self.command_line}"
+
+
+_HEAD_LIMIT = 200
+
+
+def describe_start_failure(command_line: str, reason: BaseException | str | None, *, program: str = "",
+                           spawn_error: OSError | None = None, returncode: int | None = None,
+                           stderr: Sequence[str] = (), first_line: bytes | None = None,
+                           echoed: bool = False) -> str:
+    """The one wording of an agent that did not start (docs/cli.md shows each case): its command
+    line and what happened — not found (or not runnable), exited with code N (or killed by a
+    signal), printed output that is not JSON-RPC, echoed our ``initialize`` request back —
+    then, when it wrote to stderr, its last stderr lines, on the following lines."""
+    who = f"the agent {command_line!r}"
+    if spawn_error is not None:
+        name = str(spawn_error.filename or "")
+        if isinstance(spawn_error, FileNotFoundError) and name == program:
+            return f"cannot start {who}: {program!r} was not found (is it installed and on PATH?)"
+        if isinstance(spawn_error, PermissionError) and name == program:
+            return f"cannot start {who}: permission denied (is {program!r} executable?)"
+        return f"cannot start {who}: {spawn_error.strerror or spawn_error}"
+    exited = _exit_words(returncode)
+    if echoed:
+        msg = (f"{who} does not speak ACP: it sent acplink's initialize request back unchanged "
+               "(an echo, not an answer; is the command right?)")
+    elif isinstance(reason, PeerOutputNotJson):
+        msg = f"{who} does not speak ACP: {reason}"
+    elif first_line is not None and not _json_rpc(first_line):
+        shown = first_line[:80].decode("utf-8", "replace")
+        msg = f"{who} does not speak ACP: its output is not JSON-RPC (the first line: {shown!r})"
+        if exited is not None:
+            msg += f"; it {exited}"
+    elif exited is not None:
+        msg = f"{who} {exited} before answering initialize"
+    elif reason is None or isinstance(reason, ConnectionClosed):
+        msg = f"{who} closed its output before answering initialize"
+    else:
+        msg = f"{who} failed before answering initialize: {reason}"
+    return msg + stderr_report(stderr)
+
+
+def stderr_report(lines: Sequence[str], n: int = 10) -> str:
+    """The last ``n`` non-blank stderr lines of an agent, for an error report: on lines of their
+    own after ``last stderr lines:`` (empty when it wrote none)."""
+    tail = [line for line in lines if line.strip()][-n:]
+    return "\nlast stderr lines:\n" + "\n".join(f"  | {line}" for line in tail) if tail else ""
+
+
+def _exit_words(code: int | None) -> str | None:
+    if code is None:
+        return None
+    return f"exited with code {code}" if code >= 0 else f"was killed by signal {-code}"
+
+
+def _json_rpc(line: bytes) -> bool:
+    """Whether a line could be a JSON-RPC message (a JSON object or batch)."""
+    try:
+        msg = json.loads(line)
+    except ValueError:
+        return False
+    return isinstance(msg, (dict, list))

@@ -14,9 +14,9 @@ from ..errors import ConnectionClosed, TransportError
 from ._remote import (
     CLOSE_TIMEOUT,
     HEADER_CONNECTION_ID,
-    AuthRejected,
     RemoteOptions,
     http_refusal,
+    refused,
     remote_description,
     too_large,
 )
@@ -82,7 +82,7 @@ class WebSocketTransport(Transport):
             self.options.cookies.store(resp.headers.get_all("Set-Cookie"))
             body = resp.body.decode("utf-8", "replace") if resp.body else ""
             msg = http_refusal(resp.status_code, resp.reason_phrase, body, "the WebSocket upgrade", self.description)
-            raise (AuthRejected if resp.status_code in (401, 403) else ConnectionClosed)(msg) from None
+            raise refused(resp.status_code, msg) from None
         except (InvalidHandshake, InvalidURI) as exc:
             raise ConnectionClosed(f"the WebSocket upgrade to {self.description} failed: {exc}") from None
         except TimeoutError:

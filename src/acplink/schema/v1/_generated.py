@@ -733,14 +733,14 @@ def _d_ToolCallUpdate() -> Any:
     return ToolCallUpdate
 
 
-def _d_SessionUpdateToolCallUpdate() -> Any:
-    class SessionUpdateToolCallUpdate(_TaggedMixin, ToolCallUpdate):
+def _d_ToolCallProgress() -> Any:
+    class ToolCallProgress(_TaggedMixin, ToolCallUpdate):
         """Variant `tool_call_update` of `SessionUpdate`."""
 
         __acp_tag_fields__ = ('session_update',)
         session_update: Literal['tool_call_update'] = Field(default='tool_call_update', alias='sessionUpdate')
-    SessionUpdateToolCallUpdate.__qualname__ = 'SessionUpdateToolCallUpdate'
-    return SessionUpdateToolCallUpdate
+    ToolCallProgress.__qualname__ = 'ToolCallProgress'
+    return ToolCallProgress
 
 
 def _d_PlanEntryPriority() -> Any:
@@ -1491,7 +1491,7 @@ def _d_UnknownSessionUpdate() -> Any:
 
 
 def _d_SessionUpdate() -> Any:
-    SessionUpdate = Annotated[Union[Annotated[Union[UserMessageChunk, AgentMessageChunk, AgentThoughtChunk, ToolCall, SessionUpdateToolCallUpdate, Plan, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, CurrentModeUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk, SubagentUpdate, SessionMessage, SessionMessageChunk], Field(discriminator='session_update')], UnknownSessionUpdate], Field(union_mode='left_to_right')]
+    SessionUpdate = Annotated[Union[Annotated[Union[UserMessageChunk, AgentMessageChunk, AgentThoughtChunk, ToolCall, ToolCallProgress, Plan, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, CurrentModeUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk, SubagentUpdate, SessionMessage, SessionMessageChunk], Field(discriminator='session_update')], UnknownSessionUpdate], Field(union_mode='left_to_right')]
     """ACP type `SessionUpdate`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#3-agent-reports-output"""
     return SessionUpdate
 
@@ -3940,6 +3940,10 @@ def _d_SuggestNesResponse() -> Any:
     return SuggestNesResponse
 
 
+def _d_SessionUpdateToolCallUpdate() -> Any:
+    return ToolCallProgress
+
+
 #: emission order and direct references of every generated name
 _ORDER: Dict[str, int] = {
     'SessionId': 0,
@@ -4011,7 +4015,7 @@ _ORDER: Dict[str, int] = {
     'ToolCallLocation': 66,
     'ToolCall': 67,
     'ToolCallUpdate': 68,
-    'SessionUpdateToolCallUpdate': 69,
+    'ToolCallProgress': 69,
     'PlanEntryPriority': 70,
     'PlanEntryStatus': 71,
     'PlanEntry': 72,
@@ -4320,6 +4324,7 @@ _ORDER: Dict[str, int] = {
     'StopSessionResponse': 375,
     'SuggestNesRequest': 376,
     'SuggestNesResponse': 377,
+    'SessionUpdateToolCallUpdate': 378,
 }
 _DEPS: Dict[str, tuple] = {
     'SessionId': (),
@@ -4391,7 +4396,7 @@ _DEPS: Dict[str, tuple] = {
     'ToolCallLocation': (),
     'ToolCall': ('ToolCallContent', 'ToolCallId', 'ToolCallLocation', 'ToolCallStatus', 'ToolKind'),
     'ToolCallUpdate': ('ToolCallContent', 'ToolCallId', 'ToolCallLocation', 'ToolCallStatus', 'ToolKind'),
-    'SessionUpdateToolCallUpdate': ('ToolCallUpdate',),
+    'ToolCallProgress': ('ToolCallUpdate',),
     'PlanEntryPriority': (),
     'PlanEntryStatus': (),
     'PlanEntry': ('PlanEntryPriority', 'PlanEntryStatus'),
@@ -4462,7 +4467,7 @@ _DEPS: Dict[str, tuple] = {
     'SessionMessage': ('ContentBlock', 'MessageId', 'SessionId'),
     'SessionMessageChunk': ('ContentBlock', 'MessageId'),
     'UnknownSessionUpdate': (),
-    'SessionUpdate': ('AgentMessageChunk', 'AgentThoughtChunk', 'AvailableCommandsUpdate', 'CompactionSummaryChunk', 'CompactionUpdate', 'ConfigOptionUpdate', 'CurrentModeUpdate', 'Notice', 'Plan', 'PlanRemoved', 'PlanUpdate', 'SessionInfoUpdate', 'SessionMessage', 'SessionMessageChunk', 'SessionUpdateToolCallUpdate', 'SubagentUpdate', 'ToolCall', 'UnknownSessionUpdate', 'UsageUpdate', 'UserMessageChunk'),
+    'SessionUpdate': ('AgentMessageChunk', 'AgentThoughtChunk', 'AvailableCommandsUpdate', 'CompactionSummaryChunk', 'CompactionUpdate', 'ConfigOptionUpdate', 'CurrentModeUpdate', 'Notice', 'Plan', 'PlanRemoved', 'PlanUpdate', 'SessionInfoUpdate', 'SessionMessage', 'SessionMessageChunk', 'SubagentUpdate', 'ToolCall', 'ToolCallProgress', 'UnknownSessionUpdate', 'UsageUpdate', 'UserMessageChunk'),
     'SessionNotification': ('SessionId', 'SessionUpdate'),
     'ElicitationId': (),
     'CompleteElicitationNotification': ('ElicitationId',),
@@ -4700,6 +4705,7 @@ _DEPS: Dict[str, tuple] = {
     'StopSessionResponse': ('StopReason',),
     'SuggestNesRequest': ('NesSuggestContext', 'NesTriggerKind', 'Position', 'Range', 'SessionId'),
     'SuggestNesResponse': ('NesSuggestion',),
+    'SessionUpdateToolCallUpdate': ('ToolCallProgress',),
 }
 
 
@@ -5421,6 +5427,7 @@ __all__ = [
     'ToolCallContent',
     'ToolCallId',
     'ToolCallLocation',
+    'ToolCallProgress',
     'ToolCallStatus',
     'ToolCallUpdate',
     'ToolKind',

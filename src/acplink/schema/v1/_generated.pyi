@@ -1486,7 +1486,7 @@ class ToolCallUpdate(AcpModel):
     ) -> None: ...
 
 
-class SessionUpdateToolCallUpdate(_TaggedMixin, ToolCallUpdate):
+class ToolCallProgress(_TaggedMixin, ToolCallUpdate):
     """Variant `tool_call_update` of `SessionUpdate`."""
 
     __acp_tag_fields__ = ('session_update',)
@@ -2943,7 +2943,7 @@ class UnknownSessionUpdate(UnknownVariant):
     def __init__(self, **data: Any) -> None: ...
 
 
-SessionUpdate = Annotated[Union[Annotated[Union[UserMessageChunk, AgentMessageChunk, AgentThoughtChunk, ToolCall, SessionUpdateToolCallUpdate, Plan, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, CurrentModeUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk, SubagentUpdate, SessionMessage, SessionMessageChunk], Field(discriminator='session_update')], UnknownSessionUpdate], Field(union_mode='left_to_right')]
+SessionUpdate = Annotated[Union[Annotated[Union[UserMessageChunk, AgentMessageChunk, AgentThoughtChunk, ToolCall, ToolCallProgress, Plan, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, CurrentModeUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk, SubagentUpdate, SessionMessage, SessionMessageChunk], Field(discriminator='session_update')], UnknownSessionUpdate], Field(union_mode='left_to_right')]
 """ACP type `SessionUpdate`. Stable. Spec: https://agentclientprotocol.com/protocol/v1/draft/prompt-turn#3-agent-reports-output"""
 
 
@@ -7858,6 +7858,10 @@ class SuggestNesResponse(AcpModel):
     ) -> None: ...
 
 
+#: the generated names of classes with a public name (tools/gen_schema.py PUBLIC_NAMES)
+SessionUpdateToolCallUpdate = ToolCallProgress
+
+
 #: Every schema definition name -> 'stable' | 'unstable' | 'nes' | 'legacy' | 'extension'.
 STABILITY: Dict[str, str] = {
     'AcceptNesNotification': 'nes',
@@ -8542,6 +8546,7 @@ __all__ = [
     'ToolCallContent',
     'ToolCallId',
     'ToolCallLocation',
+    'ToolCallProgress',
     'ToolCallStatus',
     'ToolCallUpdate',
     'ToolKind',

@@ -1058,14 +1058,14 @@ def _d_ToolCallUpdate() -> Any:
     return ToolCallUpdate
 
 
-def _d_SessionUpdateToolCallUpdate() -> Any:
-    class SessionUpdateToolCallUpdate(_TaggedMixin, ToolCallUpdate):
+def _d_ToolCallProgress() -> Any:
+    class ToolCallProgress(_TaggedMixin, ToolCallUpdate):
         """Variant `tool_call_update` of `SessionUpdate`."""
 
         __acp_tag_fields__ = ('session_update',)
         session_update: Literal['tool_call_update'] = Field(default='tool_call_update', alias='sessionUpdate')
-    SessionUpdateToolCallUpdate.__qualname__ = 'SessionUpdateToolCallUpdate'
-    return SessionUpdateToolCallUpdate
+    ToolCallProgress.__qualname__ = 'ToolCallProgress'
+    return ToolCallProgress
 
 
 def _d_TerminalOutput() -> Any:
@@ -1665,7 +1665,7 @@ def _d_SessionUpdateOther() -> Any:
 
 
 def _d_SessionUpdate() -> Any:
-    SessionUpdate = Annotated[Union[Annotated[Union[UserMessageChunk, UserMessage, AgentMessageChunk, AgentMessage, AgentThoughtChunk, AgentThought, ToolCallContentChunk, SessionUpdateToolCallUpdate, TerminalUpdate, TerminalOutputChunk, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk, SubagentUpdate, SessionMessage, SessionMessageChunk], Field(discriminator='session_update')], Annotated[StateUpdate, BeforeValidator(require_tag('sessionUpdate', 'state_update'))], SessionUpdateOther], Field(union_mode='left_to_right')]
+    SessionUpdate = Annotated[Union[Annotated[Union[UserMessageChunk, UserMessage, AgentMessageChunk, AgentMessage, AgentThoughtChunk, AgentThought, ToolCallContentChunk, ToolCallProgress, TerminalUpdate, TerminalOutputChunk, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk, SubagentUpdate, SessionMessage, SessionMessageChunk], Field(discriminator='session_update')], Annotated[StateUpdate, BeforeValidator(require_tag('sessionUpdate', 'state_update'))], SessionUpdateOther], Field(union_mode='left_to_right')]
     """ACP type `SessionUpdate`. Stable. Spec: https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output"""
     return SessionUpdate
 
@@ -3399,6 +3399,10 @@ def _d_UnsupportedProtocolVersionErrorData() -> Any:
     return UnsupportedProtocolVersionErrorData
 
 
+def _d_SessionUpdateToolCallUpdate() -> Any:
+    return ToolCallProgress
+
+
 #: emission order and direct references of every generated name
 _ORDER: Dict[str, int] = {
     'AbsolutePath': 0,
@@ -3498,7 +3502,7 @@ _ORDER: Dict[str, int] = {
     'ToolCallCancelCapabilities': 94,
     'ToolCallCapabilities': 95,
     'ToolCallUpdate': 96,
-    'SessionUpdateToolCallUpdate': 97,
+    'ToolCallProgress': 97,
     'TerminalOutput': 98,
     'TerminalExitStatus': 99,
     'TerminalSize': 100,
@@ -3725,6 +3729,7 @@ _ORDER: Dict[str, int] = {
     'ProxyResponse': 321,
     'SessionNotFoundErrorData': 322,
     'UnsupportedProtocolVersionErrorData': 323,
+    'SessionUpdateToolCallUpdate': 324,
 }
 _DEPS: Dict[str, tuple] = {
     'AbsolutePath': (),
@@ -3824,7 +3829,7 @@ _DEPS: Dict[str, tuple] = {
     'ToolCallCancelCapabilities': (),
     'ToolCallCapabilities': ('ToolCallCancelCapabilities',),
     'ToolCallUpdate': ('ToolCallCapabilities', 'ToolCallContent', 'ToolCallId', 'ToolCallLocation', 'ToolCallStatus', 'ToolKind'),
-    'SessionUpdateToolCallUpdate': ('ToolCallUpdate',),
+    'ToolCallProgress': ('ToolCallUpdate',),
     'TerminalOutput': (),
     'TerminalExitStatus': (),
     'TerminalSize': (),
@@ -3879,7 +3884,7 @@ _DEPS: Dict[str, tuple] = {
     'SessionMessage': ('ContentBlock', 'MessageId', 'SessionId'),
     'SessionMessageChunk': ('ContentBlock', 'MessageId'),
     'SessionUpdateOther': (),
-    'SessionUpdate': ('AgentMessage', 'AgentMessageChunk', 'AgentThought', 'AgentThoughtChunk', 'AvailableCommandsUpdate', 'CompactionSummaryChunk', 'CompactionUpdate', 'ConfigOptionUpdate', 'Notice', 'PlanRemoved', 'PlanUpdate', 'SessionInfoUpdate', 'SessionMessage', 'SessionMessageChunk', 'SessionUpdateOther', 'SessionUpdateToolCallUpdate', 'StateUpdate', 'SubagentUpdate', 'TerminalOutputChunk', 'TerminalUpdate', 'ToolCallContentChunk', 'UsageUpdate', 'UserMessage', 'UserMessageChunk'),
+    'SessionUpdate': ('AgentMessage', 'AgentMessageChunk', 'AgentThought', 'AgentThoughtChunk', 'AvailableCommandsUpdate', 'CompactionSummaryChunk', 'CompactionUpdate', 'ConfigOptionUpdate', 'Notice', 'PlanRemoved', 'PlanUpdate', 'SessionInfoUpdate', 'SessionMessage', 'SessionMessageChunk', 'SessionUpdateOther', 'StateUpdate', 'SubagentUpdate', 'TerminalOutputChunk', 'TerminalUpdate', 'ToolCallContentChunk', 'ToolCallProgress', 'UsageUpdate', 'UserMessage', 'UserMessageChunk'),
     'UpdateSessionNotification': ('SessionId', 'SessionUpdate'),
     'ElicitationId': (),
     'CompleteElicitationNotification': ('ElicitationId',),
@@ -4051,6 +4056,7 @@ _DEPS: Dict[str, tuple] = {
     'ProxyResponse': ('ProxyResponseError', 'ProxyResponseResult'),
     'SessionNotFoundErrorData': ('SessionId',),
     'UnsupportedProtocolVersionErrorData': ('ProtocolVersion',),
+    'SessionUpdateToolCallUpdate': ('ToolCallProgress',),
 }
 
 
@@ -4669,6 +4675,7 @@ __all__ = [
     'ToolCallId',
     'ToolCallLocation',
     'ToolCallPermissionSubject',
+    'ToolCallProgress',
     'ToolCallStatus',
     'ToolCallUpdate',
     'ToolKind',

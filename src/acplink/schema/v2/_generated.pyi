@@ -2099,7 +2099,7 @@ class ToolCallUpdate(AcpModel):
     ) -> None: ...
 
 
-class SessionUpdateToolCallUpdate(_TaggedMixin, ToolCallUpdate):
+class ToolCallProgress(_TaggedMixin, ToolCallUpdate):
     """Variant `tool_call_update` of `SessionUpdate`."""
 
     __acp_tag_fields__ = ('session_update',)
@@ -3303,7 +3303,7 @@ class SessionUpdateOther(_TaggedMixin, FallbackVariant, AcpModel):
     ) -> None: ...
 
 
-SessionUpdate = Annotated[Union[Annotated[Union[UserMessageChunk, UserMessage, AgentMessageChunk, AgentMessage, AgentThoughtChunk, AgentThought, ToolCallContentChunk, SessionUpdateToolCallUpdate, TerminalUpdate, TerminalOutputChunk, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk, SubagentUpdate, SessionMessage, SessionMessageChunk], Field(discriminator='session_update')], Annotated[StateUpdate, BeforeValidator(require_tag('sessionUpdate', 'state_update'))], SessionUpdateOther], Field(union_mode='left_to_right')]
+SessionUpdate = Annotated[Union[Annotated[Union[UserMessageChunk, UserMessage, AgentMessageChunk, AgentMessage, AgentThoughtChunk, AgentThought, ToolCallContentChunk, ToolCallProgress, TerminalUpdate, TerminalOutputChunk, PlanUpdate, PlanRemoved, AvailableCommandsUpdate, ConfigOptionUpdate, SessionInfoUpdate, UsageUpdate, Notice, CompactionUpdate, CompactionSummaryChunk, SubagentUpdate, SessionMessage, SessionMessageChunk], Field(discriminator='session_update')], Annotated[StateUpdate, BeforeValidator(require_tag('sessionUpdate', 'state_update'))], SessionUpdateOther], Field(union_mode='left_to_right')]
 """ACP type `SessionUpdate`. Stable. Spec: https://agentclientprotocol.com/protocol/v2/draft/prompt-lifecycle#3-agent-reports-output"""
 
 
@@ -6633,6 +6633,10 @@ class UnsupportedProtocolVersionErrorData(AcpModel):
     ) -> None: ...
 
 
+#: the generated names of classes with a public name (tools/gen_schema.py PUBLIC_NAMES)
+SessionUpdateToolCallUpdate = ToolCallProgress
+
+
 #: Every schema definition name -> 'stable' | 'unstable' | 'nes' | 'legacy' | 'extension'.
 STABILITY: Dict[str, str] = {
     'AbsolutePath': 'stable',
@@ -7214,6 +7218,7 @@ __all__ = [
     'ToolCallId',
     'ToolCallLocation',
     'ToolCallPermissionSubject',
+    'ToolCallProgress',
     'ToolCallStatus',
     'ToolCallUpdate',
     'ToolKind',
