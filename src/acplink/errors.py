@@ -4,6 +4,33 @@ Every error acplink raises is an :class:`AcpError`. Errors that travel on the wi
 :class:`RequestError` subclasses, one per JSON-RPC / ACP error code, so ``except
 MethodNotFound`` works on both sides and ``RequestError.from_wire`` picks the right class.
 Users never need to catch a bare ``Exception`` or a pydantic error.
+
+The tree (every public error; ``acplink.X`` for each name; the wire code where there is one)::
+
+    AcpError
+    ├── UsageError                  the API or the command line used wrongly (exit 2 in the CLI)
+    ├── ProtocolError               the peer broke the protocol (a bad initialize answer, ...)
+    │   └── PeerOutputNotJson       (also a TransportError) the peer's output is not JSON-RPC
+    ├── CapabilityError             a method the peer did not advertise
+    ├── TransportError              the byte stream failed
+    │   ├── ConnectionClosed        the connection is closed: pending and new calls fail
+    │   │   └── AuthRejected        a remote server refused the credentials (401/403)
+    │   ├── PeerOutputNotJson
+    │   └── MessageTooLarge         a message over the size limit (either direction)
+    ├── RequestTimeout              (also a TimeoutError) no answer in time; the request was cancelled
+    └── RequestError                an error answer: ``code``, ``message``, ``data``
+        ├── ParseError              -32700
+        ├── InvalidRequest          -32600
+        ├── MethodNotFound          -32601
+        ├── InvalidParams           -32602
+        │   └── SchemaValidationError   a message that fails the schema (path and reason)
+        ├── InternalError           -32603
+        ├── AuthRequired            -32000 (with the agent's ``auth_methods``)
+        ├── ResourceNotFound        -32002
+        └── RequestCancelled        -32800
+
+A code without a class of its own is a plain :class:`RequestError` with that ``code``.
+(``tests/test_errors_tree.py`` checks that this drawing and the classes agree.)
 """
 
 from __future__ import annotations
