@@ -194,7 +194,7 @@ def test_chat_with_the_demo_agent_through_connect(page: Any, server: dict[str, A
     page.fill("#connect input[name=command]", f"{sys.executable} -c \"import sys; "
                                              f"print('missing API key', file=sys.stderr); sys.exit(7)\"")
     page.click("#connect button")
-    assert "exit code 7" in page.locator("#connect-error").inner_text()
+    assert "exited with code 7" in page.locator("#connect-error").inner_text()
     assert page.locator("#connect-stderr").inner_text() == "missing API key"
     shot(page, "connect-failed")
     page.fill("#connect input[name=command]", f"{sys.executable} -m acplink.demo")

@@ -126,8 +126,9 @@ async def test_token(scheme: str, ts_token_server: PeerServer, tmp_path: Path) -
     for token in ("wrong", None):
         with pytest.raises(AuthRejected) as info:
             await connect(url, token=token)
-        msg = str(info.value)
-        assert "401" in msg and "--token" in msg and "\n" not in msg
+        msg = str(info.value)  # (a library user is told the argument; the CLI, the flag)
+        assert "401" in msg and "token=" in msg and "\n" not in msg
+        assert "--token" in (info.value.cli_message or "") and "\n" not in (info.value.cli_message or "")
 
 
 @needs_ts

@@ -12,6 +12,8 @@ import time
 import traceback
 from typing import Any
 
+from .._tasks import TaskSet
+
 __all__ = ["add_parser", "run"]
 
 DEFAULT_JOBS = max(1, min(8, os.cpu_count() or 1))
@@ -93,13 +95,10 @@ def run(args: argparse.Namespace) -> int:
     progress = CheckProgress(stream=args.verbose and not args.json)
 
     async def checked() -> Any:
-        ticker = asyncio.create_task(progress.tick_every(1.0))  # the elapsed time moves while a check runs
-        try:
+        async with TaskSet("check progress") as tasks:
+            tasks.spawn(progress.tick_every(1.0))  # the elapsed time moves while a check runs
             return await run_checks(opts, args.patterns, concurrency=max(1, args.jobs),
                                     startup_timeout=args.startup_timeout, started=started, progress=progress)
-        finally:
-            ticker.cancel()
-            await asyncio.gather(ticker, return_exceptions=True)
 
     try:
         report = asyncio.run(checked())
