@@ -16,6 +16,7 @@ from typing import Any
 
 import orjson
 
+HIGH_WATER = 64 * 1024  # asyncio's default high-water mark for a write transport
 _dumps = orjson.dumps
 _loads = orjson.loads
 
@@ -56,6 +57,9 @@ class Peer(asyncio.Protocol):
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self._buf: list[bytes] = []
         self._paused: asyncio.Future[None] | None = None
+        self._loop = asyncio.get_running_loop()
+        self._outbox: list[bytes] = []  # lines written this loop turn, sent together at its end
+        self._outbox_size = 0
 
     def data_received(self, data: bytes) -> None:
         self.feed(data)
@@ -126,8 +130,26 @@ class Peer(asyncio.Protocol):
             paused.set_result(None)
 
     def write(self, msg: dict[str, Any]) -> None:
-        assert self.out is not None
-        self.out.write(_dumps(msg) + b"\n")
+        """Queue one line; the lines of a loop turn go out in one pipe write (or sooner, when
+        they pass the high-water mark, so the transport's flow control still applies)."""
+        line = _dumps(msg)
+        outbox = self._outbox
+        if not outbox:
+            self._loop.call_soon(self.flush)
+        outbox.append(line)
+        outbox.append(b"\n")
+        self._outbox_size += len(line)
+        if self._outbox_size > HIGH_WATER:
+            self.flush()
+
+    def flush(self) -> None:
+        if self._outbox:
+            assert self.out is not None
+            data = b"".join(self._outbox)
+            self._outbox.clear()
+            self._outbox_size = 0
+            if not self.out.is_closing():
+                self.out.write(data)
 
     async def notify(self, method: str, params: dict[str, Any]) -> None:
         self.write({"jsonrpc": "2.0", "method": method, "params": params})
