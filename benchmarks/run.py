@@ -7,12 +7,14 @@
 
 Implementations (each a client program and an agent program following the wire contract,
 see benchmarks/README.md): ``acplink`` (benchmarks/scenario_*.py, run with this Python),
-``official-py`` (benchmarks/peers/official_py, run with .peers-venv/bin/python) and
+``official-py`` (benchmarks/peers/official_py, run with .peers-venv/bin/python),
 ``official-ts`` (benchmarks/peers/official_ts, run with node; needs ``npm ci`` in
-tests/interop/js). A missing peer environment is skipped with a message.
+tests/interop/js) and ``floor`` (benchmarks/peers/floor: plain asyncio pipes + orjson, no
+validation, no framework, run with the same Python as acplink: the floor the issue-24 targets
+are set against). A missing peer environment is skipped with a message.
 
-Pairs: acplink→acplink, py→py, ts→ts (the comparison) and acplink→py, acplink→ts, py→acplink,
-ts→acplink (interoperability; their figures are shown too). Every scenario runs every pair
+Pairs: acplink→acplink, py→py, ts→ts, floor→floor (the comparison) and acplink→peer,
+peer→acplink for every peer (interoperability; their figures are shown too). Every scenario runs every pair
 once per round, pairs rotated between rounds, rounds interleaved, so drift in the machine's
 speed hits every implementation alike. The table shows medians over rounds and the ratios
 acplink / peer of the native pairs (for rates: higher is better for acplink; for times:
@@ -52,10 +54,11 @@ DEFAULT_N = {"flood": 20000, "rtt": 5000, "concurrent": 5000, "big": 20_000_000,
              "startup": 5, "mixed": 5000}
 QUICK_N = {"flood": 300, "rtt": 100, "concurrent": 100, "big": 100_000, "bigup": 100_000, "startup": 1,
            "mixed": 100}
-SHORT = {"acplink": "acplink", "official-py": "py", "official-ts": "ts"}
+SHORT = {"acplink": "acplink", "official-py": "py", "official-ts": "ts", "floor": "floor"}
 BIG40_N = 40_000_000
 OVERLIMIT = {"full": (20_000_000, 10_000_000), "quick": (100_000, 50_000)}  # (N, agent limit)
 MEMORY = {"full": (20000, 5), "quick": (300, 2)}  # flood N, repeats
+IDLE_RSS_MIB = 30  # issue 24: acplink's idle agent, reported next to the floor's
 
 
 # Bytecode caching on, as for any installed package: an editable checkout run with
@@ -83,6 +86,9 @@ def implementations(python: str) -> dict[str, Impl]:
         "official-ts": Impl("official-ts",
                             [node or "node", str(BENCH / "peers" / "official_ts" / "scenario_client.mjs")],
                             [node or "node", str(BENCH / "peers" / "official_ts" / "scenario_agent.mjs")]),
+        # the floor: asyncio + orjson (an acplink dependency), so acplink's Python runs it
+        "floor": Impl("floor", [python, str(BENCH / "peers" / "floor" / "scenario_client.py")],
+                      [python, str(BENCH / "peers" / "floor" / "scenario_agent.py")]),
     }
     if not PEERS_PY.exists():
         impls["official-py"].missing = (".peers-venv missing: python3 -m venv .peers-venv && "
@@ -316,12 +322,21 @@ def targets(runs: list[Run], med: dict[tuple[str, str, str], float], impls: dict
         ratio("startup ≤ 0.35x py", "startup", "wall_s", "py", 0.35, False)
     if "ts" in have:
         ratio("startup < ts", "startup", "wall_s", "ts", 1.0, False)
+    if "floor" in have:  # issue 24: against the raw asyncio + orjson floor, in the same run
+        ratio("flood ≥ 0.75x floor", "flood", "rate", "floor", 0.75, True)
+        ratio("concurrent ≥ 0.85x floor", "concurrent", "rate", "floor", 0.85, True)
+        ratio("startup ≤ 1.6x floor's time", "startup", "wall_s", "floor", 1.6, False)
     idle = [r.result.get("agent_idle_maxrss_kb") for r in runs if r.check == "startup" and r.ok]
     mine_idle = m("startup", "acplink→acplink", "agent_idle_maxrss_kb")
     py_idle = m("startup", "py→py", "agent_idle_maxrss_kb")
     if mine_idle and py_idle and idle:
         out.append(Target("agent idle RSS ≤ official py", mine_idle <= py_idle,
                           f"{mine_idle / 1024:.1f} MiB vs {py_idle / 1024:.1f} MiB"))
+    floor_idle = m("startup", "floor→floor", "agent_idle_maxrss_kb")
+    if mine_idle and floor_idle:
+        out.append(Target(f"agent idle RSS ≤ {IDLE_RSS_MIB} MiB (floor reported)", mine_idle <= IDLE_RSS_MIB * 1024,
+                          f"{mine_idle / 1024:.1f} MiB; floor {floor_idle / 1024:.1f} MiB "
+                          f"(+{(mine_idle - floor_idle) / 1024:.1f} MiB)"))
     for run in runs:
         if run.check == "memory" and run.agent == "acplink":
             series = run.result.get("agent_rss_series_kb") or []
@@ -372,7 +387,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true", help="smoke run: small N, 1 round, no timing targets")
     ap.add_argument("--rounds", type=int, help="rounds (default 3; 1 with --quick)")
     ap.add_argument("--scenarios", help=f"comma-separated subset of {','.join(SCENARIOS)}")
-    ap.add_argument("--impls", help="comma-separated subset of acplink,official-py,official-ts")
+    ap.add_argument("--impls", help="comma-separated subset of acplink,official-py,official-ts,floor")
     ap.add_argument("--no-extras", action="store_true", help="skip the mixed / limit / memory checks")
     ap.add_argument("--jobs", type=int, help="runs in parallel (default 1; 3 with --quick: no timing then)")
     ap.add_argument("--timeout", type=float, help="seconds per client run (default 300; 60 with --quick)")

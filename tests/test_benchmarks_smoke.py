@@ -2,7 +2,8 @@
 client/agent pair interoperates. No timing is asserted: the figures of a quick run mean nothing.
 
 The official-SDK pairs need .peers-venv (Python SDK 0.12.1) and tests/interop/js/node_modules
-(TypeScript SDK 2.4.0, ``npm ci``); without them those pairs are skipped, with the reason.
+(TypeScript SDK 2.4.0, ``npm ci``); without them those pairs are skipped, with the reason. The
+floor (benchmarks/peers/floor: asyncio + orjson) runs on this Python, so its pairs always run.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ PEERS = {
     "official-py": (ROOT / ".peers-venv" / "bin" / "python").exists() or None,
     "official-ts": (shutil.which("node") is not None
                     and (ROOT / "tests/interop/js/node_modules/@agentclientprotocol/sdk").exists()) or None,
+    "floor": True,
 }
 REASONS = {
     "official-py": ".peers-venv missing (python3 -m venv .peers-venv && "
@@ -60,7 +62,7 @@ def test_acplink_pairs(quick_run: list[dict[str, Any]]) -> None:
 
 
 @pytest.mark.parametrize("peer", sorted(PEERS))
-def test_official_sdk_pairs(peer: str, quick_run: list[dict[str, Any]]) -> None:
+def test_peer_pairs(peer: str, quick_run: list[dict[str, Any]]) -> None:
     if not PEERS[peer]:
         pytest.skip(REASONS[peer])
     theirs = [r for r in quick_run if peer in (r["client"], r["agent"])]
@@ -69,3 +71,11 @@ def test_official_sdk_pairs(peer: str, quick_run: list[dict[str, Any]]) -> None:
     for scenario in ("flood", "rtt", "concurrent", "big", "bigup", "startup"):
         assert {(r["client"], r["agent"]) for r in theirs if r["check"] == scenario and r["ok"]} == pairs, scenario
     assert not _failures(theirs)
+    # the peer's client against acplink's agent over its limit: a clean error naming the limit
+    over = [r for r in theirs if r["check"] == "overlimit"]
+    assert over and all("exceeds the limit" in str(r["result"].get("error")) for r in over)
+    if peer == "floor":  # the floor reports the contract's figures like every implementation
+        floor = {r["check"]: r["result"] for r in theirs if r["client"] == r["agent"] == "floor"}
+        assert floor["flood"]["count"] == floor["flood"]["n"] and floor["flood"]["rate"] > 0
+        assert all(floor[c]["p50_us"] > 0 and floor[c]["p99_us"] > 0 for c in ("rtt", "concurrent"))
+        assert floor["startup"]["agent_idle_maxrss_kb"] > 0 and floor["flood"]["agent_maxrss_kb"] > 0
