@@ -32,7 +32,7 @@ def main() -> None:
     server = AcpServer(lambda: app, limits=ServerLimits(max_connections=64))
     sock = _bind("127.0.0.1", 0)
     try:
-        asyncio.run(_serve(server, sock, ("ws", "http")))
+        asyncio.run(_serve(server, sock, ("ws", "http"), None))  # (loopback, no token)
     finally:
         sock.close()
 

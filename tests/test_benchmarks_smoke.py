@@ -79,3 +79,18 @@ def test_peer_pairs(peer: str, quick_run: list[dict[str, Any]]) -> None:
         assert floor["flood"]["count"] == floor["flood"]["n"] and floor["flood"]["rate"] > 0
         assert all(floor[c]["p50_us"] > 0 and floor[c]["p99_us"] > 0 for c in ("rtt", "concurrent"))
         assert floor["startup"]["agent_idle_maxrss_kb"] > 0 and floor["flood"]["agent_maxrss_kb"] > 0
+
+
+@pytest.mark.skipif(PEERS["official-ts"] is None, reason=REASONS["official-ts"])
+def test_remote_benchmark_pairs(tmp_path: Path) -> None:
+    """``benchmarks/remote.py --quick``: both servers start (acplink's is ``acplink serve``'s own
+    uvicorn setup, so a change there must keep the benchmark working) and every client→server
+    pair runs flood and rtt over WebSocket and HTTP. No timing is asserted."""
+    out = tmp_path / "remote.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "remote.py"), "--quick", "--json", str(out)],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0 and out.exists(), f"remote.py --quick failed:\n{proc.stdout}\n{proc.stderr[-3000:]}"
+    runs: list[dict[str, Any]] = json.loads(out.read_text())
+    seen = {(r["scenario"], r["transport"], r["pair"]) for r in runs if r.get("ok")}
+    pairs = {"acplink→acplink", "ts→ts", "acplink→ts", "ts→acplink"}
+    assert seen == {(sc, tr, p) for sc in ("flood", "rtt") for tr in ("ws", "http") for p in pairs}, runs
