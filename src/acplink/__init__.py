@@ -7,8 +7,9 @@ Every ACP type lives in :mod:`acplink.schema`.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._lazy import lazy_getattr as _lazy_getattr
 
 # the type checkers' view of the lazy names below ("X as X": an explicit re-export, since
 # ``__all__`` is computed); tests/test_public_api.py keeps the two equal
@@ -166,14 +167,7 @@ _LAZY: dict[str, str] = {
 }
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'acplink' has no attribute {name!r}")
-    value = importlib.import_module(f"acplink.{name}") if module == "." else getattr(
-        importlib.import_module(module, __name__), name)
-    globals()[name] = value
-    return value
+__getattr__ = _lazy_getattr(__name__, _LAZY, globals())
 
 
 def __dir__() -> list[str]:
