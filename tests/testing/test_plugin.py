@@ -109,5 +109,5 @@ def test_loading_the_plugin_imports_no_protocol_code() -> None:
     code = "import json, sys, acplink.testing.pytest_plugin; print(json.dumps([m for m in sys.modules if 'acplink.' in m]))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     loaded = set(json.loads(out.stdout))
-    assert {"acplink.testing.pytest_plugin"} <= loaded <= {"acplink._version", "acplink.testing",
-                                                           "acplink.testing.pytest_plugin"}
+    assert {"acplink.testing.pytest_plugin"} <= loaded <= {"acplink._version", "acplink._lazy", "acplink.testing",
+                                                           "acplink.testing.pytest_plugin"}  # (_lazy: stdlib only)
