@@ -47,3 +47,19 @@ def test_no_cli_message_gives_python_advice(path: Path) -> None:
     """(every message of the CLI's own modules: `pass xyz=` is advice for Python callers)"""
     found = re.findall(r"pass [a-z_]+=", path.read_text())
     assert not found, found
+
+
+def test_an_error_answer_names_the_reason_its_data_gives() -> None:
+    """An agent's "Internal error" alone tells a user nothing: the reason in its ``data`` (a
+    string, or ``details``/``message``) follows on the same line, sanitised and bounded."""
+    from acplink.cli.common import one_line
+    from acplink.errors import InternalError, InvalidParams
+
+    assert one_line(InternalError(data={"details": "Query closed before response received"})) == (
+        "Internal error (code -32603): Query closed before response received")
+    assert one_line(InvalidParams("bad cwd", "not absolute")) == "bad cwd (code -32602): not absolute"
+    assert one_line(InternalError(data={"message": "boom"})) == "Internal error (code -32603): boom"
+    assert one_line(InternalError(data={"other": 1})) == "Internal error (code -32603)"
+    hostile = one_line(InternalError(data="\x1b]0;pwned\x07line\nnext " + "x" * 1000))
+    assert "\x1b" not in hostile and "\n" not in hostile and len(hostile) < 350
+    assert one_line(InternalError("Internal error: boom", "boom")) == "Internal error: boom (code -32603)"

@@ -18,7 +18,15 @@ from .._text import sanitize_for_terminal
 from ..client.client import Client, connect
 from ..client.permissions import PermissionPolicy
 from ..client.session import Session
-from ..errors import AcpError, AuthRequired, ConnectionClosed, PeerOutputNotJson, TransportError, UsageError
+from ..errors import (
+    AcpError,
+    AuthRequired,
+    ConnectionClosed,
+    PeerOutputNotJson,
+    RequestError,
+    TransportError,
+    UsageError,
+)
 from ..transports._remote import CookieJar
 from ..transports.subprocess import SubprocessTransport, stderr_report
 
@@ -374,8 +382,26 @@ def fail(message: str, code: int = 1) -> int:
 def one_line(exc: BaseException) -> str:
     """The error's message for the command line: its ``cli_message`` (naming acplink's flags
     where the message for Python callers names arguments: ``--token``, not ``token=``), else
-    the message."""
-    return getattr(exc, "cli_message", None) or str(exc) or type(exc).__name__
+    the message. An error answer from the agent adds the reason its ``data`` gives (a string,
+    or ``details``/``message`` in an object: "Internal error" alone tells a user nothing),
+    on one line, without control characters, at most 300 characters."""
+    text = getattr(exc, "cli_message", None) or str(exc) or type(exc).__name__
+    reason = _error_reason(exc.data) if isinstance(exc, RequestError) else None
+    if reason and reason.strip() and reason.strip() not in text:
+        text += ": " + " ".join(sanitize_for_terminal(reason).split())[:300]
+    return text
+
+
+def _error_reason(data: object) -> str | None:
+    """The reason an error answer's ``data`` gives: itself when a string, else its
+    ``details`` or ``message`` string."""
+    if isinstance(data, str):
+        return data
+    if isinstance(data, dict):
+        for key in ("details", "message"):
+            if isinstance(data.get(key), str):
+                return str(data[key])
+    return None
 
 
 class _SafeStderr:
