@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import UsageError
 from ..schema._table import MethodInfo, MethodTable
 from . import rules
+from .turns import V1_TURNS, TurnRules
 
 __all__ = ["Protocol", "get_protocol", "known_versions", "negotiate", "register_protocol", "unregister_protocol"]
 
@@ -53,6 +54,9 @@ class Protocol:
     long_running: frozenset[str] = frozenset()
     #: the stubs' method names that this version sends under another name (``{stub name: wire}``)
     outbound: Mapping[str, str] = field(default_factory=dict)
+    #: how a prompt turn runs in this version (answer, busy policy, state updates): the one
+    #: place every side reads the lifecycle from (:mod:`acplink.protocol.turns`)
+    turns: TurnRules = V1_TURNS
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", MappingProxyType(dict(self.names)))

@@ -22,6 +22,7 @@ from pydantic import BaseModel
 
 from ..schema._table import MethodTable
 from ..schema.v1 import TABLE as _V1_TABLE
+from .turns import V1_TURNS
 
 __all__ = [
     "BEFORE_INITIALIZE",
@@ -43,9 +44,7 @@ T = TypeVar("T")
 BEFORE_INITIALIZE = frozenset(m.method for m in _V1_TABLE.methods if m.params_name == "InitializeRequest")
 
 #: update kinds that belong to a prompt turn (others, e.g. available_commands_update, may come any time)
-TURN_UPDATE_KINDS = frozenset({
-    "agent_message_chunk", "agent_thought_chunk", "user_message_chunk", "tool_call", "tool_call_update", "plan",
-})
+TURN_UPDATE_KINDS = V1_TURNS.turn_update_kinds
 
 
 # -- initialization -------------------------------------------------------------------------------

@@ -13,7 +13,8 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from .base import Protocol, register_protocol
+from ..base import Protocol, register_protocol
+from ..turns import V2_TURNS
 
 __all__ = [
     "AGENT_METHODS",
@@ -192,8 +193,8 @@ def protocol() -> Protocol:
     """The v2 protocol object (built and registered on first use)."""
     global _V2
     if _V2 is None:
-        from ..schema import v2 as models
-        from ..schema.v2._stubs import AgentMethods, ClientMethods
+        from ...schema import v2 as models
+        from ...schema.v2._stubs import AgentMethods, ClientMethods
 
         _V2 = Protocol(
             version=PROTOCOL_VERSION,
@@ -207,6 +208,7 @@ def protocol() -> Protocol:
             session_openers=frozenset({"new_session", "resume_session", "fork_session"}),
             capabilities_field=("capabilities", "capabilities"),
             long_running=frozenset({Method.SESSION_PROMPT, Method.REQUEST_PERMISSION, Method.ELICITATION_CREATE}),
+            turns=V2_TURNS,
         )
         register_protocol(_V2)
     return _V2
