@@ -28,7 +28,7 @@ import orjson
 from ..connection.agent_side import AgentSideConnection
 from ..connection.base import RawJSON, Router
 from ..errors import InternalError, InvalidParams, ResourceNotFound, UsageError
-from ..protocol import PROTOCOL_VERSION, V1, Protocol, get_protocol, negotiate
+from ..protocol import PROTOCOL_VERSION, Protocol, get_protocol, negotiate
 from ..schema import _generated as s
 from .context import AgentSession, Context, PromptContext
 
@@ -44,9 +44,13 @@ _HOOK_NAMES = (
     "prompt", "cancel",
 )
 
-#: decorator / method name → (wire method, kind) in ACP v1. One hook per agent-side method
-#: (the protocol object of each version has its own mapping: ``Protocol.names``).
-HOOKS: dict[str, tuple[str, str]] = {hook: V1.names[hook] for hook in _HOOK_NAMES}
+#: the protocol the app's handlers are written against: acplink's vocabulary (its models are
+#: ``acplink.schema``); a version with other models serves them through its agent codec
+_VOCABULARY = get_protocol(PROTOCOL_VERSION)
+
+#: decorator / method name → (wire method, kind) in acplink's vocabulary. One hook per agent-side
+#: method (the protocol object of each version has its own mapping: ``Protocol.names``).
+HOOKS: dict[str, tuple[str, str]] = {hook: _VOCABULARY.names[hook] for hook in _HOOK_NAMES}
 
 
 class AgentBase:
@@ -95,10 +99,8 @@ class AgentBase:
         self.cancel_grace = cancel_grace
         #: most sessions held at once (``self.sessions``); closed and deleted sessions free their slot
         self.max_sessions = max_sessions
-        if 2 in self.protocols:  # the v2 draft (docs/v2.md): its protocol object is built on demand
-            from ..protocol.v2 import protocol as _v2_protocol
-
-            _v2_protocol()
+        for served in self.protocols:  # (an unknown version fails here; a draft's object is built now)
+            get_protocol(served)
         self.handlers: dict[str, Callable[..., Awaitable[Any]]] = {}
         self.extensions: dict[tuple[str, str], Callable[..., Awaitable[Any]]] = {}
         #: handlers of wire methods without a hook (``app.on("providers/list")``): (method, kind)
@@ -191,7 +193,7 @@ class AgentBase:
 
     # -- capabilities ---------------------------------------------------------------------------
 
-    def _capabilities_wire(self, protocol: Protocol = V1) -> dict[str, Any]:
+    def _capabilities_wire(self, protocol: Protocol = _VOCABULARY) -> dict[str, Any]:
         """What this agent advertises, derived from the registered hooks and methods (wire form)."""
         caps = self.prompt_capabilities
         out: dict[str, Any] = {
@@ -276,7 +278,7 @@ class AgentBase:
 
     # -- wiring ----------------------------------------------------------------------------------
 
-    def router(self, conn_ref: list[AgentSideConnection], protocol: Protocol = V1) -> Router:
+    def router(self, conn_ref: list[AgentSideConnection], protocol: Protocol = _VOCABULARY) -> Router:
         """Build the router of one connection for ``protocol`` (``conn_ref`` is filled once the
         connection exists)."""
         r = Router()
@@ -431,19 +433,10 @@ class AgentBase:
                    **kw: Any) -> AgentSideConnection:
         """A connection serving this app over ``transport`` (not started). ``protocols``: the
         ACP versions served (default: the app's), ``initialize`` choosing one."""
-        protocols = self.protocols if protocols is None else tuple(protocols)
-        ref: list[AgentSideConnection] = []
-        kw.setdefault("cancel_grace", self.cancel_grace)
-        if 2 in protocols:  # v1 and the v2 draft, the version chosen by initialize (docs/v2.md)
-            from ._v2_conn import VersionedAgentConnection
+        from ._conn import AppConnection
 
-            conn: AgentSideConnection = VersionedAgentConnection(transport, self.router(ref), app=self,
-                                                                 versions=protocols, **kw)
-        else:
-            conn = AgentSideConnection(transport, lambda protocol: self.router(ref, protocol), **kw)
-            conn.v1_only = protocols == (PROTOCOL_VERSION,)
-        ref.append(conn)
-        return conn
+        kw.setdefault("cancel_grace", self.cancel_grace)
+        return AppConnection(transport, self, versions=self.protocols if protocols is None else tuple(protocols), **kw)
 
 
 def _is_async(fn: object) -> bool:

@@ -195,6 +195,7 @@ def protocol() -> Protocol:
     if _V2 is None:
         from ...schema import v2 as models
         from ...schema.v2._stubs import AgentMethods, ClientMethods
+        from .agent_codec import V2AgentCodec
 
         _V2 = Protocol(
             version=PROTOCOL_VERSION,
@@ -209,6 +210,9 @@ def protocol() -> Protocol:
             capabilities_field=("capabilities", "capabilities"),
             long_running=frozenset({Method.SESSION_PROMPT, Method.REQUEST_PERMISSION, Method.ELICITATION_CREATE}),
             turns=V2_TURNS,
+            agent_codec=V2AgentCodec(),
+            features=frozenset({"agent_terminals"}),
+            info_field=("info", "info"),
         )
         register_protocol(_V2)
     return _V2
