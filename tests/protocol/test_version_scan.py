@@ -33,12 +33,6 @@ EXEMPT: dict[str, str] = {
 #: module is moved onto the protocol object; the test fails on any offence not listed here, and on an
 #: entry that no longer offends (so the list only shrinks).
 PENDING: dict[str, int] = {
-    "agent/_v2_conn.py": 8,
-    "agent/_v2_turns.py": 3,
-    "agent/_v2_wire.py": 1,
-    "agent/app.py": 5,
-    "agent/display_terminal.py": 1,
-    "agent/versions.py": 7,
     "cli/prompt.py": 2,
     "client/client.py": 1,
     "client/v2/compat.py": 1,
@@ -52,7 +46,6 @@ PENDING: dict[str, int] = {
     "conformance/runner.py": 4,
     "conformance/v2_checks.py": 3,
     "conformance/v2_checks_kit.py": 1,
-    "connection/agent_side.py": 2,
     "connection/base.py": 1,
     "connection/client_side.py": 1,
     "tools/analysis.py": 1,

@@ -43,7 +43,7 @@ log = logging.getLogger("acplink.agent")
 def _vocabulary(protocol: Protocol) -> Protocol:
     """The protocol the app's handlers are written against when ``protocol`` is on the wire."""
     codec = protocol.agent_codec
-    return codec.app_protocol if codec is not None else protocol  # type: ignore[no-any-return]
+    return codec.app_protocol if codec is not None else protocol
 
 
 class AppConnection(AgentSideConnection):
@@ -303,7 +303,7 @@ class AppConnection(AgentSideConnection):
             return await AgentSideConnection.request_json(self, method, params_json, timeout=timeout)
 
 
-def DualAgentConnection(transport: Any, v1: Router | None, v2: Router | None, **kw: Any) -> AgentSideConnection:  # noqa: N802
+def DualAgentConnection(transport: Any, v1: Router | None, v2: Router | None, **kw: Any) -> AgentSideConnection:
     """Two implementations behind one connection (kept for compatibility): the same as
     ``AgentSideConnection(transport, {1: v1, 2: v2})``, each ``Router``'s handlers taking their
     version's typed params."""

@@ -28,7 +28,7 @@ import orjson
 from ..connection.agent_side import AgentSideConnection
 from ..connection.base import RawJSON, Router
 from ..errors import InternalError, InvalidParams, ResourceNotFound, UsageError
-from ..protocol import PROTOCOL_VERSION, Protocol, get_protocol, negotiate
+from ..protocol import PROTOCOL_VERSION, Protocol, get_protocol, known_versions, negotiate
 from ..schema import _generated as s
 from .context import AgentSession, Context, PromptContext
 
@@ -99,8 +99,10 @@ class AgentBase:
         self.cancel_grace = cancel_grace
         #: most sessions held at once (``self.sessions``); closed and deleted sessions free their slot
         self.max_sessions = max_sessions
-        for served in self.protocols:  # (an unknown version fails here; a draft's object is built now)
-            get_protocol(served)
+        known = known_versions()
+        for served in self.protocols:  # (the object of a version built on first use is built now)
+            if served in known:
+                get_protocol(served)
         self.handlers: dict[str, Callable[..., Awaitable[Any]]] = {}
         self.extensions: dict[tuple[str, str], Callable[..., Awaitable[Any]]] = {}
         #: handlers of wire methods without a hook (``app.on("providers/list")``): (method, kind)

@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidRequest, RequestError
-from ..protocol import PROTOCOL_VERSION, Protocol
+from ..protocol import PROTOCOL_VERSION, ClientStubs, Protocol
 from ..schema import _generated as s
-from ..schema.v1._stubs import ClientMethods
 from .base import Connection, RawJSON, Router, RouterFactory
 from .peer import DONE
 from .rules import PromptTurns, advertises
@@ -41,7 +40,7 @@ class Turn:
         return self.cancel_event.is_set()
 
 
-class AgentSideConnection(Connection, ClientMethods):
+class AgentSideConnection(Connection, ClientStubs):
     """What an agent holds: typed calls of every client method, routing of agent methods.
 
     ``session/cancel`` cancels exactly the named session's running prompt turn: its

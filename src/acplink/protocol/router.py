@@ -32,6 +32,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from .base import get_protocol, known_versions
 from .v2 import UNSUPPORTED_PROTOCOL_VERSION
 
 __all__ = ["Decision", "Ignore", "Reply", "Select", "VersionRouter", "downgrade_initialize", "error_response", "for_v1_only"]
@@ -112,9 +113,10 @@ class VersionRouter:
     answering the whole array ``-32600``."""
 
     def __init__(self, versions: Collection[int] = (1, 2), *, batches: bool = False) -> None:
-        self.versions = sorted({v for v in versions if type(v) is int and 0 < v <= MAX_PROTOCOL_VERSION})
+        known = known_versions()
+        self.versions = sorted({v for v in versions if v in known})
         if not self.versions:
-            raise ValueError("a version router needs at least one protocol version")
+            raise ValueError(f"a version router needs at least one known protocol version ({known})")
         self.batches = batches
         #: the version chosen (None until an ``initialize`` succeeds)
         self.selected: int | None = None
@@ -242,8 +244,6 @@ class VersionRouter:
 def _info_shaped(version: int) -> bool:
     """Whether ``version``'s ``initialize`` is v2-shaped (``info``, ``capabilities``: checked
     strictly, string or integer ids, the version kept on a repeat) rather than v1's."""
-    from .base import get_protocol
-
     return get_protocol(version).capabilities_field[1] != "clientCapabilities"
 
 
