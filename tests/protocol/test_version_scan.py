@@ -46,7 +46,6 @@ PENDING: dict[str, int] = {
     "conformance/runner.py": 4,
     "conformance/v2_checks.py": 3,
     "conformance/v2_checks_kit.py": 1,
-    "connection/base.py": 1,
     "connection/client_side.py": 1,
     "tools/analysis.py": 1,
     "tools/analysis_v2.py": 1,
