@@ -15,7 +15,6 @@ from typing import Any
 
 from ..errors import AcpError
 from ..protocol.v2 import (
-    CLIENT_METHODS,
     STOP_REASONS,
     UNSUPPORTED_PROTOCOL_VERSION,
     V1_ONLY_METHODS,
@@ -25,9 +24,9 @@ from ..protocol.v2 import (
 from ..schema import parse
 from ..schema import v2 as m
 from .checks import Check
-from .probe import CheckAbort, Outcome, Probe, _short, text_block
+from .probe import CheckAbort, Probe, _short, text_block
 
-__all__ = ["V2_CHECKS", "V2_MONITORED", "agent_of", "v2_findings"]
+__all__ = ["V2_CHECKS", "V2_MONITORED"]
 
 V2_MONITORED = ("V2-SCHEMA-001", "V2-SCHEMA-002", "V2-IDS-001", "V2-RPC-008", "V2-TRANS-001", "V2-CAP-001")
 _INFO = {"name": "acplink-check", "version": "1"}
@@ -359,71 +358,3 @@ V2_CHECKS: tuple[Check, ...] = (
     Check("v2-sessions", check_sessions, ("V2-SESS-002", "V2-SESS-003", "V2-SESS-004"), V2_MONITORED),
     Check("v2-rpc", check_rpc, ("V2-RPC-001", "V2-RPC-002", "V2-RPC-003", "V2-RPC-004", "V2-EXT-001")),
 )
-
-
-def v2_findings(probe: Probe) -> list[Outcome]:
-    """Failures of the monitored requirements in one check's traffic: v2 schema violations of
-    the agent's messages, responses to unknown ids or answered twice."""
-    out: list[Outcome] = []
-    asked: set[Any] = set()
-    answered: set[Any] = set()
-    for rec in probe.records:
-        if rec.get("type") != "message":
-            continue
-        msg = rec.get("msg")
-        if rec.get("dir") == "c2a":
-            if rec.get("kind") == "request" and isinstance(msg, dict):
-                asked.add(_key(msg.get("id")))
-            continue
-        if "msg" not in rec:  # a line that is not JSON
-            raw = str(rec.get("raw", ""))
-            what = "not valid UTF-8" if "\ufffd" in raw else "not a JSON-RPC message"
-            out.append(Outcome("V2-TRANS-001", "fail", f"message #{rec.get('seq')}: a line that is {what}: "
-                               f"{raw[:80]!r}", probe.check))
-            continue
-        called = msg.get("method") if isinstance(msg, dict) else None
-        if isinstance(called, str) and (called == Method.ELICITATION_CREATE or not (
-                called in CLIENT_METHODS or called == Method.CANCEL_REQUEST or called.startswith("_"))):
-            why = "the checker advertised no elicitation" if called == Method.ELICITATION_CREATE else \
-                "not a client method of v2" + (" (a v1 method v2 removed)" if called in V1_ONLY_METHODS else "")
-            out.append(Outcome("V2-CAP-001", "fail", f"message #{rec.get('seq')}: the agent called {called!r}: {why}",
-                               probe.check))
-        err = msg.get("error") if isinstance(msg, dict) and "method" not in msg else None
-        if isinstance(err, dict) and isinstance(err.get("message"), str) and (
-                not err["message"].strip() or "\n" in err["message"].strip()):
-            out.append(Outcome("V2-RPC-008", "fail", f"message #{rec.get('seq')}: error {err.get('code')} has "
-                               f"{'an empty' if not err['message'].strip() else 'a multi-line'} message: "
-                               f"{err['message'][:120]!r}", probe.check))
-        for v in rec.get("violations") or []:
-            req = "V2-SCHEMA-002" if v.get("strict_only") else "V2-SCHEMA-001"
-            out.append(Outcome(req, "fail", f"message #{rec.get('seq')}: {v.get('path')}: {v.get('message')}",
-                               probe.check))
-        if rec.get("kind") == "response" and isinstance(msg, dict) and msg.get("id") is not None:
-            key = _key(msg.get("id"))
-            if key not in asked or key in answered:
-                what = "a second response" if key in answered else "a response to an unknown id"
-                out.append(Outcome("V2-IDS-001", "fail", f"message #{rec.get('seq')}: {what} ({msg.get('id')!r})",
-                                   probe.check))
-            answered.add(key)
-    seen: dict[str, int] = {}
-    kept = []
-    for o in out:
-        seen[o.requirement] = seen.get(o.requirement, 0) + 1
-        if seen[o.requirement] <= 3:
-            kept.append(o)
-    return kept
-
-
-def agent_of(probe: Probe) -> dict[str, Any] | None:
-    """The agent's ``info`` (name, version) from a v2 initialize answer in the check's traffic."""
-    for rec in probe.records:
-        msg = rec.get("msg")
-        result = msg.get("result") if isinstance(msg, dict) and rec.get("method") == Method.INITIALIZE else None
-        info = result.get("info") if isinstance(result, dict) else None
-        if isinstance(info, dict):
-            return {"name": info.get("name"), "version": info.get("version")}
-    return None
-
-
-def _key(rid: Any) -> Any:
-    return (type(rid).__name__, rid) if isinstance(rid, (str, int)) else ("other", repr(rid))

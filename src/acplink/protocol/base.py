@@ -61,6 +61,9 @@ class Protocol:
     #: an update kind that does not announce needs an announced id (:mod:`acplink.protocol.state`)
     tool_call_kinds: tuple[frozenset[str], frozenset[str]] = (frozenset({"tool_call"}),
                                                               frozenset({"tool_call_update"}))
+    #: the name of the conformance requirement set that judges an agent of this version
+    #: (``acplink check``: :mod:`acplink.conformance.suites`)
+    requirement_set: str = "acp-v1"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", MappingProxyType(dict(self.names)))

@@ -148,7 +148,7 @@ class TraceWriter:
             errs = validate_message(msg, answered, self.protocol)
             if errs:
                 rec["violations"] = errs
-        rec["msg"] = redact_message(msg, answered) if self.redact else msg
+        rec["msg"] = redact_message(msg, answered, self.protocol) if self.redact else msg
         self._emit(rec)
 
     def flush(self) -> None:
