@@ -20,7 +20,7 @@ import pytest
 
 from acplink.conformance.suites import finding_requirement, judge_traffic, suite_of
 from acplink.protocol.state import ConnectionState, Ready, TurnEnded, TurnStarted
-from acplink.tools.analysis import Finding, analyze
+from acplink.tools.analysis import Finding
 from acplink.tools.inspect import load_timeline
 
 TRACES = Path(__file__).resolve().parent / "traces"
