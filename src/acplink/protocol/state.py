@@ -26,12 +26,14 @@ Who uses it:
 
 - ``acplink inspect``, devtools and ``acplink check`` (:mod:`acplink.tools.analysis`) feed a
   recorded trace through it and turn the verdicts into a timeline and findings;
-- a live connection feeds every message it sends and receives (cheap: one dict lookup by
-  method and a few set operations per message). The agent side refuses an inbound request
-  whose verdict has a ``refusal`` (and does not feed the refused request's error answer back:
-  :meth:`ConnectionState.forget` drops the request); the client side asks
-  :meth:`ConnectionState.refusal` before sending a prompt, and reads the end of its turn
-  from the :class:`TurnEnded` event::
+- a live connection keeps one machine and feeds it every message it sends and receives
+  (cheap: one dict lookup by method and a few set operations per message). The agent side
+  answers an inbound request whose verdict has a ``refusal`` with an error, and feeds that
+  answer too (a refused prompt's answer gives a :class:`TurnEnded` with its own request id;
+  the running turn is untouched). The client side asks :meth:`ConnectionState.refusal`
+  before sending, and ends its prompt turn at the :class:`TurnEnded` event of its request id
+  (the response in v1, the idle state update in v2). Both can ask
+  :meth:`ConnectionState.running` for a session's running turn::
 
       state = ConnectionState()
       verdict = state.process("client", {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -351,12 +353,6 @@ class ConnectionState:
             if self.running(sid) is not None:
                 return f"session {sid!r} already has a prompt turn running"
         return None
-
-    def forget(self, role: str, rid: Any) -> None:
-        """Drop ``role``'s pending request ``rid`` (a refused request whose answer is not fed)."""
-        key = _key(rid)
-        if key is not None:
-            self._pending.pop((role, key), None)
 
     def finish(self) -> tuple[Finding, ...]:
         """The requests never answered, as findings (``at``: the tag given with each)."""
