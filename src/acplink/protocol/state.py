@@ -53,6 +53,7 @@ from typing import Any, Literal
 from ..errors import UsageError
 from .base import Protocol, get_protocol
 from .initialize import agreed_version
+from .messages import CallMatcher, message_kind
 from .rules import before_initialize, missing_capability
 
 __all__ = [
@@ -242,11 +243,6 @@ def default_protocol() -> Protocol:
     return V1
 
 
-def _key(rid: Any) -> tuple[str, Any] | None:
-    """A request id as a key (None: not a usable id, never pending)."""
-    return (type(rid).__name__, rid) if type(rid) in (str, int) else None
-
-
 def _obj(x: Any) -> dict[str, Any]:
     return x if isinstance(x, dict) else {}
 
@@ -292,8 +288,8 @@ class ConnectionState:
         self.client_capabilities: Any = None
         self.agent_capabilities: Any = None
         self.sessions: dict[str, _Session] = {}
-        self._pending: dict[tuple[str, tuple[str, Any]], _Call] = {}
-        self._answered: set[tuple[str, tuple[str, Any]]] = set()
+        #: requests in flight, by (direction, id)
+        self._calls: CallMatcher[_Call] = CallMatcher()
         self._tool_calls: set[str] = set()
         self._tables(self.protocol)
 
@@ -331,8 +327,7 @@ class ConnectionState:
     def answering(self, role: str, rid: Any) -> str | None:
         """The method of the request a response from ``role`` with id ``rid`` answers (None:
         no such request is pending)."""
-        key = _key(rid)
-        call = self._pending.get((_other(role), key)) if key is not None else None
+        call = self._calls.peek(_DIR[role], rid)
         return call.method if call is not None else None
 
     def running(self, session_id: str) -> Any:
@@ -356,42 +351,35 @@ class ConnectionState:
 
     def finish(self) -> tuple[Finding, ...]:
         """The requests never answered, as findings (``at``: the tag given with each)."""
-        return tuple(Finding("unanswered", f"{c.method} request {c.rid!r} ({_dir(role)}) never answered", c.tag)
-                     for (role, _k), c in self._pending.items())
+        return tuple(Finding("unanswered", f"{c.method} request {c.rid!r} ({d}) never answered", c.tag)
+                     for d, _rid, c in self._calls.unanswered())
 
     def unanswered(self) -> list[tuple[str, Any, str, Any]]:
         """The requests still pending: (role that sent it, id, method, tag)."""
-        return [(role, c.rid, c.method, c.tag) for (role, _k), c in self._pending.items()]
+        return [(_ROLE[d], c.rid, c.method, c.tag) for d, _rid, c in self._calls.unanswered()]
 
     # -- one message -----------------------------------------------------------------------------
 
     def process(self, role: str, message: Any, tag: Any = None) -> Verdict:
         """Judge one decoded message ``role`` sent (``tag``: whatever the caller wants back in
         the findings about this request later, e.g. its trace number)."""
-        if not isinstance(message, dict):
-            return _NOTHING
-        method = message.get("method")
-        if type(method) is str:
-            if "id" in message:
-                return self._request(role, method, message, tag)
-            if method == self._update_method and role == "agent":
-                return self._update(message)
-            return _NOTHING
-        if method is None and ("result" in message or "error" in message):
+        kind = message_kind(message)
+        if kind == "request":
+            return self._request(role, message["method"], message, tag)
+        if kind == "notification":
+            return self._update(message) if message["method"] == self._update_method and role == "agent" else _NOTHING
+        if kind == "response":
             return self._response(role, message)
-        if method is not None and "id" in message:  # an invalid request (method not a string): still answerable
-            key = _key(message.get("id"))
-            if key is not None:
-                self._pending[(role, key)] = _Call("(invalid request)", {}, message.get("id"), tag)
+        if isinstance(message, dict) and "method" in message and "id" in message:
+            # an invalid request (method not a string): still answerable
+            self._calls.sent(_DIR[role], message.get("id"), _Call("(invalid request)", {}, message.get("id"), tag))
         return _NOTHING
 
     def _request(self, role: str, method: str, msg: dict[str, Any], tag: Any) -> Verdict:
         rid = msg.get("id")
         params = msg.get("params")
         params = params if isinstance(params, dict) else {}
-        key = _key(rid)
-        if key is not None:
-            self._pending[(role, key)] = _Call(method, params, rid, tag)
+        self._calls.sent(_DIR[role], rid, _Call(method, params, rid, tag))
         out: _Out = ([], [])
         refusal = None
         if not self.ready:
@@ -414,16 +402,13 @@ class ConnectionState:
 
     def _response(self, role: str, msg: dict[str, Any]) -> Verdict:
         rid = msg.get("id")
-        key = _key(rid)
-        pkey = (_other(role), key)
-        call = self._pending.pop(pkey, None) if key is not None else None  # type: ignore[arg-type]
+        call = self._calls.answer(_DIR[role], rid)
         if call is None:
-            if key is not None and pkey in self._answered:
+            if self._calls.answered(_DIR[role], rid):
                 return Verdict(findings=(Finding("duplicate-response", f"second response to request {rid!r}"),))
             if "error" in msg and rid is None:
                 return _NOTHING
             return Verdict(findings=(Finding("response-unknown-id", f"response to unknown request id {rid!r}"),))
-        self._answered.add(pkey)  # type: ignore[arg-type]
         answer = self._on_answer.get(call.method)
         if answer is None:
             return _NOTHING
@@ -573,10 +558,6 @@ class ConnectionState:
         return sess
 
 
-def _other(role: str) -> str:
-    return "client" if role == "agent" else "agent"
-
-
-def _dir(role: str) -> str:
-    """The trace direction of a message ``role`` sent."""
-    return "c2a" if role == "client" else "a2c"
+#: the trace direction of a message each role sends, and back
+_DIR = {"client": "c2a", "agent": "a2c"}
+_ROLE = {"c2a": "client", "a2c": "agent"}
