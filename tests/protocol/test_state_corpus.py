@@ -109,7 +109,7 @@ def test_c_the_checker_judges_the_same_traffic(name: str) -> None:
 def test_the_checker_maps_what_the_corpus_breaks() -> None:
     # the corpus exercises the checker's mapping, not an empty one: on v1, a turn update after the
     # response, an update for an unknown session, an unknown tool call, a second answer, a
-    # capability; on v2, an update after close
+    # capability
     mapped = {finding_requirement(suite_of(c["version"]), Finding(f, "fs/write_text_file"))
               for c in EXPECTED.values() for f, _seq in c["findings"]}
-    assert {"PROMPT-002", "PROMPT-003", "PROMPT-004", "RPC-010", "CAP-001", "V2-CLOSE-002"} <= mapped
+    assert {"PROMPT-002", "PROMPT-003", "PROMPT-004", "RPC-010", "CAP-001"} <= mapped

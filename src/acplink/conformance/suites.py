@@ -56,6 +56,9 @@ class Suite:
     initialize: Mapping[str, Any] = field(default_factory=dict)
     #: the key of the kit's ids in ``tck_ids.json`` (None: the top level)
     tck_key: str | None = None
+    #: whether a response with id null (an answer to a notification) breaks the ids' requirement
+    #: (else it is judged by the check that sends the notification)
+    null_id_responses: bool = True
 
 
 def _capability_v1(message: str) -> str:
@@ -83,9 +86,12 @@ def _v2_draft() -> Suite:
         "acp-v2-draft", (*V2_CHECKS, *V2_KIT_CHECKS), V2_REQUIREMENTS, V2_MONITORED,
         findings={"schema": "V2-SCHEMA-001", "schema-strict": "V2-SCHEMA-002", "invalid-json": "V2-TRANS-001",
                   "response-unknown-id": "V2-IDS-001", "duplicate-response": "V2-IDS-001",
-                  "capability": "V2-CAP-001", "update-after-close": "V2-CLOSE-002"},
+                  "capability": "V2-CAP-001"},
+        # (not update-after-close → V2-CLOSE-002 on every check: the idle that ends a turn still
+        # running at session/close may follow the close response, V2-CLOSE-004; v2-close judges it)
         error_message="V2-RPC-008", foreign_call="V2-CAP-001",
-        initialize={"info": {"name": "acplink-check", "version": "1"}, "capabilities": {}}, tck_key="v2")
+        initialize={"info": {"name": "acplink-check", "version": "1"}, "capabilities": {}}, tck_key="v2",
+        null_id_responses=False)
 
 
 _SUITES: dict[str, Callable[[], Suite]] = {"acp-v1": _v1, "acp-v2-draft": _v2_draft}
@@ -170,8 +176,11 @@ def judge_traffic(records: list[dict[str, Any]], suite: Suite, check: str = "") 
     outcomes per requirement): the findings of :func:`~acplink.tools.analysis.analyze` (the
     state machine's verdicts) mapped to the suite's requirements, and the message-level rules."""
     found: list[tuple[str, str]] = []
+    null_ids = set() if suite.null_id_responses else {
+        r.get("seq") for r in records if r.get("kind") == "response" and isinstance(r.get("msg"), dict)
+        and r["msg"].get("id") is None}
     for f in analyze(records).findings:
-        if f.dir != "a2c":
+        if f.dir != "a2c" or (f.code == "response-unknown-id" and f.seq in null_ids):
             continue
         if f.code == "update-unknown-session" and suite.early_update is not None \
                 and (early := _created_later(records, f.seq)) is not None:
