@@ -193,6 +193,8 @@ class _Analyzer:
         self.prompts: dict[tuple[str, Any], TraceTurn] = {}
         #: the protocol the records' schema is judged by (follows initialize)
         self.protocol = self.state.protocol
+        #: the trace's header says its messages were checked as they were recorded
+        self.checked = False
 
     def find(self, code: str, message: str, rec: dict[str, Any]) -> None:
         self.t.findings.append(Finding(code, message, rec.get("seq"), rec.get("dir"), rec.get("mono")))
@@ -206,6 +208,8 @@ class _Analyzer:
             elif typ == "header":
                 t.header = {k: v for k, v in rec.items() if k not in ("type",)}
                 t.start = float(rec.get("mono") or 0.0)
+                # (recorded with schema checks: a record without violations has none)
+                self.checked = rec.get("validated") is True
             elif typ == "exit":
                 t.exit_code = rec.get("code")
             elif typ == "cut":
@@ -236,7 +240,7 @@ class _Analyzer:
         kind = message_kind(msg)
         answered = self.state.answering(role, msg.get("id")) if kind == "response" else None
         violations = rec.get("violations")
-        if violations is None:  # (a record without schema checks: checked here, by the agreed version)
+        if violations is None and not self.checked:  # (a record without schema checks: checked here)
             self.protocol = protocol_after(msg, answered, self.protocol)
             violations = validate_message(msg, answered, self.protocol)
         for v in violations or ():
