@@ -132,6 +132,8 @@ def test_a_command_without_its_extra_says_which_in_one_line(lean_env: dict[str, 
     m = LINE.match(done.stderr.strip())
     assert m and m["extra"] == m["again"] == extra, done.stderr
     assert not db.exists()  # (devtools checks before it creates its database)
+    if args == ["chat"]:  # docs/cli.md shows this line
+        assert f"$ acplink chat\n{done.stderr}" in (ROOT / "docs" / "cli.md").read_text()
 
 
 def test_the_rest_of_the_command_line_needs_no_extra(lean_env: dict[str, str], tmp_path: Path) -> None:
