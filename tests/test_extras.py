@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
+import pickle
 import re
 import subprocess
 import sys
@@ -188,6 +189,8 @@ def test_require_names_only_what_is_missing(monkeypatch: pytest.MonkeyPatch) -> 
     assert (err.what, err.extra, err.modules) == ("acplink chat", "cli", ("rich", "no_such_module_for_acplink"))
     assert str(err) == ("acplink chat needs the 'cli' extra (not installed: rich, no_such_module_for_acplink): "
                         "pip install 'acplink[cli]'")
+    again = pickle.loads(pickle.dumps(err))
+    assert type(again) is MissingDependency and str(again) == str(err) and again.modules == err.modules
 
 
 def _name(requirement: str) -> str:

@@ -89,6 +89,9 @@ class MissingDependency(UsageError, ImportError):
                          f"pip install 'acplink[{extra}]'")
         self.name = modules[0] if modules else None
 
+    def __reduce__(self) -> tuple[type[MissingDependency], tuple[str, str, tuple[str, ...]]]:
+        return type(self), (self.what, self.extra, self.modules)  # (pickles: the arguments, not the message)
+
 
 class ProtocolError(AcpError):
     """The peer broke the protocol (e.g. answered with an option that was not offered)."""
