@@ -16,6 +16,7 @@ from ._lazy import lazy_getattr as _lazy_getattr
 if TYPE_CHECKING:
     from . import (  # noqa: I001
         builders as builders,
+        methods as methods,
         schema as schema,
     )
     from .agent import (
@@ -160,6 +161,7 @@ _LAZY: dict[str, str] = {
     'builders': '.',
     'connect': '.client',
     'memory_pair': '.transports',
+    'methods': '.',
     'run_agent': '.agent',
     'schema': '.',
     'serve': '.agent',
