@@ -2,7 +2,8 @@
 
 Build an agent in a few lines (:class:`AgentApp`, :func:`run_agent`), drive any agent from
 Python (:func:`connect`), or work one level down with the typed connections and transports.
-Every ACP type lives in :mod:`acplink.schema`.
+Every ACP type lives in :mod:`acplink.schema`; every method has one name, a constant of
+:mod:`acplink.methods` (``SESSION_PROMPT == "session/prompt"``).
 """
 
 from __future__ import annotations
