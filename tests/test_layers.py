@@ -19,6 +19,7 @@ RANK = {
     "_lazy": 0,
     "_extras": 0,
     "schema": 1,
+    "methods": 1,  # the public home of schema/methods.py's constants
     "protocol": 1.5,  # the protocol object of each version: between schema and rpc
     "rpc": 2,
     "transports": 3,

@@ -2,7 +2,8 @@
 
 Build an agent in a few lines (:class:`AgentApp`, :func:`run_agent`), drive any agent from
 Python (:func:`connect`), or work one level down with the typed connections and transports.
-Every ACP type lives in :mod:`acplink.schema`.
+Every ACP type lives in :mod:`acplink.schema`; every method has one name, a constant of
+:mod:`acplink.methods` (``SESSION_PROMPT == "session/prompt"``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ._lazy import lazy_getattr as _lazy_getattr
 if TYPE_CHECKING:
     from . import (  # noqa: I001
         builders as builders,
+        methods as methods,
         schema as schema,
     )
     from .agent import (
@@ -162,6 +164,7 @@ _LAZY: dict[str, str] = {
     'builders': '.',
     'connect': '.client',
     'memory_pair': '.transports',
+    'methods': '.',
     'run_agent': '.agent',
     'schema': '.',
     'serve': '.agent',

@@ -12,8 +12,9 @@ Capabilities are advertised from what is registered: registering ``load_session`
 ``loadSession``, ``list_sessions`` advertises ``sessionCapabilities.list``, and so on.
 
 ``app.on(name)`` is the one registration path: ``name`` is a hook name (a key of
-:data:`HOOKS`) or any agent-side wire method of the protocol's method table
-(``app.on("providers/list")``); the typed decorators (``@app.prompt``, ...) are sugar over it.
+:data:`HOOKS`) or any agent-side wire method of the protocol's method table, best spelt with its
+constant (``app.on(PROVIDERS_LIST)``, :mod:`acplink.methods`), which types the handler; the typed
+decorators (``@app.prompt``, ...) are sugar over it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from ..connection.base import RawJSON, Router
 from ..errors import InternalError, InvalidParams, ResourceNotFound, UsageError
 from ..protocol import PROTOCOL_VERSION, Protocol, get_protocol, known_versions, negotiate
 from ..schema import _generated as s
+from ._on import AgentOn
 from .context import AgentSession, Context, PromptContext
 
 __all__ = ["HOOKS", "Agent", "AgentApp", "AgentBase"]
@@ -53,7 +55,7 @@ _VOCABULARY = get_protocol(PROTOCOL_VERSION)
 HOOKS: dict[str, tuple[str, str]] = {hook: _VOCABULARY.names[hook] for hook in _HOOK_NAMES}
 
 
-class AgentBase:
+class AgentBase(AgentOn):
     """The machinery shared by both styles (:class:`AgentApp`, :class:`Agent`): handlers,
     sessions, capabilities, and the router of each connection. Each handler takes one
     :class:`Context` (a :class:`PromptContext` for ``prompt``) whose ``params`` is the typed
@@ -128,11 +130,13 @@ class AgentBase:
 
     # -- registration ----------------------------------------------------------------------------
 
-    def on(self, name: str) -> Callable[[F], F]:
-        """Register a handler: ``name`` is a hook (a key of :data:`HOOKS`, e.g. ``"prompt"``) or
-        any agent-side wire method of the method table (e.g. ``"providers/list"``,
-        ``"nes/suggest"``, ``"document/didOpen"``). The handler takes a :class:`Context` whose
-        ``params`` is the typed params, and returns the typed result, a dict or None."""
+    def _on(self, name: str) -> Callable[[F], F]:
+        """``on(name)``: register a handler. ``name`` is a hook (a key of :data:`HOOKS`, e.g.
+        ``"prompt"``) or any agent-side wire method of the method table (a constant of
+        :mod:`acplink.methods`: ``PROVIDERS_LIST``, ``NES_SUGGEST``, ``DOCUMENT_DID_OPEN``, ...).
+        The handler takes a :class:`Context` whose ``params`` is the typed params, and returns
+        the typed result, a dict or None. ``on`` itself is generated (``._on``): one overload per
+        method, which types the handler for type checkers."""
         hook = self._hook_of(name)
         key: Any = hook
         if hook is None:
@@ -459,64 +463,65 @@ def _select_values(opt: Any) -> set[Any] | None:
 
 
 class AgentApp(AgentBase):
-    """Decorator style: ``@app.prompt``, ``@app.new_session``, ... (one per hook)."""
+    """Decorator style: ``@app.prompt``, ``@app.new_session``, ... (one per hook: sugar over
+    ``on``, keeping the handler's type as it is)."""
 
     def initialize(self, fn: F) -> F:
-        return self.on("initialize")(fn)
+        return self._on("initialize")(fn)
 
     def authenticate(self, fn: F) -> F:
-        return self.on("authenticate")(fn)
+        return self._on("authenticate")(fn)
 
     def logout(self, fn: F) -> F:
-        return self.on("logout")(fn)
+        return self._on("logout")(fn)
 
     def new_session(self, fn: F) -> F:
-        return self.on("new_session")(fn)
+        return self._on("new_session")(fn)
 
     def load_session(self, fn: F) -> F:
-        return self.on("load_session")(fn)
+        return self._on("load_session")(fn)
 
     def list_sessions(self, fn: F) -> F:
-        return self.on("list_sessions")(fn)
+        return self._on("list_sessions")(fn)
 
     def resume_session(self, fn: F) -> F:
-        return self.on("resume_session")(fn)
+        return self._on("resume_session")(fn)
 
     def close_session(self, fn: F) -> F:
-        return self.on("close_session")(fn)
+        return self._on("close_session")(fn)
 
     def delete_session(self, fn: F) -> F:
-        return self.on("delete_session")(fn)
+        return self._on("delete_session")(fn)
 
     def fork_session(self, fn: F) -> F:
-        return self.on("fork_session")(fn)
+        return self._on("fork_session")(fn)
 
     def archive_session(self, fn: F) -> F:
-        return self.on("archive_session")(fn)
+        return self._on("archive_session")(fn)
 
     def unarchive_session(self, fn: F) -> F:
-        return self.on("unarchive_session")(fn)
+        return self._on("unarchive_session")(fn)
 
     def session_status(self, fn: F) -> F:
-        return self.on("session_status")(fn)
+        return self._on("session_status")(fn)
 
     def set_title(self, fn: F) -> F:
-        return self.on("set_title")(fn)
+        return self._on("set_title")(fn)
 
     def set_mode(self, fn: F) -> F:
-        return self.on("set_mode")(fn)
+        return self._on("set_mode")(fn)
 
     def set_config_option(self, fn: F) -> F:
-        return self.on("set_config_option")(fn)
+        return self._on("set_config_option")(fn)
 
     def set_model(self, fn: F) -> F:
-        return self.on("set_model")(fn)
+        return self._on("set_model")(fn)
 
     def prompt(self, fn: F) -> F:
-        return self.on("prompt")(fn)
+        return self._on("prompt")(fn)
 
     def cancel(self, fn: F) -> F:
-        return self.on("cancel")(fn)
+        return self._on("cancel")(fn)
 
 
 class Agent(AgentBase):
