@@ -28,7 +28,8 @@ about), and four small records: :class:`Start`, :class:`Refuse`, :class:`Settle`
 :class:`Cancel`. :meth:`Delivery.take` also hands over what waits in the queue as it is: a
 notification (an ``IncomingNotification``, or the ``bytes`` of one whose decoding the engine
 deferred) to handle now, or an ``IncomingRequest`` whose turn has come, to :meth:`admit`. The
-common cases (deliver now, start now, settle now, queued) allocate nothing.
+common cases (deliver now, start now, settle now, queued) allocate nothing. The records are
+values: the driver reads them, nothing changes them.
 """
 
 from __future__ import annotations
@@ -36,11 +37,11 @@ from __future__ import annotations
 import collections
 import enum
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any, Final
 
 from ..errors import InternalError, RequestCancelled, RequestError
 from ..rpc.engine import IncomingRequest, IncomingResponse
+from ..rpc.framing import Record
 
 __all__ = [
     "END_OF_INPUT", "HOLD", "IDLE", "PAUSE_READING", "QUEUED", "QUEUE_FULL", "RESUME_READING", "SETTLE", "START",
@@ -85,36 +86,50 @@ IDLE: Final = Signal.IDLE
 END_OF_INPUT: Final = Signal.END_OF_INPUT
 
 
-@dataclass(frozen=True, slots=True)
-class Start:
+# The records are Records (compared and shown by value, like the engine's events), not
+# dataclasses: nothing is generated when acplink is imported (an agent's start-up counts).
+
+
+class Start(Record):
     """Start this inbound request (it was held, and may run now)."""
 
-    request: IncomingRequest
+    __slots__ = ("request",)
+
+    def __init__(self, request: IncomingRequest) -> None:
+        self.request = request
 
 
-@dataclass(frozen=True, slots=True)
-class Refuse:
+class Refuse(Record):
     """Answer inbound request ``id`` with ``error``; it does not run."""
 
-    id: int | str
-    error: RequestError
+    __match_args__ = ("id", "error")
+    __slots__ = ("error", "id")
+
+    def __init__(self, id: int | str, error: RequestError) -> None:
+        self.id = id
+        self.error = error
 
 
-@dataclass(frozen=True, slots=True)
-class Settle:
+class Settle(Record):
     """Settle the caller's ``future`` with ``event`` (through its result ``hook``): the
     notifications that arrived before this response were handled."""
 
-    future: Any
-    event: IncomingResponse
-    hook: Any
+    __match_args__ = ("future", "event", "hook")
+    __slots__ = ("event", "future", "hook")
+
+    def __init__(self, future: Any, event: IncomingResponse, hook: Any) -> None:
+        self.future = future
+        self.event = event
+        self.hook = hook
 
 
-@dataclass(frozen=True, slots=True)
-class Cancel:
+class Cancel(Record):
     """Cancel running request ``id`` (``$/cancel_request``): its handler sees ``CancelledError``."""
 
-    id: int | str
+    __slots__ = ("id",)
+
+    def __init__(self, id: int | str) -> None:
+        self.id = id
 
 
 #: what the driver may be told to do

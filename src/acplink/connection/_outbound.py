@@ -12,16 +12,12 @@ import asyncio
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import orjson
-
 from ..errors import ConnectionClosed, PeerOutputNotJson, RequestError, RequestTimeout, TransportError
 from ..rpc.engine import Engine
 from ..transports.base import MessageMeta, Transport
 from ._calls import DONE, Calls
 
-__all__ = ["CANCEL_REQUEST", "Outbound"]
-
-CANCEL_REQUEST = "$/cancel_request"
+__all__ = ["Outbound"]
 
 
 class Outbound:
@@ -41,6 +37,10 @@ class Outbound:
     close_reason: BaseException | None
 
     def mark_closed(self, reason: BaseException | None) -> None:
+        raise NotImplementedError
+
+    def _abandon(self, rid: int | str) -> None:
+        """Our caller gave up on call ``rid``: tell the peer (the Peer's: it spells the method)."""
         raise NotImplementedError
 
     def _closed_error(self) -> ConnectionClosed | PeerOutputNotJson:
@@ -160,8 +160,3 @@ class Outbound:
             if fut.done() and not fut.cancelled():
                 await fut  # raises the cause (and marks it retrieved)
             raise
-
-    def _abandon(self, rid: int | str) -> None:
-        if not self._closed and self.calls.abandon(rid):
-            self._write_quiet(self.engine.notification(CANCEL_REQUEST, orjson.dumps({"requestId": rid})))
-

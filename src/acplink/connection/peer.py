@@ -27,6 +27,8 @@ import logging
 from collections.abc import Awaitable
 from typing import Any, Protocol
 
+import orjson
+
 from .._tasks import TaskSet
 from ..errors import (
     AcpError,
@@ -60,11 +62,13 @@ from ._delivery import (
 )
 from ._failures import failure_answer
 from ._noise import BadInput, WarningLimiter
-from ._outbound import CANCEL_REQUEST, Outbound
+from ._outbound import Outbound
 
 __all__ = ["DONE", "Dispatcher", "Peer", "PeerLimits"]
 
 log = logging.getLogger("acplink.rpc")
+
+CANCEL_REQUEST = "$/cancel_request"
 
 _CANCELLED_BY_PEER = "cancelled by the peer ($/cancel_request)"
 
@@ -350,10 +354,11 @@ class Peer(Outbound):
 
     def _do(self, decision: Decision) -> None:
         """Carry out one decision of the delivery (see _delivery.py)."""
-        t = type(decision)
         if decision is QUEUED:
             self._wake()
-        elif t is Start:
+            return
+        t = type(decision)
+        if t is Start:
             ev = decision.request  # type: ignore[union-attr]
             self.tasks.spawn_keyed(self.run_request(ev), ev.id)
         elif t is Refuse:
@@ -539,3 +544,9 @@ class Peer(Outbound):
 
     def send_failed(self, exc: BaseException) -> None:
         self.mark_closed(exc)  # a transport that cannot write any more: the connection is over
+
+    def _abandon(self, rid: int | str) -> None:
+        """Our caller gave up on call ``rid`` (cancelled, timed out): tell the peer."""
+        if not self._closed and self.calls.abandon(rid):
+            self._write_quiet(self.engine.notification(CANCEL_REQUEST, orjson.dumps({"requestId": rid})))
+
