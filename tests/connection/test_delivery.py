@@ -20,6 +20,7 @@ from acplink.connection._delivery import (
     PAUSE_READING,
     QUEUE_FULL,
     QUEUED,
+    RELEASE,
     RESUME_READING,
     SETTLE,
     START,
@@ -40,6 +41,12 @@ def note(i: int) -> IncomingNotification:
 
 def req(rid: int, method: str = "fs/read_text_file") -> IncomingRequest:
     return IncomingRequest(rid, method, {})
+
+
+def ended(d: Delivery, rid: int) -> list[Any]:
+    """Request ``rid`` ended while others are held: what the release then decides."""
+    assert d.request_ended(rid) is RELEASE
+    return d.release(writing_paused=False)
 
 
 def drain(d: Delivery) -> list[Any]:
@@ -103,16 +110,16 @@ def test_the_running_limit_holds_requests_in_arrival_order_and_releases_them_as_
     assert [d.request(req(i), False) for i in range(4)] == [START, START, HOLD, HOLD]
     assert list(d.held) == [2, 3]
     assert d.request(req(9, "terminal/wait_for_exit"), False) is HOLD  # (behind the held ones: order kept)
-    assert d.request_ended(0, False) == [Start(req(2))]
+    assert ended(d, 0) == [Start(req(2))]
     assert list(d.held) == [3, 9] and d.busy == 2
     # a long-running method takes no slot: it starts too, although two run
-    assert d.request_ended(1, False) == [Start(req(3)), Start(req(9, "terminal/wait_for_exit"))]
+    assert ended(d, 1) == [Start(req(3)), Start(req(9, "terminal/wait_for_exit"))]
     assert not d.held and d.running[9] is True
-    assert d.busy == 2 and d.request_ended(9, False) == () and d.busy == 2
+    assert d.busy == 2 and d.request_ended(9) is None and d.busy == 2
     assert d.request(req(10, "terminal/wait_for_exit"), False) is START
-    d.request_ended(2, False)
-    d.request_ended(3, False)
-    d.request_ended(10, False)
+    assert d.request_ended(2) is None  # (nothing held: nothing to release)
+    assert d.request_ended(3) is None  # (nothing held: nothing to release)
+    assert d.request_ended(10) is None  # (nothing held: nothing to release)
     assert d.busy == 0 and d.running == {} and not d.held
 
 
@@ -148,7 +155,7 @@ def test_bytes_read_while_requests_are_held_pause_reading_until_they_start() -> 
     assert d.request(req(1), False) is START
     assert d.request(req(2), False) is HOLD
     assert d.read(60) is None and d.read(60) is PAUSE_READING and d.read(60) is None
-    assert d.request_ended(1, False) == [Start(req(2)), RESUME_READING]
+    assert ended(d, 1) == [Start(req(2)), RESUME_READING]
     assert d.held_bytes == 0 and not d.held_paused
 
 
@@ -161,7 +168,7 @@ def test_reading_paused_for_both_reasons_resumes_only_when_both_are_over() -> No
         d.enqueue(note(i))
     assert d.reading_paused
     assert RESUME_READING not in drain(d) and not d.reading_paused  # (still paused for the bytes)
-    assert d.request_ended(1, False) == [Start(req(2)), RESUME_READING]
+    assert ended(d, 1) == [Start(req(2)), RESUME_READING]
 
 
 def test_cancelling_a_held_a_queued_a_running_and_an_unknown_request() -> None:
@@ -169,17 +176,17 @@ def test_cancelling_a_held_a_queued_a_running_and_an_unknown_request() -> None:
     d.request(req(1), False)
     d.request(req(2), False)
     d.request(req(3), False)
-    out = d.cancel(2, False)
+    out = d.cancel(2)
     assert len(out) == 1 and type(out[0]) is Refuse and out[0].id == 2
     assert isinstance(out[0].error, RequestCancelled)
-    assert d.cancel(1, False) == [Cancel(1)]  # running: the driver cancels its task
-    assert d.cancel(99, False) == ()
-    assert d.request_ended(1, False) == [Start(req(3))]
+    assert d.cancel(1) == [Cancel(1)]  # running: the driver cancels its task
+    assert d.cancel(99) == ()
+    assert ended(d, 1) == [Start(req(3))]
     # queued behind a notification: refused, and skipped when its turn comes
     d.enqueue(note(0))
     r = req(4)
     assert d.request(r, False) is QUEUED
-    assert type(d.cancel(4, False)[0]) is Refuse
+    assert type(d.cancel(4)[0]) is Refuse
     assert [type(x) for x in drain(d)] == [IncomingNotification]
 
 
@@ -197,7 +204,7 @@ def test_nothing_held_starts_once_shut() -> None:
     d.request(req(1), False)
     d.request(req(2), False)
     d.shut()
-    assert not d.held and d.request_ended(1, False) == ()
+    assert not d.held and d.request_ended(1) is None
     assert d.release(False) == []
 
 

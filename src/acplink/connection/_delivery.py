@@ -44,8 +44,8 @@ from ..rpc.engine import IncomingRequest, IncomingResponse
 from ..rpc.framing import Record
 
 __all__ = [
-    "END_OF_INPUT", "HOLD", "IDLE", "PAUSE_READING", "QUEUED", "QUEUE_FULL", "RESUME_READING", "SETTLE", "START",
-    "WATCH_WRITES", "Cancel", "Decision", "Delivery", "Refuse", "Settle", "Signal", "Start",
+    "END_OF_INPUT", "HOLD", "IDLE", "PAUSE_READING", "QUEUED", "QUEUE_FULL", "RELEASE", "RESUME_READING", "SETTLE",
+    "START", "WATCH_WRITES", "Cancel", "Decision", "Delivery", "Refuse", "Settle", "Signal", "Start",
 ]
 
 
@@ -68,6 +68,8 @@ class Signal(enum.Enum):
     RESUME_READING = "resume reading"
     #: held requests wait for the write buffer to drain: watch it, then :meth:`Delivery.release`
     WATCH_WRITES = "watch writes"
+    #: requests are held and may start now: ask :meth:`Delivery.release` (with the buffer's state)
+    RELEASE = "release"
     #: nothing to deliver: the consumer waits for the next arrival
     IDLE = "idle"
     #: everything before the peer's end of input was delivered: handle the end now
@@ -82,6 +84,7 @@ QUEUE_FULL: Final = Signal.QUEUE_FULL
 PAUSE_READING: Final = Signal.PAUSE_READING
 RESUME_READING: Final = Signal.RESUME_READING
 WATCH_WRITES: Final = Signal.WATCH_WRITES
+RELEASE: Final = Signal.RELEASE
 IDLE: Final = Signal.IDLE
 END_OF_INPUT: Final = Signal.END_OF_INPUT
 
@@ -285,15 +288,12 @@ class Delivery:
             held[ev.id] = ev  # (behind the ones already waiting: arrival order is kept)
             self._held_order.append(ev)
             return HOLD
-        self._run(ev)
-        return START
-
-    def _run(self, ev: IncomingRequest) -> None:
         if ev.method in self.long_running:
-            self.running[ev.id] = True
+            running[ev.id] = True
         else:
-            self.running[ev.id] = False
+            running[ev.id] = False
             self.busy += 1
+        return START
 
     def release(self, writing_paused: bool) -> list[Decision]:
         """Start the held requests that may run now, in arrival order (:class:`Start` each);
@@ -306,41 +306,48 @@ class Delivery:
                 return [WATCH_WRITES]  # (the driver releases them when the buffer drains)
             limit = self.max_running_requests
             long_running = self.long_running
+            running = self.running
             while held:
                 ev = order[0]
                 if held.get(ev.id) is not ev:  # (cancelled while held)
                     order.popleft()
                     continue
-                if self.busy >= limit and ev.method not in long_running:
+                long = ev.method in long_running
+                if self.busy >= limit and not long:
                     return out
                 order.popleft()
                 del held[ev.id]
-                self._run(ev)
+                running[ev.id] = long
+                if not long:
+                    self.busy += 1
                 out.append(Start(ev))
         if not held:
             order.clear()
+        self._unheld(out)
+        return out
+
+    def _unheld(self, out: list[Decision]) -> None:
+        """Nothing is held any more (or nothing will start): reading paused for them resumes."""
         self.held_bytes = 0
         if self.held_paused:
             self.held_paused = False
             if not self.reading_paused:
                 out.append(RESUME_READING)
-        return out
 
-    def request_ended(self, rid: int | str, writing_paused: bool) -> Sequence[Decision]:
-        """Inbound request ``rid`` ended: what :meth:`release` decides, if requests are held."""
+    def request_ended(self, rid: int | str) -> Signal | None:
+        """Inbound request ``rid`` ended: RELEASE when requests are held (one may start now)."""
         if not self.running.pop(rid, False):
             self.busy -= 1
-        if self.held:
-            return self.release(writing_paused)
-        return _NOTHING
+        return RELEASE if self.held else None
 
-    def cancel(self, rid: int | str, writing_paused: bool) -> Sequence[Decision]:
+    def cancel(self, rid: int | str) -> Sequence[Decision]:
         """``$/cancel_request`` for ``rid``: a request not started yet is refused at once (a
         Refuse with RequestCancelled); a running one gets a :class:`Cancel`."""
         if self.held.pop(rid, None) is not None or self.queued_requests.pop(rid, None) is not None:
             out: list[Decision] = [Refuse(rid, RequestCancelled("Request cancelled"))]
             if not self.held:
-                out += self.release(writing_paused)
+                self._held_order.clear()
+                self._unheld(out)
             elif len(self._held_order) > 2 * len(self.held) + 64:  # (cancelled ones: keep it bounded)
                 self._held_order = collections.deque(self.held.values())
             return out

@@ -49,6 +49,7 @@ from ._delivery import (
     PAUSE_READING,
     QUEUE_FULL,
     QUEUED,
+    RELEASE,
     RESUME_READING,
     SETTLE,
     START,
@@ -333,26 +334,23 @@ class Peer(Outbound):
                 else:
                     self._wake()
         elif t is IncomingRequest:
-            self._admitted(ev, self.delivery.request(ev, self.transport.writing_paused))
+            decision = self.delivery.request(ev, self.transport.writing_paused)
+            if decision is START:
+                self.tasks.spawn_keyed(self.run_request(ev), ev.id)
+            elif decision is not HOLD:  # (held: a later release starts it)
+                self._do(decision)
         else:
             self._violation(ev)
 
     def _cancel_inbound(self, params: Any) -> None:
         rid = params.get("requestId") if isinstance(params, dict) else None
         if isinstance(rid, (int, str)):
-            for decision in self.delivery.cancel(rid, self.transport.writing_paused):
+            for decision in self.delivery.cancel(rid):
                 self._do(decision)
 
     # -- carrying out the delivery's decisions -------------------------------------------------
 
-    def _admitted(self, ev: IncomingRequest, decision: Decision) -> None:
-        """What the delivery decided about inbound request ``ev``."""
-        if decision is START:
-            self.tasks.spawn_keyed(self.run_request(ev), ev.id)
-        elif decision is not HOLD:  # (held: a later release starts it)
-            self._do(decision)
-
-    def _do(self, decision: Decision) -> None:
+    def _do(self, decision: Decision | None) -> None:
         """Carry out one decision of the delivery (see _delivery.py)."""
         if decision is QUEUED:
             self._wake()
@@ -376,6 +374,9 @@ class Peer(Outbound):
             self.transport.pause_reading()
         elif decision is RESUME_READING:
             self.transport.resume_reading()
+        elif decision is RELEASE:
+            for d in self.delivery.release(self.transport.writing_paused):
+                self._do(d)
         elif decision is WATCH_WRITES:
             self._watch_writes()
         # (HOLD: nothing to do; START, SETTLE, Settle, IDLE and END_OF_INPUT are carried
@@ -413,7 +414,11 @@ class Peer(Outbound):
             elif t is Settle:
                 resolve(item.future, item.event, item.hook)
             elif t is IncomingRequest:  # (its turn in the order is now)
-                self._admitted(item, self.delivery.admit(item, self.transport.writing_paused))
+                decision = self.delivery.admit(item, self.transport.writing_paused)
+                if decision is START:
+                    self.tasks.spawn_keyed(self.run_request(item), item.id)
+                elif decision is not HOLD:
+                    self._do(decision)
             elif item is RESUME_READING:
                 self.transport.resume_reading()
             elif item is END_OF_INPUT:
@@ -422,18 +427,13 @@ class Peer(Outbound):
             else:  # a deferred line that turned out broken
                 self.handle_event(item)
 
-    def _request_ended(self, rid: int | str) -> None:
-        """The task of inbound request ``rid`` ends (from its own ``finally``)."""
-        self.tasks.keyed.pop(rid, None)
-        for decision in self.delivery.request_ended(rid, self.transport.writing_paused):
-            self._do(decision)
-
     def _cancelled(self, rid: int | str, task: asyncio.Future[Any]) -> None:
         # A task cancelled before its first step (a request and its $/cancel_request read in
         # one chunk) never runs the body of run_request: answer it here and forget it. (Only
         # cancelled tasks get this callback: the others remove themselves.)
         if self.tasks.keyed.get(rid) is task:
-            self._request_ended(rid)
+            del self.tasks.keyed[rid]
+            self._do(self.delivery.request_ended(rid))
             if task.cancelled():
                 self.reply_error(rid, RequestCancelled("Request cancelled"))
 
@@ -462,8 +462,7 @@ class Peer(Outbound):
         finally:
             self._watch = None
         if not drained.cancelled() and drained.exception() is None:
-            for decision in self.delivery.release(transport.writing_paused):
-                self._do(decision)
+            self._do(RELEASE)
 
     def _stalled(self, timeout: float) -> None:
         transport = self.transport
@@ -534,8 +533,10 @@ class Peer(Outbound):
                 data = self.engine.error(ev.id, failure_answer(exc, ev.method, self.name, self.debug, self._closed))
             if not self._closed:
                 self._write_quiet(data, MessageMeta(reply_to=ev.id) if self._reply_meta else None)
-        finally:
-            self._request_ended(ev.id)
+        finally:  # (the task ends: the delivery may start a held request)
+            self.tasks.keyed.pop(ev.id, None)
+            if self.delivery.request_ended(ev.id) is RELEASE:
+                self._do(RELEASE)
 
     # -- transport sink: the write side --------------------------------------------------------
 
