@@ -17,6 +17,7 @@ RANK = {
     "_text": 0,
     "_tasks": 0,
     "_lazy": 0,
+    "_extras": 0,
     "schema": 1,
     "protocol": 1.5,  # the protocol object of each version: between schema and rpc
     "rpc": 2,

@@ -57,6 +57,13 @@ class Protocol:
     #: how a prompt turn runs in this version (answer, busy policy, state updates): the one
     #: place every side reads the lifecycle from (:mod:`acplink.protocol.turns`)
     turns: TurnRules = V1_TURNS
+    #: the update kinds that announce a tool call (its first sight) and the kinds that update one;
+    #: an update kind that does not announce needs an announced id (:mod:`acplink.protocol.state`)
+    tool_call_kinds: tuple[frozenset[str], frozenset[str]] = (frozenset({"tool_call"}),
+                                                              frozenset({"tool_call_update"}))
+    #: the name of the conformance requirement set that judges an agent of this version
+    #: (``acplink check``: :mod:`acplink.conformance.suites`)
+    requirement_set: str = "acp-v1"
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", MappingProxyType(dict(self.names)))

@@ -209,6 +209,9 @@ def protocol() -> Protocol:
             capabilities_field=("capabilities", "capabilities"),
             long_running=frozenset({Method.SESSION_PROMPT, Method.REQUEST_PERMISSION, Method.ELICITATION_CREATE}),
             turns=V2_TURNS,
+            # (tool_call_update is an upsert: it announces the call)
+            tool_call_kinds=(frozenset({Update.TOOL_CALL_UPDATE}), frozenset({Update.TOOL_CALL_UPDATE})),
+            requirement_set="acp-v2-draft",
         )
         register_protocol(_V2)
     return _V2
