@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import collections
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 from ..rpc.engine import Engine, IncomingResponse
 
-__all__ = ["Calls", "resolve"]
+__all__ = ["DONE", "Calls", "resolve"]
 
 
 class Calls:
@@ -126,3 +126,17 @@ def resolve(fut: asyncio.Future[Any], ev: IncomingResponse, hook: Callable[[Any]
             fut.set_exception(exc)
         else:
             fut.set_result(value)
+
+
+class _Done:
+    """An awaitable that is already done."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return iter(())  # type: ignore[return-value]
+
+
+#: an awaitable that is already done (shared by the connection layer)
+DONE = _Done()
+

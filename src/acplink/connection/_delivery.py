@@ -1,69 +1,163 @@
-"""Ordered delivery of what the peer sends, with backpressure, and the admission of its requests.
+"""Ordered delivery, backpressure and the admission of inbound requests, as decisions.
 
-One consumer task handles the peer's notifications one at a time in arrival order. A response
-reaches its caller only after every notification that arrived before it was handled, and an
-inbound request starts only after them too (a permission question finds the tool call it
-names known). Requests then run concurrently, each in its own task, within the limits of
-:class:`~acplink.connection.peer.PeerLimits`:
+:class:`Delivery` is the inbound side of one connection as a state machine without I/O, in
+the manner of a sans-I/O protocol library: it starts no task, touches no transport and calls
+nothing back. The connection's driver (``peer.py``) tells it what happened (a message
+arrived, a request ended, the write buffer drained, ...) and gets back a *decision*, which it
+carries out. A test feeds it inputs and asserts the decisions (tests/connection/test_delivery.py).
 
-* at most ``max_running_requests`` run at once (the long-waiting ones of
-  :attr:`Delivery.long_running`, the protocol's ``long_running``, excepted); the others are
-  *held*, in arrival order;
+The rules it keeps:
+
+* notifications are handled one at a time in arrival order (the driver's consumer task takes
+  them with :meth:`Delivery.take`);
+* a response reaches its caller only after every notification that arrived before it was
+  handled (the reply to ``session/prompt`` never overtakes the ``session/update`` of its turn),
+  and an inbound request starts only after them too (a permission question finds the tool
+  call it names known);
+* requests then run concurrently: at most ``max_running_requests`` at once (the long-waiting
+  ones of :attr:`Delivery.long_running` excepted); the others are *held*, in arrival order;
 * while our write buffer is over its high-water mark no request starts (its answer would only
-  add to the buffer); a watcher task starts them once it drains, and disconnects a peer that
-  takes nothing of a full buffer for ``stalled_peer_timeout`` seconds;
+  add to the buffer): they start when it drains (the driver watches it, and disconnects a peer
+  that takes nothing of a full buffer for ``stalled_peer_timeout`` seconds);
 * reading stops while more than ``max_queued_notifications`` wait for the consumer, or once
-  more than ``write_buffer_high`` bytes were read while requests are held.
+  more than ``max_held_bytes`` (the write buffer's high-water mark) were read while requests
+  are held.
 
-Every task here (the consumer, the requests, the watcher) belongs to the peer's task set.
+The decisions: the :class:`Signal` values, which carry nothing (the driver knows what they are
+about), and four small records: :class:`Start`, :class:`Refuse`, :class:`Settle` and
+:class:`Cancel`. :meth:`Delivery.take` also hands over what waits in the queue as it is: a
+notification (an ``IncomingNotification``, or the ``bytes`` of one whose decoding the engine
+deferred) to handle now, or an ``IncomingRequest`` whose turn has come, to :meth:`admit`. The
+common cases (deliver now, start now, settle now, queued) allocate nothing. The records are
+values: the driver reads them, nothing changes them.
 """
 
 from __future__ import annotations
 
-import asyncio
 import collections
-import functools
-import logging
-from typing import TYPE_CHECKING, Any
+import enum
+from collections.abc import Sequence
+from typing import Any, Final
 
-from .._tasks import TaskSet
-from ..errors import ConnectionClosed, InternalError, RequestCancelled, RequestError
-from ..rpc.engine import IncomingNotification, IncomingRequest, IncomingResponse
-from ._calls import resolve
+from ..errors import InternalError, RequestCancelled, RequestError
+from ..rpc.engine import IncomingRequest, IncomingResponse
+from ..rpc.framing import Record
 
-if TYPE_CHECKING:
-    from .peer import Peer, PeerLimits
-
-__all__ = ["Delivery"]
-
-log = logging.getLogger("acplink.rpc")
-
-_CANCELLED_BY_PEER = "cancelled by the peer ($/cancel_request)"
+__all__ = [
+    "END_OF_INPUT", "HOLD", "IDLE", "PAUSE_READING", "QUEUED", "QUEUE_FULL", "RELEASE", "RESUME_READING", "SETTLE",
+    "START", "WATCH_WRITES", "Cancel", "Decision", "Delivery", "Refuse", "Settle", "Signal", "Start",
+]
 
 
-class _Resolution:
-    """A response waiting in the queue for the notifications that arrived before it."""
+class Signal(enum.Enum):
+    """A decision that carries nothing."""
 
+    #: start the request just given to :meth:`Delivery.request` / :meth:`Delivery.admit`
+    START = "start"
+    #: the request just given waits (backpressure); a later :meth:`Delivery.release` starts it
+    HOLD = "hold"
+    #: settle the response just given to :meth:`Delivery.response` now: nothing waits before it
+    SETTLE = "settle"
+    #: it waits in the queue behind what arrived before it: wake the consumer
+    QUEUED = "queued"
+    #: as QUEUED, and now more than ``max_queued_notifications`` wait: also stop reading
+    QUEUE_FULL = "queue full"
+    #: stop reading (bytes read while requests are held passed the limit)
+    PAUSE_READING = "pause reading"
+    #: read again
+    RESUME_READING = "resume reading"
+    #: held requests wait for the write buffer to drain: watch it, then :meth:`Delivery.release`
+    WATCH_WRITES = "watch writes"
+    #: requests are held and may start now: ask :meth:`Delivery.release` (with the buffer's state)
+    RELEASE = "release"
+    #: nothing to deliver: the consumer waits for the next arrival
+    IDLE = "idle"
+    #: everything before the peer's end of input was delivered: handle the end now
+    END_OF_INPUT = "end of input"
+
+
+START: Final = Signal.START
+HOLD: Final = Signal.HOLD
+SETTLE: Final = Signal.SETTLE
+QUEUED: Final = Signal.QUEUED
+QUEUE_FULL: Final = Signal.QUEUE_FULL
+PAUSE_READING: Final = Signal.PAUSE_READING
+RESUME_READING: Final = Signal.RESUME_READING
+WATCH_WRITES: Final = Signal.WATCH_WRITES
+RELEASE: Final = Signal.RELEASE
+IDLE: Final = Signal.IDLE
+END_OF_INPUT: Final = Signal.END_OF_INPUT
+
+
+# The records are Records (compared and shown by value, like the engine's events), not
+# dataclasses: nothing is generated when acplink is imported (an agent's start-up counts).
+
+
+class Start(Record):
+    """Start this inbound request (it was held, and may run now)."""
+
+    __slots__ = ("request",)
+
+    def __init__(self, request: IncomingRequest) -> None:
+        self.request = request
+
+
+class Refuse(Record):
+    """Answer inbound request ``id`` with ``error``; it does not run."""
+
+    __match_args__ = ("id", "error")
+    __slots__ = ("error", "id")
+
+    def __init__(self, id: int | str, error: RequestError) -> None:
+        self.id = id
+        self.error = error
+
+
+class Settle(Record):
+    """Settle the caller's ``future`` with ``event`` (through its result ``hook``): the
+    notifications that arrived before this response were handled."""
+
+    __match_args__ = ("future", "event", "hook")
     __slots__ = ("event", "future", "hook")
 
-    def __init__(self, future: asyncio.Future[Any], event: IncomingResponse, hook: Any) -> None:
+    def __init__(self, future: Any, event: IncomingResponse, hook: Any) -> None:
         self.future = future
         self.event = event
         self.hook = hook
 
 
-#: the queue's last item once the peer's input ended
-_EOF = object()
+class Cancel(Record):
+    """Cancel running request ``id`` (``$/cancel_request``): its handler sees ``CancelledError``."""
+
+    __slots__ = ("id",)
+
+    def __init__(self, id: int | str) -> None:
+        self.id = id
+
+
+#: what the driver may be told to do
+Decision = Signal | Start | Refuse | Settle | Cancel
+
+_NOTHING: Final[tuple[Decision, ...]] = ()
+
+
+def _duplicate(rid: int | str) -> Refuse:
+    return Refuse(rid, RequestError(f"Invalid request: duplicate request id {rid!r}", code=-32600))
 
 
 class Delivery:
-    """The inbound side of one peer (see the module doc)."""
+    """The inbound side of one connection (see the module doc)."""
 
-    def __init__(self, peer: Peer, limits: PeerLimits, tasks: TaskSet,
+    def __init__(self, *, max_concurrent_requests: int = 10_000, max_running_requests: int = 16,
+                 max_queued_notifications: int = 10_000, max_held_bytes: int = 4 * 1024 * 1024,
                  long_running: frozenset[str] = frozenset()) -> None:
-        self.peer = peer
-        self.limits = limits
-        self.tasks = tasks
+        self.max_concurrent_requests = max_concurrent_requests
+        self.max_running_requests = max_running_requests
+        self.max_queued_notifications = max_queued_notifications
+        self.max_held_bytes = max_held_bytes
+        #: reading, paused for the queue, resumes once no more than half the limit wait
+        #: (checked before the next item leaves the queue: hence the + 1)
+        self._resume_at = max_queued_notifications // 2 + 1
         #: wire methods that may wait a long time on something outside this connection (the
         #: user, a process, the model): they take no ``max_running_requests`` slot, so that a
         #: few dozen of them waiting cannot hold back a quick request they depend on
@@ -72,9 +166,9 @@ class Delivery:
         #: when ``initialize`` selects another version.
         self.long_running = long_running
         #: what waits for the consumer: notifications (deferred ones as bytes), requests,
-        #: responses (_Resolution), the end of input
+        #: responses (Settle), the end of input (END_OF_INPUT). The driver may append deferred
+        #: notifications itself, then call :meth:`queued`.
         self.queue: collections.deque[Any] = collections.deque()
-        self._wakeup: asyncio.Event | None = None
         self.consumer_busy = False
         self.reading_paused = False
         self.closed = False
@@ -89,22 +183,15 @@ class Delivery:
         #: bytes read while requests are held; reading paused for them
         self.held_bytes = 0
         self.held_paused = False
-        #: requests running that count toward max_running_requests; the long-running ones
+        #: id -> whether it is long-running, of the inbound requests started and not ended
+        self.running: dict[int | str, bool] = {}
+        #: how many of them count toward max_running_requests
         self.busy = 0
-        self.long: set[int | str] = set()
-        #: the task that runs while the write buffer is over its high-water mark
-        self.watch: asyncio.Future[None] | None = None
-        #: why the peer was disconnected for not reading (see PeerLimits.stalled_peer_timeout)
-        self.stall_message: str | None = None
 
     @property
-    def running(self) -> dict[Any, asyncio.Future[Any]]:
-        """id -> task of the inbound requests running."""
-        return self.tasks.keyed
-
-    def start(self) -> None:
-        self._wakeup = asyncio.Event()
-        self.tasks.spawn(self._consume(), name=f"acplink-{self.peer.name}-ordered")
+    def idle(self) -> bool:
+        """Nothing waits for the consumer and it handles nothing."""
+        return not self.queue and not self.consumer_busy
 
     def shut(self) -> None:
         """The connection closed: nothing held starts any more."""
@@ -112,247 +199,158 @@ class Delivery:
         self.held.clear()
         self._held_order.clear()
 
-    @property
-    def idle(self) -> bool:
-        """Nothing waits for the consumer and it handles nothing."""
-        return not self.queue and not self.consumer_busy
-
     # -- arrivals ------------------------------------------------------------------------------
 
-    def enqueue(self, item: Any) -> None:
+    def enqueue(self, item: Any) -> Signal:
+        """A notification (or the bytes of a deferred one): QUEUED or QUEUE_FULL."""
         self.queue.append(item)
-        self.queued()
+        return self.queued()
 
-    def queued(self) -> None:
-        """After queueing: wake the consumer; past the limit, stop reading (backpressure)."""
-        self._wake()
-        if not self.reading_paused and len(self.queue) > self.limits.max_queued_notifications:
+    def queued(self) -> Signal:
+        """After something joined the queue: QUEUED, or QUEUE_FULL when it is now past the limit."""
+        if not self.reading_paused and len(self.queue) > self.max_queued_notifications:
             self.reading_paused = True
-            self.peer.transport.pause_reading()
+            return QUEUE_FULL
+        return QUEUED
 
-    def _wake(self) -> None:
-        w = self._wakeup
-        if w is not None and not w.is_set():
-            w.set()
-
-    def response(self, fut: asyncio.Future[Any], ev: IncomingResponse, hook: Any) -> None:
-        """A response to one of our calls: settled now, or after the notifications queued."""
+    def response(self, future: Any, event: IncomingResponse, hook: Any) -> Signal:
+        """A response to one of our calls: SETTLE now, or QUEUED behind the notifications."""
         if not self.queue and not self.consumer_busy:
-            resolve(fut, ev, hook)
-        else:
-            self.queue.append(_Resolution(fut, ev, hook))
-            self._wake()
+            return SETTLE
+        self.queue.append(Settle(future, event, hook))
+        return QUEUED
 
-    def request(self, ev: IncomingRequest) -> None:
-        """An inbound request: admitted now, or after the notifications queued before it."""
+    def request(self, ev: IncomingRequest, writing_paused: bool) -> Decision:
+        """An inbound request: what :meth:`admit` decides, or QUEUED / QUEUE_FULL behind the
+        notifications that arrived before it (:meth:`take` hands it back when its turn comes)."""
         if self.queue or self.consumer_busy:
             if ev.id in self.queued_requests:
-                self.peer.reply_error(ev.id, RequestError(f"Invalid request: duplicate request id {ev.id!r}",
-                                                          code=-32600))
-                return
+                return _duplicate(ev.id)
             self.queued_requests[ev.id] = ev
-            self.enqueue(ev)
-            return
-        self._admit(ev)
+            self.queue.append(ev)
+            return self.queued()
+        return self.admit(ev, writing_paused)
 
-    def end_of_input(self) -> bool:
-        """The peer's input ended: True when the queue still holds messages (the end is then
-        handled after them, by the consumer)."""
+    def end_of_input(self) -> Signal:
+        """The peer's input ended: END_OF_INPUT now, or QUEUED behind what waits (:meth:`take`
+        returns END_OF_INPUT after it)."""
         if self.queue or self.consumer_busy:
-            self.queue.append(_EOF)
-            self._wake()
-            return True
-        return False
+            self.queue.append(END_OF_INPUT)
+            return QUEUED
+        return END_OF_INPUT
 
-    def read(self, n: int) -> None:
-        """``n`` bytes were read: past the high-water mark while requests are held, stop
-        reading until they have all started (memory stays bounded whatever the peer sends)."""
+    def read(self, n: int) -> Signal | None:
+        """``n`` bytes were read while requests are held: PAUSE_READING once past the limit
+        (until they have all started: memory stays bounded whatever the peer sends)."""
         self.held_bytes += n
-        if not self.held_paused and self.held_bytes > self.limits.write_buffer_high:
+        if not self.held_paused and self.held_bytes > self.max_held_bytes:
             self.held_paused = True
-            self.peer.transport.pause_reading()
+            return PAUSE_READING
+        return None
 
     # -- the consumer --------------------------------------------------------------------------
 
-    async def _consume(self) -> None:
+    def take(self) -> Any:
+        """What the consumer does next: handle a notification (an ``IncomingNotification``, or
+        ``bytes`` to decode first), :meth:`admit` an ``IncomingRequest`` (its turn in the order
+        is now), a :class:`Settle`, RESUME_READING, END_OF_INPUT, or IDLE (wait for more)."""
         queue = self.queue
-        wakeup = self._wakeup
-        assert wakeup is not None
-        peer = self.peer
-        handle = peer.dispatcher.handle_notification
-        decode = peer.engine.decode_deferred
-        low = self.limits.max_queued_notifications // 2
-        while True:
-            if not queue:
-                self.consumer_busy = False
-                wakeup.clear()
-                await wakeup.wait()
-                continue
+        while queue:
             self.consumer_busy = True
-            while queue:
-                item = queue.popleft()
-                if self.reading_paused and len(queue) <= low:
-                    self.reading_paused = False
-                    if not self.held_paused:
-                        peer.transport.resume_reading()
-                if type(item) is bytes:
-                    # decoded now, not on arrival: the model lives only while it is handled
-                    item = decode(item)
-                    if type(item) is IncomingRequest:  # (its turn in the order is now)
-                        self._admit(item)
-                        continue
-                    if type(item) is not IncomingNotification:  # a broken line
-                        peer.handle_event(item)
-                        continue
-                if type(item) is IncomingNotification:
-                    try:
-                        await handle(item.method, item.params, item.typed)
-                    except asyncio.CancelledError:
-                        raise
-                    except Exception as exc:
-                        peer.notification_failed(item.method, exc)
-                elif type(item) is _Resolution:
-                    resolve(item.future, item.event, item.hook)
-                elif type(item) is IncomingRequest:
-                    if self.queued_requests.get(item.id) is item:  # (not cancelled meanwhile)
-                        del self.queued_requests[item.id]
-                        self._admit(item)
-                else:  # the end of input
-                    self.consumer_busy = False
-                    peer.end_of_input(None)
-                    return
+            if self.reading_paused and len(queue) <= self._resume_at:
+                self.reading_paused = False
+                if not self.held_paused:
+                    return RESUME_READING
+            item = queue.popleft()
+            if type(item) is IncomingRequest:
+                if self.queued_requests.get(item.id) is not item:
+                    continue  # (cancelled while it waited)
+                del self.queued_requests[item.id]
+            elif item is END_OF_INPUT:
+                self.consumer_busy = False
+            return item
+        self.consumer_busy = False
+        return IDLE
 
     # -- admission -----------------------------------------------------------------------------
 
-    def _admit(self, ev: IncomingRequest) -> None:
-        """Start an inbound request (or hold it back, see :meth:`_must_hold`)."""
+    def admit(self, ev: IncomingRequest, writing_paused: bool) -> Decision:
+        """An inbound request whose turn has come: START, HOLD (max_running_requests run
+        already, or ``writing_paused``: the peer is not taking our output), or a Refuse."""
         held = self.held
-        keyed = self.tasks.keyed
-        limit = self.limits.max_concurrent_requests
-        if len(keyed) + len(held) >= limit:
-            self.peer.reply_error(ev.id, InternalError(f"too many concurrent requests (limit {limit})"))
-            return
-        if ev.id in keyed or ev.id in held:
-            self.peer.reply_error(ev.id, RequestError(f"Invalid request: duplicate request id {ev.id!r}",
-                                                      code=-32600))
-            return
-        if held or self._must_hold(ev.method):
+        running = self.running
+        limit = self.max_concurrent_requests
+        if len(running) + len(held) >= limit:
+            return Refuse(ev.id, InternalError(f"too many concurrent requests (limit {limit})"))
+        if ev.id in running or ev.id in held:
+            return _duplicate(ev.id)
+        if held or writing_paused or (self.busy >= self.max_running_requests and ev.method not in self.long_running):
             held[ev.id] = ev  # (behind the ones already waiting: arrival order is kept)
             self._held_order.append(ev)
-            return
-        self._dispatch(ev)
-
-    def _dispatch(self, ev: IncomingRequest) -> None:
+            return HOLD
         if ev.method in self.long_running:
-            self.long.add(ev.id)
+            running[ev.id] = True
         else:
+            running[ev.id] = False
             self.busy += 1
-        self.tasks.spawn_keyed(self.peer.run_request(ev), ev.id)
+        return START
 
-    def _must_hold(self, method: str) -> bool:
-        """A new inbound request waits: max_running_requests are running already, or the
-        peer is not taking our output (its answer would only add to the buffer)."""
-        return (self.busy >= self.limits.max_running_requests and method not in self.long_running) or \
-            self.peer.transport.writing_paused
-
-    def release(self) -> None:
-        """Start the held requests that may run now, in arrival order."""
+    def release(self, writing_paused: bool) -> list[Decision]:
+        """Start the held requests that may run now, in arrival order (:class:`Start` each);
+        WATCH_WRITES while ``writing_paused``; RESUME_READING when reading was paused for them."""
         held = self.held
         order = self._held_order
+        out: list[Decision] = []
         if held and not self.closed:
-            if self.peer.transport.writing_paused:  # (read once: starting a task writes nothing)
-                self.watch_writes()  # (it releases them when the buffer drains)
-                return
-            limit = self.limits.max_running_requests
+            if writing_paused:
+                return [WATCH_WRITES]  # (the driver releases them when the buffer drains)
+            limit = self.max_running_requests
             long_running = self.long_running
+            running = self.running
             while held:
                 ev = order[0]
                 if held.get(ev.id) is not ev:  # (cancelled while held)
                     order.popleft()
                     continue
-                if self.busy >= limit and ev.method not in long_running:
-                    return
+                long = ev.method in long_running
+                if self.busy >= limit and not long:
+                    return out
                 order.popleft()
                 del held[ev.id]
-                self._dispatch(ev)
+                running[ev.id] = long
+                if not long:
+                    self.busy += 1
+                out.append(Start(ev))
         if not held:
             order.clear()
+        self._unheld(out)
+        return out
+
+    def _unheld(self, out: list[Decision]) -> None:
+        """Nothing is held any more (or nothing will start): reading paused for them resumes."""
         self.held_bytes = 0
         if self.held_paused:
             self.held_paused = False
             if not self.reading_paused:
-                self.peer.transport.resume_reading()
+                out.append(RESUME_READING)
 
-    def request_ended(self, rid: int | str) -> None:
-        """The task of inbound request ``rid`` ends (from its own ``finally``)."""
-        self.tasks.keyed.pop(rid, None)
-        if self.long and rid in self.long:
-            self.long.discard(rid)
-        else:
+    def request_ended(self, rid: int | str) -> Signal | None:
+        """Inbound request ``rid`` ended: RELEASE when requests are held (one may start now)."""
+        if not self.running.pop(rid, False):
             self.busy -= 1
-        if self.held:
-            self.release()
+        return RELEASE if self.held else None
 
-    def cancel(self, rid: int | str) -> None:
-        """``$/cancel_request`` for ``rid``: a request not started yet is answered at once; a
-        running one is cancelled (its handler sees ``CancelledError``)."""
+    def cancel(self, rid: int | str) -> Sequence[Decision]:
+        """``$/cancel_request`` for ``rid``: a request not started yet is refused at once (a
+        Refuse with RequestCancelled); a running one gets a :class:`Cancel`."""
         if self.held.pop(rid, None) is not None or self.queued_requests.pop(rid, None) is not None:
-            self.peer.reply_error(rid, RequestCancelled("Request cancelled"))
+            out: list[Decision] = [Refuse(rid, RequestCancelled("Request cancelled"))]
             if not self.held:
-                self.release()
+                self._held_order.clear()
+                self._unheld(out)
             elif len(self._held_order) > 2 * len(self.held) + 64:  # (cancelled ones: keep it bounded)
                 self._held_order = collections.deque(self.held.values())
-            return
-        task = self.tasks.keyed.get(rid)
-        if task is not None and not task.done():
-            task.cancel(msg=_CANCELLED_BY_PEER)
-            task.add_done_callback(functools.partial(self._cancelled, rid))
-
-    def _cancelled(self, rid: int | str, task: asyncio.Future[Any]) -> None:
-        # A task cancelled before its first step (a request and its $/cancel_request read in
-        # one chunk) never runs the body of run_request: answer it here and forget it. (Only
-        # cancelled tasks get this callback: the others remove themselves.)
-        if self.tasks.keyed.get(rid) is task:
-            self.request_ended(rid)
-            if task.cancelled():
-                self.peer.reply_error(rid, RequestCancelled("Request cancelled"))
-
-    # -- the write side's congestion -----------------------------------------------------------
-
-    def watch_writes(self) -> None:
-        if self.watch is None and not self.closed and not self.tasks.closed:
-            self.watch = self.tasks.spawn(self._watch_congestion(), name=f"acplink-{self.peer.name}-backpressure")
-
-    async def _watch_congestion(self) -> None:
-        """Runs while the write buffer is over its high-water mark: starts the held requests
-        once it drains; disconnects a peer that takes nothing for stalled_peer_timeout s."""
-        peer = self.peer
-        transport = peer.transport
-        timeout = self.limits.stalled_peer_timeout
-        try:
-            async with TaskSet(f"{peer.name} drain") as scope:
-                drained = scope.spawn(transport.drain())
-                while True:
-                    taken = peer.sent_bytes - transport.write_buffer_size()  # by the peer, so far
-                    done, _ = await asyncio.wait((drained,), timeout=timeout)
-                    if done:
-                        break
-                    if timeout is not None and peer.sent_bytes - transport.write_buffer_size() == taken:
-                        self._stalled(timeout)
-                        return
-        finally:
-            self.watch = None
-        if not drained.cancelled() and drained.exception() is None:
-            self.release()
-
-    def _stalled(self, timeout: float) -> None:
-        transport = self.peer.transport
-        self.stall_message = (f"the peer stopped reading: it took nothing of the {transport.write_buffer_size()} "
-                              f"bytes waiting for it in {timeout:g} s")
-        log.warning("%s: %s; disconnecting", self.peer.name, self.stall_message)
-        self.held.clear()
-        self._held_order.clear()
-        self.peer.mark_closed(ConnectionClosed(self.stall_message))
-        transport.pause_reading()  # (nothing it sends could be answered)
-        transport.abort_writing()  # (drops the buffer; writers waiting fail)
-
+            return out
+        if rid in self.running:
+            return [Cancel(rid)]
+        return _NOTHING

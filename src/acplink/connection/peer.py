@@ -2,10 +2,13 @@
 
 One :class:`Peer` per connection. It reads the transport into the engine, hands the events to
 its ordered delivery (``_delivery.py``: the order, backpressure, the admission of inbound
-requests), settles our own calls (``_calls.py``: their futures and slots), runs inbound
-requests and writes their answers, one whole message per :meth:`Transport.send`. Its task set
-owns every task of the connection (one per inbound request, the ordered consumer, the
-watchers, the post-response work of handlers), and closing it cancels and awaits them all.
+requests, a state machine that returns decisions) and carries out what it decides: it handles
+the notifications in its consumer task, starts, holds or refuses inbound requests, pauses and
+resumes reading, watches a full write buffer. It settles our own calls (``_calls.py``: their
+futures and slots), runs inbound requests and writes their answers, one whole message per
+:meth:`Transport.send`. Its task set owns every task of the connection (one per inbound
+request, the ordered consumer, the watchers, the post-response work of handlers), and closing
+it cancels and awaits them all.
 
 Ordering: notifications are handled one at a time in arrival order; a response is delivered to
 its caller only after every notification that arrived before it has been handled, so the reply
@@ -19,8 +22,9 @@ behind the response finds it).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Awaitable
 from typing import Any, Protocol
 
 import orjson
@@ -28,31 +32,46 @@ import orjson
 from .._tasks import TaskSet
 from ..errors import (
     AcpError,
-    CapabilityError,
     ConnectionClosed,
     InternalError,
-    MessageTooLarge,
     PeerOutputNotJson,
-    ProtocolError,
     RequestCancelled,
-    RequestError,
-    RequestTimeout,
-    TransportError,
-    UsageError,
 )
 from ..rpc.engine import Engine, IncomingNotification, IncomingRequest, IncomingResponse, Violation
 from ..rpc.framing import DEFAULT_MAX_MESSAGE_SIZE
 from ..transports.base import MessageMeta, Transport
 from ..transports.stream import StreamTransport
-from ._calls import Calls
-from ._delivery import Delivery
+from ._calls import DONE, Calls, resolve
+from ._delivery import (
+    END_OF_INPUT,
+    HOLD,
+    IDLE,
+    PAUSE_READING,
+    QUEUE_FULL,
+    QUEUED,
+    RELEASE,
+    RESUME_READING,
+    SETTLE,
+    START,
+    WATCH_WRITES,
+    Cancel,
+    Decision,
+    Delivery,
+    Refuse,
+    Settle,
+    Start,
+)
+from ._failures import failure_answer
 from ._noise import BadInput, WarningLimiter
+from ._outbound import Outbound
 
-__all__ = ["Dispatcher", "Peer", "PeerLimits"]
+__all__ = ["DONE", "Dispatcher", "Peer", "PeerLimits"]
 
 log = logging.getLogger("acplink.rpc")
 
 CANCEL_REQUEST = "$/cancel_request"
+
+_CANCELLED_BY_PEER = "cancelled by the peer ($/cancel_request)"
 
 
 class Dispatcher(Protocol):
@@ -107,7 +126,7 @@ class PeerLimits:
         self.max_bad_lines_at_start = max_bad_lines_at_start
 
 
-class Peer:
+class Peer(Outbound):
     """A JSON-RPC connection to one peer over one transport.
 
     Its parts: the engine (the wire state), :class:`~acplink.connection._delivery.Delivery`
@@ -139,8 +158,17 @@ class Peer:
         #: every task of this connection (see the class doc)
         self.tasks = TaskSet(name)
         self.calls = Calls(self.engine, limits.max_pending_requests)
-        self.delivery = Delivery(self, limits, self.tasks, long_running)
+        self.delivery = Delivery(
+            max_concurrent_requests=limits.max_concurrent_requests, max_running_requests=limits.max_running_requests,
+            max_queued_notifications=limits.max_queued_notifications, max_held_bytes=limits.write_buffer_high,
+            long_running=long_running)
         self._queue = self.delivery.queue  # (the same deque: the read path appends to it)
+        #: wakes the consumer task (see _consume) when something joins the queue
+        self._wakeup: asyncio.Event | None = None
+        #: the task that runs while the write buffer is over its high-water mark
+        self._watch: asyncio.Future[None] | None = None
+        #: why the peer was disconnected for not reading (see PeerLimits.stalled_peer_timeout)
+        self.stall_message: str | None = None
         #: whether answers carry a MessageMeta (a stream transport ignores it: none is built)
         self._reply_meta = not isinstance(transport, StreamTransport)
         self._closed = False
@@ -166,7 +194,8 @@ class Peer:
             return
         self._started = True
         self._closed_event = asyncio.Event()
-        self.delivery.start()
+        self._wakeup = asyncio.Event()
+        self.tasks.spawn(self._consume(), name=f"acplink-{self.name}-ordered")
         try:
             await self.transport.start(self)
         except BaseException:
@@ -215,8 +244,8 @@ class Peer:
         if self._closed:  # (e.g. it gave up on the peer)
             return
         self.handle_event(self.engine.receive_frame(message))  # (hot notifications deferred)
-        if self.delivery.held:
-            self.delivery.read(len(message))
+        if self.delivery.held and self.delivery.read(len(message)) is PAUSE_READING:
+            self.transport.pause_reading()
 
     def data_received(self, data: bytes) -> None:
         if self._closed:  # (e.g. it gave up on the peer: what is left in the pipe is not read)
@@ -238,9 +267,11 @@ class Peer:
                     break
         delivery = self.delivery
         if queued:
-            delivery.queued()
-        if delivery.held:
-            delivery.read(len(data))
+            self._wake()
+            if delivery.queued() is QUEUE_FULL:
+                self.transport.pause_reading()
+        if delivery.held and delivery.read(len(data)) is PAUSE_READING:
+            self.transport.pause_reading()
 
     def eof_received(self, exc: BaseException | None) -> None:
         if self._closed or self._eof:
@@ -249,8 +280,10 @@ class Peer:
         for event in self.engine.receive_eof():
             self.handle_event(event)
         # responses/notifications already queued are still delivered in order; then close
-        if not self.delivery.end_of_input():
+        if self.delivery.end_of_input() is END_OF_INPUT:
             self.end_of_input(exc)
+        else:
+            self._wake()
 
     def end_of_input(self, exc: BaseException | None) -> None:
         """The peer sent its last byte (and everything before it was delivered). Requests it
@@ -269,7 +302,7 @@ class Peer:
             deadline = loop.time() + self.eof_grace
             # the requests held back (backpressure) start as others end: wait for them too
             while (left := deadline - loop.time()) > 0:
-                running = [t for t in delivery.running.values() if not t.done()]
+                running = [t for t in self.tasks.keyed.values() if not t.done()]
                 if running:
                     await asyncio.wait(running, timeout=left, return_when=asyncio.FIRST_COMPLETED)
                 elif delivery.held:
@@ -287,25 +320,159 @@ class Peer:
         if self._expect_good and t is not Violation:
             self._good()
         if t is bytes:  # a deferred notification (see Engine.receive)
-            self.delivery.enqueue(ev)
+            self._do(self.delivery.enqueue(ev))
         elif t is IncomingNotification:
             if ev.method == CANCEL_REQUEST:
                 self._cancel_inbound(ev.params)
                 return
-            self.delivery.enqueue(ev)
+            self._do(self.delivery.enqueue(ev))
         elif t is IncomingResponse:
             call = self.calls.answered(ev)
             if call is not None:
-                self.delivery.response(call[0], ev, call[1])
+                if self.delivery.response(call[0], ev, call[1]) is SETTLE:
+                    resolve(call[0], ev, call[1])
+                else:
+                    self._wake()
         elif t is IncomingRequest:
-            self.delivery.request(ev)
+            decision = self.delivery.request(ev, self.transport.writing_paused)
+            if decision is START:
+                self.tasks.spawn_keyed(self.run_request(ev), ev.id)
+            elif decision is not HOLD:  # (held: a later release starts it)
+                self._do(decision)
         else:
             self._violation(ev)
 
     def _cancel_inbound(self, params: Any) -> None:
         rid = params.get("requestId") if isinstance(params, dict) else None
         if isinstance(rid, (int, str)):
-            self.delivery.cancel(rid)
+            for decision in self.delivery.cancel(rid):
+                self._do(decision)
+
+    # -- carrying out the delivery's decisions -------------------------------------------------
+
+    def _do(self, decision: Decision | None) -> None:
+        """Carry out one decision of the delivery (see _delivery.py)."""
+        if decision is QUEUED:
+            self._wake()
+            return
+        t = type(decision)
+        if t is Start:
+            ev = decision.request  # type: ignore[union-attr]
+            self.tasks.spawn_keyed(self.run_request(ev), ev.id)
+        elif t is Refuse:
+            self.reply_error(decision.id, decision.error)  # type: ignore[union-attr]
+        elif t is Cancel:
+            rid = decision.id  # type: ignore[union-attr]
+            task = self.tasks.keyed.get(rid)
+            if task is not None and not task.done():
+                task.cancel(msg=_CANCELLED_BY_PEER)
+                task.add_done_callback(functools.partial(self._cancelled, rid))
+        elif decision is QUEUE_FULL:
+            self._wake()
+            self.transport.pause_reading()
+        elif decision is PAUSE_READING:
+            self.transport.pause_reading()
+        elif decision is RESUME_READING:
+            self.transport.resume_reading()
+        elif decision is RELEASE:
+            for d in self.delivery.release(self.transport.writing_paused):
+                self._do(d)
+        elif decision is WATCH_WRITES:
+            self._watch_writes()
+        # (HOLD: nothing to do; START, SETTLE, Settle, IDLE and END_OF_INPUT are carried
+        # out where they are returned)
+
+    def _wake(self) -> None:
+        """Something joined the delivery queue: wake the consumer."""
+        w = self._wakeup
+        if w is not None and not w.is_set():
+            w.set()
+
+    async def _consume(self) -> None:
+        """The consumer task: carries out what the delivery takes from its queue, in order."""
+        wakeup = self._wakeup
+        assert wakeup is not None
+        take = self.delivery.take
+        handle = self.dispatcher.handle_notification
+        decode = self.engine.decode_deferred
+        while True:
+            item = take()
+            t = type(item)
+            if t is bytes:  # decoded now, not on arrival: the model lives only while it is handled
+                item = decode(item)
+                t = type(item)
+            if t is IncomingNotification:
+                try:
+                    await handle(item.method, item.params, item.typed)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    self.notification_failed(item.method, exc)
+            elif item is IDLE:
+                wakeup.clear()
+                await wakeup.wait()
+            elif t is Settle:
+                resolve(item.future, item.event, item.hook)
+            elif t is IncomingRequest:  # (its turn in the order is now)
+                decision = self.delivery.admit(item, self.transport.writing_paused)
+                if decision is START:
+                    self.tasks.spawn_keyed(self.run_request(item), item.id)
+                elif decision is not HOLD:
+                    self._do(decision)
+            elif item is RESUME_READING:
+                self.transport.resume_reading()
+            elif item is END_OF_INPUT:
+                self.end_of_input(None)
+                return
+            else:  # a deferred line that turned out broken
+                self.handle_event(item)
+
+    def _cancelled(self, rid: int | str, task: asyncio.Future[Any]) -> None:
+        # A task cancelled before its first step (a request and its $/cancel_request read in
+        # one chunk) never runs the body of run_request: answer it here and forget it. (Only
+        # cancelled tasks get this callback: the others remove themselves.)
+        if self.tasks.keyed.get(rid) is task:
+            del self.tasks.keyed[rid]
+            self._do(self.delivery.request_ended(rid))
+            if task.cancelled():
+                self.reply_error(rid, RequestCancelled("Request cancelled"))
+
+    # -- the write side's congestion -----------------------------------------------------------
+
+    def _watch_writes(self) -> None:
+        if self._watch is None and not self._closed and not self.tasks.closed:
+            self._watch = self.tasks.spawn(self._watch_congestion(), name=f"acplink-{self.name}-backpressure")
+
+    async def _watch_congestion(self) -> None:
+        """Runs while the write buffer is over its high-water mark: starts the held requests
+        once it drains; disconnects a peer that takes nothing for stalled_peer_timeout s."""
+        transport = self.transport
+        timeout = self.limits.stalled_peer_timeout
+        try:
+            async with TaskSet(f"{self.name} drain") as scope:
+                drained = scope.spawn(transport.drain())
+                while True:
+                    taken = self.sent_bytes - transport.write_buffer_size()  # by the peer, so far
+                    done, _ = await asyncio.wait((drained,), timeout=timeout)
+                    if done:
+                        break
+                    if timeout is not None and self.sent_bytes - transport.write_buffer_size() == taken:
+                        self._stalled(timeout)
+                        return
+        finally:
+            self._watch = None
+        if not drained.cancelled() and drained.exception() is None:
+            self._do(RELEASE)
+
+    def _stalled(self, timeout: float) -> None:
+        transport = self.transport
+        self.stall_message = (f"the peer stopped reading: it took nothing of the {transport.write_buffer_size()} "
+                              f"bytes waiting for it in {timeout:g} s")
+        log.warning("%s: %s; disconnecting", self.name, self.stall_message)
+        self.delivery.shut()  # (nothing held starts any more)
+        self.mark_closed(ConnectionClosed(self.stall_message))
+        transport.pause_reading()  # (nothing it sends could be answered)
+        transport.abort_writing()  # (drops the buffer; writers waiting fail)
 
     # -- bad input -----------------------------------------------------------------------------
 
@@ -340,14 +507,6 @@ class Peer:
         else:  # (bad input from the peer: rate-limited)
             self._warnings.warn(f"notification handler for {method} failed: {exc}")
 
-    def _closed_error(self) -> ConnectionClosed | PeerOutputNotJson:
-        """What a call on the closed connection raises: why it gave up on the peer, if it did."""
-        if isinstance(self.close_reason, PeerOutputNotJson):
-            return PeerOutputNotJson(str(self.close_reason))
-        if self.delivery.stall_message is not None:
-            return self._stalled_error()
-        return ConnectionClosed(f"connection to {self.transport.description} is closed")
-
     def _give_up(self, err: PeerOutputNotJson) -> None:
         """The peer does not speak JSON-RPC: stop reading it (its output can pile up in the
         pipe, not in memory) and close; every pending and later call fails with ``err``."""
@@ -370,175 +529,25 @@ class Peer:
                 if self._closed:
                     raise
                 data = self.engine.error(ev.id, RequestCancelled("Request cancelled"))
-            except RequestError as exc:
-                data = self.engine.error(ev.id, exc)
-            except UsageError as exc:
-                # the handler misused acplink (e.g. returned the wrong type): a bug its author
-                # must see, on this side's stderr and in the answer
-                log.error("%s: the %s handler misused acplink: %s", self.name, ev.method, exc, exc_info=self.debug)
-                data = self.engine.error(ev.id, InternalError(
-                    f"Internal error: UsageError: {exc}", {"error": "UsageError", "message": str(exc),
-                                                          "method": ev.method}))
-            except AcpError as exc:
-                if not self._closed:  # (a handler that met the closing connection: nothing to say)
-                    log.warning("%s: the %s handler failed: %s: %s", self.name, ev.method, type(exc).__name__, exc,
-                                exc_info=self.debug)
-                msg = str(exc) if self.debug else _public(exc) + self._details_hint()
-                data = self.engine.error(ev.id, InternalError(msg))
             except Exception as exc:
-                log.exception("%s: handler for %s raised", self.name, ev.method)
-                msg = (f"Internal error: {type(exc).__name__}: {exc}" if self.debug
-                       else "Internal error" + self._details_hint())
-                data = self.engine.error(ev.id, InternalError(msg))
+                data = self.engine.error(ev.id, failure_answer(exc, ev.method, self.name, self.debug, self._closed))
             if not self._closed:
                 self._write_quiet(data, MessageMeta(reply_to=ev.id) if self._reply_meta else None)
-        finally:
-            self.delivery.request_ended(ev.id)
-
-    def _details_hint(self) -> str:
-        return f" (details in the {self.name}'s log; debug=True sends them)"
+        finally:  # (the task ends: the delivery may start a held request)
+            self.tasks.keyed.pop(ev.id, None)
+            if self.delivery.request_ended(ev.id) is RELEASE:
+                self._do(RELEASE)
 
     # -- transport sink: the write side --------------------------------------------------------
 
     def write_paused(self) -> None:
-        self.delivery.watch_writes()
+        self._watch_writes()
 
     def send_failed(self, exc: BaseException) -> None:
         self.mark_closed(exc)  # a transport that cannot write any more: the connection is over
 
-    # -- outbound ------------------------------------------------------------------------------
-
-    # Each message goes to the transport whole, in the order of the calls (one send per
-    # message: batching, if any, is the transport's; see transports/stream.py).
-
-    def _write_quiet(self, data: bytes, meta: MessageMeta | None = None) -> None:
-        """Send ``data`` unless the connection is closed (no flow control: answers, errors)."""
-        if self._closed:
-            return
-        self.sent_bytes += len(data)
-        try:
-            self.transport.send(data, meta)
-        except Exception as exc:  # a transport that cannot write any more: the connection is over
-            self.mark_closed(exc)
-
-    def reply_error(self, rid: int | str, err: RequestError) -> None:
-        """Answer inbound request ``rid`` with ``err``."""
-        self._write_quiet(self.engine.error(rid, err), MessageMeta(reply_to=rid) if self._reply_meta else None)
-
-    def _write(self, data: bytes, meta: MessageMeta | None = None) -> Awaitable[None]:
-        """Send ``data``; the result is awaited for flow control: already done while the
-        message only joined a batch (no coroutine is created for that common case)."""
-        if self._closed:
-            raise self._closed_error()
-        self.sent_bytes += len(data)
-        try:
-            if self.transport.send(data, meta):
-                return DONE
-        except Exception as exc:
-            self.mark_closed(exc)
-        return self._drain()
-
-    async def _drain(self) -> None:
-        try:
-            await self.transport.drain()
-        except (OSError, RuntimeError) as exc:
-            self.mark_closed(exc)
-            raise ConnectionClosed(f"connection to {self.transport.description} lost: {exc}") from None
-        except TransportError:
-            self.mark_closed(None)
-            if self.delivery.stall_message is not None:
-                raise self._stalled_error() from None
-            raise
-        if self._closed:
-            raise self._closed_error()
-
-    def _stalled_error(self) -> ConnectionClosed:
-        return ConnectionClosed(f"connection to {self.transport.description} closed: {self.delivery.stall_message}")
-
-    def notify(self, method: str, params_json: bytes | None, meta: MessageMeta | None = None) -> Awaitable[None]:
-        """Send a notification whose params are already JSON; await the result (flow control).
-        ``meta``: what the transport may route it by (e.g. its session)."""
-        return self._write(self.engine.notification(method, params_json), meta)
-
-    async def request(self, method: str, params_json: bytes | None, *, timeout: float | None = None,
-                      on_result: Callable[[Any], Any] | None = None, meta: MessageMeta | None = None) -> Any:
-        """Send a request and wait for its result (raw JSON value).
-
-        Cancelling the caller sends ``$/cancel_request``; a ``timeout`` does the same and
-        raises :class:`RequestTimeout`. Error responses raise the matching RequestError.
-
-        ``on_result``: called with the raw result in the ordered delivery path, before any
-        message that arrived after the response is handled (not when the caller resumes,
-        which may be later); what it returns is the call's result, what it raises the call's
-        error. Not called for an error response, nor once the caller gave up. ``meta``: what
-        the transport may route the request by (e.g. its session).
-        """
-        calls = self.calls
-        if self.engine.awaited >= calls.limit:
-            await calls.wait_for_slot(lambda: self._closed)  # backpressure: wait, rather than fail
-        if self._closed:
-            raise self._closed_error()
-        rid, data = self.engine.request(method, params_json)
-        # This frame lives until the response: hold no bytes that are no longer needed (a
-        # small orjson result keeps a 4 KiB buffer; thousands of calls in flight add up).
-        del params_json
-        fut = calls.open(rid, on_result)
-        try:
-            if timeout is None:
-                written = self._write(data, meta)
-                del data
-                if written is not DONE:
-                    await self._written(written, fut)
-                return await fut
-            # the timeout covers the write too: a peer that stopped reading must not hold the
-            # caller in drain() past its deadline
-            async with asyncio.timeout(timeout):
-                written = self._write(data, meta)
-                del data
-                if written is not DONE:
-                    await self._written(written, fut)
-                return await fut
-        except TimeoutError:
-            self._abandon(rid)
-            raise RequestTimeout(f"{method} got no response within {timeout} s (cancel sent)") from None
-        except asyncio.CancelledError:
-            self._abandon(rid)
-            raise
-        finally:
-            calls.close(rid)
-
-    @staticmethod
-    async def _written(written: Awaitable[None], fut: asyncio.Future[Any]) -> None:
-        """Await a request's write; when the write closed the connection, the call fails with
-        what its future already holds (the cause), not a second, vaguer error."""
-        try:
-            await written
-        except ConnectionClosed:
-            if fut.done() and not fut.cancelled():
-                await fut  # raises the cause (and marks it retrieved)
-            raise
-
     def _abandon(self, rid: int | str) -> None:
+        """Our caller gave up on call ``rid`` (cancelled, timed out): tell the peer."""
         if not self._closed and self.calls.abandon(rid):
             self._write_quiet(self.engine.notification(CANCEL_REQUEST, orjson.dumps({"requestId": rid})))
 
-
-class _Done:
-    """An awaitable that is already done."""
-
-    __slots__ = ()
-
-    def __await__(self) -> Generator[Any, None, None]:
-        return iter(())  # type: ignore[return-value]
-
-
-#: an awaitable that is already done (shared by the connection layer)
-DONE = _Done()
-
-
-def _public(exc: BaseException) -> str:
-    """An error message fit for the peer: no traceback, no local paths. The messages of the
-    errors that carry neither (sizes, method and capability names) are kept."""
-    if isinstance(exc, (MessageTooLarge, CapabilityError, ProtocolError, RequestTimeout)):
-        return f"Internal error: {type(exc).__name__}: {exc}"
-    return f"Internal error: {type(exc).__name__}"

@@ -1,0 +1,162 @@
+"""The write side of a connection: our calls and notifications, the answers to the peer's requests.
+
+Each message goes to the transport whole, in the order of the calls (one send per message:
+batching, if any, is the transport's; see transports/stream.py). A send the transport only
+batched is done at once; otherwise the writer awaits ``drain`` (flow control).
+:class:`Outbound` is the part of :class:`~acplink.connection.peer.Peer` that does it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from ..errors import ConnectionClosed, PeerOutputNotJson, RequestError, RequestTimeout, TransportError
+from ..rpc.engine import Engine
+from ..transports.base import MessageMeta, Transport
+from ._calls import DONE, Calls
+
+__all__ = ["Outbound"]
+
+
+class Outbound:
+    """Sending, for :class:`~acplink.connection.peer.Peer` (which sets these attributes)."""
+
+    transport: Transport
+    engine: Engine
+    calls: Calls
+    _closed: bool
+    #: whether answers carry a MessageMeta (a stream transport ignores it: none is built)
+    _reply_meta: bool
+    #: bytes handed to the transport (what the peer took so far: this minus its buffer)
+    sent_bytes: int
+    #: why the peer was disconnected for not reading (see PeerLimits.stalled_peer_timeout)
+    stall_message: str | None
+    #: why the connection closed, when it gave up on the peer (a PeerOutputNotJson)
+    close_reason: BaseException | None
+
+    def mark_closed(self, reason: BaseException | None) -> None:
+        raise NotImplementedError
+
+    def _abandon(self, rid: int | str) -> None:
+        """Our caller gave up on call ``rid``: tell the peer (the Peer's: it spells the method)."""
+        raise NotImplementedError
+
+    def _closed_error(self) -> ConnectionClosed | PeerOutputNotJson:
+        """What a call on the closed connection raises: why it gave up on the peer, if it did."""
+        if isinstance(self.close_reason, PeerOutputNotJson):
+            return PeerOutputNotJson(str(self.close_reason))
+        if self.stall_message is not None:
+            return self._stalled_error()
+        return ConnectionClosed(f"connection to {self.transport.description} is closed")
+
+    # Each message goes to the transport whole, in the order of the calls (one send per
+    # message: batching, if any, is the transport's; see transports/stream.py).
+
+    def _write_quiet(self, data: bytes, meta: MessageMeta | None = None) -> None:
+        """Send ``data`` unless the connection is closed (no flow control: answers, errors)."""
+        if self._closed:
+            return
+        self.sent_bytes += len(data)
+        try:
+            self.transport.send(data, meta)
+        except Exception as exc:  # a transport that cannot write any more: the connection is over
+            self.mark_closed(exc)
+
+    def reply_error(self, rid: int | str, err: RequestError) -> None:
+        """Answer inbound request ``rid`` with ``err``."""
+        self._write_quiet(self.engine.error(rid, err), MessageMeta(reply_to=rid) if self._reply_meta else None)
+
+    def _write(self, data: bytes, meta: MessageMeta | None = None) -> Awaitable[None]:
+        """Send ``data``; the result is awaited for flow control: already done while the
+        message only joined a batch (no coroutine is created for that common case)."""
+        if self._closed:
+            raise self._closed_error()
+        self.sent_bytes += len(data)
+        try:
+            if self.transport.send(data, meta):
+                return DONE
+        except Exception as exc:
+            self.mark_closed(exc)
+        return self._drain()
+
+    async def _drain(self) -> None:
+        try:
+            await self.transport.drain()
+        except (OSError, RuntimeError) as exc:
+            self.mark_closed(exc)
+            raise ConnectionClosed(f"connection to {self.transport.description} lost: {exc}") from None
+        except TransportError:
+            self.mark_closed(None)
+            if self.stall_message is not None:
+                raise self._stalled_error() from None
+            raise
+        if self._closed:
+            raise self._closed_error()
+
+    def _stalled_error(self) -> ConnectionClosed:
+        return ConnectionClosed(f"connection to {self.transport.description} closed: {self.stall_message}")
+
+    def notify(self, method: str, params_json: bytes | None, meta: MessageMeta | None = None) -> Awaitable[None]:
+        """Send a notification whose params are already JSON; await the result (flow control).
+        ``meta``: what the transport may route it by (e.g. its session)."""
+        return self._write(self.engine.notification(method, params_json), meta)
+
+    async def request(self, method: str, params_json: bytes | None, *, timeout: float | None = None,
+                      on_result: Callable[[Any], Any] | None = None, meta: MessageMeta | None = None) -> Any:
+        """Send a request and wait for its result (raw JSON value).
+
+        Cancelling the caller sends ``$/cancel_request``; a ``timeout`` does the same and
+        raises :class:`RequestTimeout`. Error responses raise the matching RequestError.
+
+        ``on_result``: called with the raw result in the ordered delivery path, before any
+        message that arrived after the response is handled (not when the caller resumes,
+        which may be later); what it returns is the call's result, what it raises the call's
+        error. Not called for an error response, nor once the caller gave up. ``meta``: what
+        the transport may route the request by (e.g. its session).
+        """
+        calls = self.calls
+        if self.engine.awaited >= calls.limit:
+            await calls.wait_for_slot(lambda: self._closed)  # backpressure: wait, rather than fail
+        if self._closed:
+            raise self._closed_error()
+        rid, data = self.engine.request(method, params_json)
+        # This frame lives until the response: hold no bytes that are no longer needed (a
+        # small orjson result keeps a 4 KiB buffer; thousands of calls in flight add up).
+        del params_json
+        fut = calls.open(rid, on_result)
+        try:
+            if timeout is None:
+                written = self._write(data, meta)
+                del data
+                if written is not DONE:
+                    await self._written(written, fut)
+                return await fut
+            # the timeout covers the write too: a peer that stopped reading must not hold the
+            # caller in drain() past its deadline
+            async with asyncio.timeout(timeout):
+                written = self._write(data, meta)
+                del data
+                if written is not DONE:
+                    await self._written(written, fut)
+                return await fut
+        except TimeoutError:
+            self._abandon(rid)
+            raise RequestTimeout(f"{method} got no response within {timeout} s (cancel sent)") from None
+        except asyncio.CancelledError:
+            self._abandon(rid)
+            raise
+        finally:
+            calls.close(rid)
+
+    @staticmethod
+    async def _written(written: Awaitable[None], fut: asyncio.Future[Any]) -> None:
+        """Await a request's write; when the write closed the connection, the call fails with
+        what its future already holds (the cause), not a second, vaguer error."""
+        try:
+            await written
+        except ConnectionClosed:
+            if fut.done() and not fut.cancelled():
+                await fut  # raises the cause (and marks it retrieved)
+            raise
