@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 from .app import HOOKS, Agent, AgentApp, AgentBase
 from .context import AgentSession, Context, PermissionAnswer, PromptContext, TerminalHandle, ToolCallHandle
 from .serve import run_agent, serve
+from .store import MemoryStore, SessionStore
 
 if TYPE_CHECKING:
     from ._conn import DualAgentConnection
@@ -17,8 +18,10 @@ __all__ = [
     "AgentSession",
     "Context",
     "DualAgentConnection",
+    "MemoryStore",
     "PermissionAnswer",
     "PromptContext",
+    "SessionStore",
     "TerminalHandle",
     "ToolCallHandle",
     "run_agent",

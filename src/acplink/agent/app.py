@@ -22,17 +22,18 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import Awaitable, Callable, Collection, Sequence
-from typing import Any, TypeVar, cast
+from typing import Any, TypeVar
 
 import orjson
 
 from ..connection.agent_side import AgentSideConnection
 from ..connection.base import RawJSON, Router
-from ..errors import InternalError, InvalidParams, ResourceNotFound, UsageError
-from ..protocol import PROTOCOL_VERSION, Protocol, get_protocol, known_versions, negotiate
+from ..errors import InternalError, ResourceNotFound, UsageError
+from ..protocol import PROTOCOL_VERSION, Protocol, get_protocol, known_versions
 from ..schema import _generated as s
 from ._on import AgentOn
-from .context import AgentSession, Context, PromptContext
+from .context import AgentSession
+from .store import MemoryStore, SessionStore
 
 __all__ = ["HOOKS", "Agent", "AgentApp", "AgentBase"]
 
@@ -78,6 +79,7 @@ class AgentBase(AgentOn):
         cancel_grace: float = 2.0,
         max_sessions: int = 1000,
         protocols: Sequence[int] = (PROTOCOL_VERSION,),
+        store: SessionStore | None = None,
     ) -> None:
         self.name = name
         #: the protocol versions this agent serves (``initialize`` answers the requested one
@@ -109,7 +111,13 @@ class AgentBase(AgentOn):
         self.extensions: dict[tuple[str, str], Callable[..., Awaitable[Any]]] = {}
         #: handlers of wire methods without a hook (``app.on("providers/list")``): (method, kind)
         self.methods: dict[tuple[str, str], Callable[..., Awaitable[Any]]] = {}
-        self.sessions: dict[str, AgentSession] = {}
+        #: the sessions this app holds: the session-store seam (:mod:`.store`; a
+        #: :class:`MemoryStore` unless ``store`` is given)
+        self.sessions: SessionStore = store if store is not None else MemoryStore()
+        #: the dispatcher of each protocol version (built on first use; registering a handler
+        #: bumps ``_generation``, which rebuilds them)
+        self._dispatchers: dict[int, Any] = {}
+        self._generation = 0
         for hook in HOOKS:  # subclass style: overridden methods are handlers
             method = getattr(type(self), hook, None)
             if method is not None and method is not getattr(AgentApp, hook, None):
@@ -153,6 +161,7 @@ class AgentBase(AgentOn):
                 self.handlers[hook] = fn
             else:
                 self.methods[key] = fn
+            self._generation += 1
             return fn
 
         return register
@@ -193,6 +202,7 @@ class AgentBase(AgentOn):
             if (method, kind) in self.extensions:
                 raise UsageError(f"a handler for extension {kind} {method!r} is already registered")
             self.extensions[(method, kind)] = fn
+            self._generation += 1
             return fn
 
         return register
@@ -285,155 +295,16 @@ class AgentBase(AgentOn):
     # -- wiring ----------------------------------------------------------------------------------
 
     def router(self, conn_ref: list[AgentSideConnection], protocol: Protocol = _VOCABULARY) -> Router:
-        """Build the router of one connection for ``protocol`` (``conn_ref`` is filled once the
-        connection exists)."""
-        r = Router()
+        """The router of one connection for ``protocol`` (``conn_ref`` is filled once the
+        connection exists): the app's dispatcher for that protocol, built once and rebuilt only
+        when a handler is registered, bound to the connection."""
+        key = protocol.version
+        cached = self._dispatchers.get(key)
+        if cached is None or cached.generation != self._generation or cached.protocol is not protocol:
+            from ._dispatch import Dispatcher
 
-        def conn() -> AgentSideConnection:
-            return conn_ref[0]
-
-        def user(hook: str) -> Callable[..., Awaitable[Any]] | None:
-            return self.handlers.get(hook)
-
-        async def initialize(p: s.InitializeRequest) -> Any:
-            h = user("initialize")
-            if h is not None:
-                res = await h(Context(self, conn(), p))
-                if res is not None:
-                    return res
-            return self.initialize_json(version=negotiate(p.protocol_version, self.protocols))
-
-        async def new_session(p: s.NewSessionRequest) -> Any:
-            sess = self.create_session(p.cwd, mcp_servers=p.mcp_servers,
-                                       additional_directories=p.additional_directories or [])
-            h = user("new_session")
-            if h is not None:
-                res = await h(Context(self, conn(), p, sess))
-                if res is not None:
-                    return res
-            return s.NewSessionResponse(session_id=sess.session_id, **self.session_setup(sess))
-
-        async def prompt(p: s.PromptRequest) -> Any:
-            h = user("prompt")
-            assert h is not None
-            sess = self.get_session(p.session_id)
-            c = conn()
-            ctx = PromptContext(self, c, p, sess, c.turns.get(p.session_id))
-            try:
-                res = await h(ctx)
-            finally:
-                await ctx._finish()
-            if res is None:
-                return s.PromptResponse(stop_reason="end_turn")
-            if isinstance(res, str):
-                if res.startswith("_") and getattr(c, "custom_stop_reasons", False):
-                    return RawJSON(orjson.dumps({"stopReason": res}))  # (v2: stop reasons are open)
-                return s.PromptResponse(stop_reason=cast("s.StopReason", res))  # (checked by the model)
-            if isinstance(res, s.PromptResponse):
-                return res
-            raise UsageError(f"the prompt handler returned {type(res).__name__}; "
-                             "return None, a stop reason string or a PromptResponse")
-
-        async def set_mode(p: s.SetSessionModeRequest) -> Any:
-            sess = self.get_session(p.session_id)
-            h = user("set_mode")
-            if h is not None:
-                res = await h(Context(self, conn(), p, sess))
-                if res is not None:
-                    return res
-            elif self.modes and p.mode_id not in {m.id for m in self.modes}:
-                raise InvalidParams(f"unknown mode {p.mode_id!r}")
-            sess.mode_id = p.mode_id
-            return s.SetSessionModeResponse()
-
-        async def set_config_option(p: Any) -> Any:
-            sess = self.get_session(p.session_id)
-            h = user("set_config_option")
-            if h is not None:
-                res = await h(Context(self, conn(), p, sess))
-                if res is not None:
-                    return res
-            else:
-                opt = next((o for o in self.config_options if o.id == p.config_id), None)
-                if opt is None:
-                    raise InvalidParams(f"unknown config option {p.config_id!r}")
-                values = _select_values(opt)
-                if values is not None and p.value not in values:
-                    raise InvalidParams(f"invalid value {p.value!r} for config option {p.config_id!r}")
-            sess.config[p.config_id] = p.value
-            if p.config_id == self.model_option_id:
-                sess.model_id = p.value
-            return s.SetSessionConfigOptionResponse(config_options=self.current_config(sess))
-
-        async def set_model(p: s.SetSessionModelRequest) -> Any:
-            sess = self.get_session(p.session_id)
-            h = user("set_model")
-            if h is not None:
-                res = await h(Context(self, conn(), p, sess))
-                if res is not None:
-                    return res
-            elif self.models and p.model_id not in {m.model_id for m in self.models}:
-                raise InvalidParams(f"unknown model {p.model_id!r}")
-            sess.model_id = p.model_id
-            if self.model_option_id is not None:
-                sess.config[self.model_option_id] = p.model_id
-            return s.SetSessionModelResponse()
-
-        builtin: dict[str, Callable[[Any], Awaitable[Any]]] = {"initialize": initialize, "new_session": new_session}
-        if "prompt" in self.handlers:
-            builtin["prompt"] = prompt
-        if self.modes or "set_mode" in self.handlers:
-            builtin["set_mode"] = set_mode
-        if self.config_options or "set_config_option" in self.handlers:
-            builtin["set_config_option"] = set_config_option
-        if (self.models and self.legacy_models) or "set_model" in self.handlers:
-            builtin["set_model"] = set_model
-
-        for hook in HOOKS:
-            if not protocol.has(hook):
-                continue
-            method, kind = protocol.names[hook]
-            fn = builtin.get(hook)
-            if fn is None:
-                h = self.handlers.get(hook)
-                if h is None:
-                    continue
-                fn = self._plain(h, conn, hook)
-            if kind == "request":
-                r.add_request(method, fn)
-            else:
-                r.add_notification(method, fn)
-        for (method, kind), h in self.methods.items():
-            if protocol.info(method, kind) is None:
-                continue  # (a method of another version this app serves)
-            fn = self._plain(h, conn, method)
-            if kind == "request":
-                r.add_request(method, fn)
-            else:
-                r.add_notification(method, fn)
-        for (method, kind), h in self.extensions.items():
-            ext = self._plain(h, conn, "")
-            if kind == "request":
-                r.add_request(method, ext)
-            else:
-                r.add_notification(method, ext)
-        return r
-
-    def _plain(self, h: Callable[..., Awaitable[Any]], conn: Callable[[], AgentSideConnection],
-               hook: str) -> Callable[[Any], Awaitable[Any]]:
-        forget = hook in ("close_session", "delete_session")
-
-        async def call(p: Any) -> Any:
-            sid = getattr(p, "session_id", None)
-            if hook == "close_session" and isinstance(sid, str):
-                await _end_turn(conn(), sid)
-            sess = self.sessions.get(sid) if isinstance(sid, str) else None
-            res = await h(Context(self, conn(), p, sess))
-            if forget and isinstance(sid, str):
-                self.sessions.pop(sid, None)  # a closed or deleted session frees its slot
-            return res
-
-        return call
+            cached = self._dispatchers[key] = Dispatcher(self, protocol, self._generation)
+        return cached.bind(conn_ref)
 
     def connection(self, transport: Any, *, protocols: Collection[int] | None = None,
                    **kw: Any) -> AgentSideConnection:
@@ -447,19 +318,6 @@ class AgentBase(AgentOn):
 
 def _is_async(fn: object) -> bool:
     return asyncio.iscoroutinefunction(fn)
-
-
-def _select_values(opt: Any) -> set[Any] | None:
-    options = getattr(opt, "options", None)
-    if options is None:
-        return None
-    values: set[Any] = set()
-    for o in options:
-        if hasattr(o, "value"):
-            values.add(o.value)
-        for sub in getattr(o, "options", []) or []:
-            values.add(sub.value)
-    return values
 
 
 class AgentApp(AgentBase):
@@ -531,13 +389,3 @@ class Agent(AgentBase):
             async def prompt(self, ctx: PromptContext) -> None:
                 await ctx.send_text(ctx.text)
     """
-
-
-async def _end_turn(conn: AgentSideConnection, session_id: str) -> None:
-    """``session/close`` during a running prompt: the turn is cancelled (as by
-    ``session/cancel``, forced after the grace) and has ended, answered ``cancelled``, before
-    the app's close handler runs."""
-    turn = conn.turns.get(session_id)
-    if turn is not None:
-        conn.cancel_turn(session_id)
-        await asyncio.wait({turn.task})

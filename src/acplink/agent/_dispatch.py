@@ -1,0 +1,221 @@
+"""The app's dispatcher for one protocol: its handler table, built once, bound per connection.
+
+:class:`Dispatcher` turns what an app registered (hooks, methods of the table, extensions) into
+one table per protocol version: wire method → a handler taking the connection and the typed
+params. The built-in behaviour (the ``initialize`` answer, session creation, modes, config
+options, models, the prompt's answer) is written once here, as methods. A connection gets a
+:class:`~acplink.connection.base.Router` by binding the table to it (:meth:`Dispatcher.bind`:
+one ``partial`` per method, no closures rebuilt); the app keeps the dispatcher until a handler
+is registered (``AgentBase.router``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TYPE_CHECKING, Any, cast
+
+import orjson
+
+from ..connection.base import RawJSON, Router
+from ..errors import InvalidParams, UsageError
+from ..protocol import Protocol, negotiate
+from ..schema import _generated as s
+from .context import Context, PromptContext
+
+if TYPE_CHECKING:
+    from ..connection.agent_side import AgentSideConnection
+    from .app import AgentBase
+
+__all__ = ["Dispatcher"]
+
+#: a connection, filled in once it exists (the router is built before the connection is)
+Ref = list["AgentSideConnection"]
+Bound = Callable[[Ref, Any], Awaitable[Any]]
+
+
+class Dispatcher:
+    """The handler table of ``app`` for ``protocol`` (see the module)."""
+
+    def __init__(self, app: AgentBase, protocol: Protocol, generation: int) -> None:
+        self.app = app
+        self.protocol = protocol
+        #: the app's registrations this table was built from (``AgentBase._generation``)
+        self.generation = generation
+        self.requests: dict[str, Bound] = {}
+        self.notifications: dict[str, Bound] = {}
+        self._build()
+
+    def bind(self, ref: Ref) -> Router:
+        """The router of one connection (``ref[0]``, once it exists)."""
+        r = Router()
+        r.requests = {m: partial(h, ref) for m, h in self.requests.items()}
+        r.notifications = {m: partial(h, ref) for m, h in self.notifications.items()}
+        return r
+
+    # -- building --------------------------------------------------------------------------------
+
+    def _add(self, method: str, kind: str, fn: Bound) -> None:
+        table = self.requests if kind == "request" else self.notifications
+        table[method] = fn
+
+    def _build(self) -> None:
+        from .app import HOOKS
+
+        app, protocol = self.app, self.protocol
+        builtin: dict[str, Bound] = {"initialize": self.initialize, "new_session": self.new_session}
+        if "prompt" in app.handlers:
+            builtin["prompt"] = self.prompt
+        if app.modes or "set_mode" in app.handlers:
+            builtin["set_mode"] = self.set_mode
+        if app.config_options or "set_config_option" in app.handlers:
+            builtin["set_config_option"] = self.set_config_option
+        if (app.models and app.legacy_models) or "set_model" in app.handlers:
+            builtin["set_model"] = self.set_model
+        for hook in HOOKS:
+            if not protocol.has(hook):
+                continue
+            method, kind = protocol.names[hook]
+            fn = builtin.get(hook)
+            if fn is None:
+                h = app.handlers.get(hook)
+                if h is None:
+                    continue
+                fn = self._plain(h, hook)
+            self._add(method, kind, fn)
+        for (method, kind), h in app.methods.items():
+            if protocol.info(method, kind) is not None:  # (else a method of another version the app serves)
+                self._add(method, kind, self._plain(h, method))
+        for (method, kind), h in app.extensions.items():
+            self._add(method, kind, self._plain(h, ""))
+
+    def _plain(self, h: Callable[..., Awaitable[Any]], hook: str) -> Bound:
+        """A handler of the app called with its :class:`Context` (no built-in behaviour)."""
+        app = self.app
+        forget = hook in ("close_session", "delete_session")
+        closing = hook == "close_session"
+
+        async def call(ref: Ref, p: Any) -> Any:
+            sid = getattr(p, "session_id", None)
+            if closing and isinstance(sid, str):
+                await _end_turn(ref[0], sid)
+            sess = app.sessions.get(sid) if isinstance(sid, str) else None
+            res = await h(Context(app, ref[0], p, sess))
+            if forget and isinstance(sid, str):
+                app.sessions.pop(sid, None)  # a closed or deleted session frees its slot
+            return res
+
+        return call
+
+    # -- the built-in behaviour ------------------------------------------------------------------
+
+    async def _hook(self, hook: str, ctx: Context[Any]) -> Any:
+        """The app's ``hook`` with ``ctx`` (None when it has none or it answered None)."""
+        h = self.app.handlers.get(hook)
+        return await h(ctx) if h is not None else None
+
+    async def initialize(self, ref: Ref, p: s.InitializeRequest) -> Any:
+        app = self.app
+        res = await self._hook("initialize", Context(app, ref[0], p))
+        if res is not None:
+            return res
+        return app.initialize_json(version=negotiate(p.protocol_version, app.protocols))
+
+    async def new_session(self, ref: Ref, p: s.NewSessionRequest) -> Any:
+        app = self.app
+        sess = app.create_session(p.cwd, mcp_servers=p.mcp_servers,
+                                  additional_directories=p.additional_directories or [])
+        res = await self._hook("new_session", Context(app, ref[0], p, sess))
+        if res is not None:
+            return res
+        return s.NewSessionResponse(session_id=sess.session_id, **app.session_setup(sess))
+
+    async def prompt(self, ref: Ref, p: s.PromptRequest) -> Any:
+        app = self.app
+        h = app.handlers["prompt"]
+        sess = app.get_session(p.session_id)
+        c = ref[0]
+        ctx = PromptContext(app, c, p, sess, c.turns.get(p.session_id))
+        try:
+            res = await h(ctx)
+        finally:
+            await ctx._finish()
+        if res is None:
+            return s.PromptResponse(stop_reason="end_turn")
+        if isinstance(res, str):
+            if res.startswith("_") and getattr(c, "custom_stop_reasons", False):
+                return RawJSON(orjson.dumps({"stopReason": res}))  # (receipt versions: stop reasons are open)
+            return s.PromptResponse(stop_reason=cast("s.StopReason", res))  # (checked by the model)
+        if isinstance(res, s.PromptResponse):
+            return res
+        raise UsageError(f"the prompt handler returned {type(res).__name__}; "
+                         "return None, a stop reason string or a PromptResponse")
+
+    async def set_mode(self, ref: Ref, p: s.SetSessionModeRequest) -> Any:
+        app = self.app
+        sess = app.get_session(p.session_id)
+        if "set_mode" in app.handlers:
+            res = await self._hook("set_mode", Context(app, ref[0], p, sess))
+            if res is not None:
+                return res
+        elif app.modes and p.mode_id not in {m.id for m in app.modes}:
+            raise InvalidParams(f"unknown mode {p.mode_id!r}")
+        sess.mode_id = p.mode_id
+        return s.SetSessionModeResponse()
+
+    async def set_config_option(self, ref: Ref, p: Any) -> Any:
+        app = self.app
+        sess = app.get_session(p.session_id)
+        if "set_config_option" in app.handlers:
+            res = await self._hook("set_config_option", Context(app, ref[0], p, sess))
+            if res is not None:
+                return res
+        else:
+            opt = next((o for o in app.config_options if o.id == p.config_id), None)
+            if opt is None:
+                raise InvalidParams(f"unknown config option {p.config_id!r}")
+            values = _select_values(opt)
+            if values is not None and p.value not in values:
+                raise InvalidParams(f"invalid value {p.value!r} for config option {p.config_id!r}")
+        sess.config[p.config_id] = p.value
+        if p.config_id == app.model_option_id:
+            sess.model_id = p.value
+        return s.SetSessionConfigOptionResponse(config_options=app.current_config(sess))
+
+    async def set_model(self, ref: Ref, p: s.SetSessionModelRequest) -> Any:
+        app = self.app
+        sess = app.get_session(p.session_id)
+        if "set_model" in app.handlers:
+            res = await self._hook("set_model", Context(app, ref[0], p, sess))
+            if res is not None:
+                return res
+        elif app.models and p.model_id not in {m.model_id for m in app.models}:
+            raise InvalidParams(f"unknown model {p.model_id!r}")
+        sess.model_id = p.model_id
+        if app.model_option_id is not None:
+            sess.config[app.model_option_id] = p.model_id
+        return s.SetSessionModelResponse()
+
+
+def _select_values(opt: Any) -> set[Any] | None:
+    options = getattr(opt, "options", None)
+    if options is None:
+        return None
+    values: set[Any] = set()
+    for o in options:
+        if hasattr(o, "value"):
+            values.add(o.value)
+        for sub in getattr(o, "options", []) or []:
+            values.add(sub.value)
+    return values
+
+
+async def _end_turn(conn: AgentSideConnection, session_id: str) -> None:
+    """``session/close`` during a running prompt: the turn is cancelled (as by
+    ``session/cancel``, forced after the grace) and has ended, answered ``cancelled``, before
+    the app's close handler runs."""
+    turn = conn.turns.get(session_id)
+    if turn is not None:
+        conn.cancel_turn(session_id)
+        await asyncio.wait({turn.task})
