@@ -195,6 +195,7 @@ def protocol() -> Protocol:
     if _V2 is None:
         from ...schema import v2 as models
         from ...schema.v2._stubs import AgentMethods, ClientMethods
+        from .client_codec import CODEC
 
         _V2 = Protocol(
             version=PROTOCOL_VERSION,
@@ -209,6 +210,8 @@ def protocol() -> Protocol:
             capabilities_field=("capabilities", "capabilities"),
             long_running=frozenset({Method.SESSION_PROMPT, Method.REQUEST_PERMISSION, Method.ELICITATION_CREATE}),
             turns=V2_TURNS,
+            info_field=("info", "info"),
+            client_codec=CODEC,
         )
         register_protocol(_V2)
     return _V2
