@@ -17,7 +17,6 @@ from typing import Any, Literal
 
 from ..errors import SchemaValidationError, UsageError
 from .base import Protocol, get_protocol, known_versions
-from .v2 import UNSUPPORTED_PROTOCOL_VERSION
 
 __all__ = ["Agreed", "Handshake", "ProtocolChoice", "Refused", "Retry", "agent_info", "agreed_version",
            "check_choice", "client_info", "echoed_v1"]
@@ -190,6 +189,8 @@ class Handshake:
     def on_error(self, code: int, data: Any) -> Retry | None:
         if self.choice != "auto" or self._retried:
             return None
+        from .v2 import UNSUPPORTED_PROTOCOL_VERSION  # (a v1-only process does not load v2's names)
+
         supported = data.get("supported") if isinstance(data, dict) else None
         if code == UNSUPPORTED_PROTOCOL_VERSION and isinstance(supported, list) and _BASE not in supported:
             return None
@@ -229,18 +230,22 @@ class Handshake:
             return Refused(f"invalid initialize response: {exc.message}")
 
     def _lenient(self, raw: Any, version: Any) -> Agreed | Refused:
-        """A v1 request's answer: read as v1's; its version selects the protocol when acplink knows
-        it (a v1 agent echoing a newer version stays on v1)."""
-        base = proto = _known(_BASE)
-        echoed = echoed_v1(raw)
-        if type(version) is int and version != _BASE and version in known_versions() and not echoed:
+        """A v1 request's answer: its version selects the protocol when acplink knows it and the
+        answer is that version's (a v1 agent echoing a newer version stays on v1), else it is read
+        as v1's."""
+        base = _known(_BASE)
+        if type(version) is int and version != _BASE and version in known_versions():
             proto = get_protocol(version)
+            try:
+                return Agreed(proto, _parse(proto, raw), self.capabilities, version=version)
+            except SchemaValidationError:
+                pass
         try:
-            result = _parse(proto, raw)
+            result = _parse(base, raw)
         except SchemaValidationError as exc:
             return Refused(f"invalid initialize response: {exc.message}")
-        return Agreed(proto, result, self.capabilities,
-                      version=version if type(version) is int and not echoed else base.version)
+        return Agreed(base, result, self.capabilities,
+                      version=version if type(version) is int and not echoed_v1(raw) else base.version)
 
 
 def _parse(proto: Protocol, raw: Any) -> Any:
