@@ -18,7 +18,14 @@ from acplink import PermissionPolicy, connect
 from acplink.client import Client
 from acplink.client import PromptTurn
 from acplink.protocol.v2.client_state import V2SessionState
-from acplink.errors import MethodNotFound, ProtocolError, RequestError, SchemaValidationError, UsageError
+from acplink.errors import (
+    CapabilityError,
+    MethodNotFound,
+    ProtocolError,
+    RequestError,
+    SchemaValidationError,
+    UsageError,
+)
 from acplink.schema import v2 as m
 from acplink.transports.memory import memory_pair
 
@@ -241,3 +248,38 @@ async def test_auto_goes_on_with_v1_against_a_v1_only_app(tmp_path: Path) -> Non
         assert client.protocol_version == 1 and client.connection.protocol.version == 1
         assert client.agent_info is not None and client.agent_info.name == "v1-only"
         assert await _hello(client, tmp_path) == "client=acplink fs=True"  # (its v1 fields kept)
+
+
+async def test_v2_calls_are_checked_against_the_agents_capabilities_as_v1_calls_are(tmp_path: Path) -> None:
+    # every call of a v2 session goes through the connection's one typed path: a method the
+    # agent did not advertise fails before anything is sent, as it does on v1
+    errors: dict[int, CapabilityError] = {}
+    for protocol, mode in ((2, "normal"), (1, "v1")):
+        async with connect(script(mode), protocol=protocol) as client:
+            session = await client.new_session(tmp_path)
+            with pytest.raises(CapabilityError) as info:
+                await client.fork_session(session.session_id, tmp_path)
+            errors[protocol] = info.value
+            with pytest.raises(CapabilityError):  # (the low-level call too)
+                await client.connection.call("session/fork", {"sessionId": session.session_id, "cwd": str(tmp_path)})
+            assert client.supports("session.delete") == (protocol == 2)
+            if protocol == 2:
+                await client.delete_session(session.session_id)  # (advertised: it goes out and is answered)
+                assert session.session_id not in client.sessions
+    assert errors[2].capability == "agent:session.fork"
+    assert errors[1].capability == "agent:sessionCapabilities.fork"
+    for error in errors.values():
+        assert "session/fork needs the agent capability" in str(error) and "did not advertise" in str(error)
+
+
+async def test_v2_session_calls_v1_lacks_and_v1_calls_v2_lacks(tmp_path: Path) -> None:
+    async with connect(script("normal"), protocol=2) as client:
+        session = await client.new_session(tmp_path)
+        with pytest.raises(UsageError, match="ACP v2 has no session modes: they are config options"):
+            await session.set_mode("code")
+    async with connect(script("v1"), protocol=1) as client:
+        session = await client.new_session(tmp_path)
+        with pytest.raises(UsageError, match="ACP v1 has no 'cancel_tool_call' method"):
+            await session.cancel_tool_call("t1")
+        with pytest.raises(UsageError, match="cannot replay"):
+            await client.resume_session(session.session_id, tmp_path, replay=True)
