@@ -15,9 +15,7 @@ from typing import Any
 import pytest
 
 from acplink import PermissionPolicy, connect
-from acplink.client import Client
-from acplink.client import PromptTurn
-from acplink.protocol.v2.client_state import V2SessionState
+from acplink.client import Client, PromptTurn
 from acplink.errors import (
     CapabilityError,
     MethodNotFound,
@@ -26,6 +24,7 @@ from acplink.errors import (
     SchemaValidationError,
     UsageError,
 )
+from acplink.protocol.v2.client_state import V2SessionState
 from acplink.schema import v2 as m
 from acplink.transports.memory import memory_pair
 

@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from acplink.protocol.v2.client_state import V2SessionState, state_of, stop_reason_of
 from acplink.protocol.v2 import UPDATE_KINDS
+from acplink.protocol.v2.client_state import V2SessionState, state_of, stop_reason_of
 from acplink.schema import parse
 from acplink.schema import v2 as m
 

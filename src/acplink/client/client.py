@@ -251,17 +251,15 @@ class Client:
         """A cancel goes out (however it is sent): the turn's pending questions are answered."""
         self._questions.cancel(session_id)
 
-    def _invalid_update(self, params: Any, exc: InvalidParams) -> bool:
-        """A ``session/update`` that does not match the schema: in a version where an update
-        ends the turn, the running turn of its session fails with the error (it names the path);
-        False otherwise (the update is logged and dropped)."""
+    def _invalid_update(self, params: Any, exc: InvalidParams) -> None:
+        """A ``session/update`` that does not match the schema (it is logged and dropped): in a
+        version where an update ends the turn (it may have been that one), the running turn of
+        its session fails with the error (it names the path)."""
         sid = params.get("sessionId") if isinstance(params, dict) else None
         sess = self.sessions.get(sid) if isinstance(sid, str) else None
         turn = sess._turn if sess is not None else None
-        if turn is None or turn.done or not self.connection.protocol.turns.receipt:
-            return False
-        turn._fail(exc)
-        return True
+        if turn is not None and not turn.done and self.connection.protocol.turns.receipt:
+            turn._fail(exc)
 
     def _session_opened(self, method: str, request: Any, result: Any) -> None:
         """The connection processed the result of a session-opening call (whoever made it):

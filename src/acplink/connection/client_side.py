@@ -10,7 +10,7 @@ agent's advertised capabilities), whatever the version.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -20,8 +20,8 @@ from ..protocol import Protocol, get_protocol, known_versions
 from ..protocol.initialize import Agreed, Handshake, Refused
 from ..schema import _generated as s
 from ..schema._parse import parse
+from ..schema._table import MethodInfo
 from .base import Connection
-from .peer import DONE
 
 __all__ = ["ClientSideConnection"]
 
@@ -40,17 +40,13 @@ def _calls(conn: ClientSideConnection, protocol: Protocol) -> Any:
     bound = _BOUND.get(stubs)
     if bound is None:
         def call(self: Any, method: str, params: Any, fields: dict[str, Any]) -> Any:
-            return conn_of(self)._call(method, params, fields)
+            return self._conn._call(method, params, fields)
 
         def notify(self: Any, method: str, params: Any, fields: dict[str, Any]) -> Any:
-            return conn_of(self)._notify(method, params, fields)
+            return self._conn._notify(method, params, fields)
 
         def init(self: Any, owner: ClientSideConnection) -> None:
             self._conn = owner
-
-        def conn_of(self: Any) -> ClientSideConnection:
-            owner: ClientSideConnection = self._conn
-            return owner
 
         bound = _BOUND[stubs] = type(f"Bound{stubs.__name__}", (stubs,),
                                      {"__init__": init, "_call": call, "_notify": notify})
@@ -89,6 +85,7 @@ class ClientSideConnection(Connection):
         super().__init__(*args, **kw)
         #: the typed calls of the agent's methods in the protocol in use (``conn.session_new``
         #: is ``conn.calls.session_new``)
+        self._stubs_seen: list[str] = []
         self.calls: Any = _calls(self, self.protocol)
         self.enable_fast_path(self.protocol.wire("session_update"))
         #: called with (method, params, result) when the result of a ``session/new``,
@@ -101,9 +98,9 @@ class ClientSideConnection(Connection):
         self.on_prompt: Callable[[str, Any], None] | None = None
         #: called with the session id right before a cancel of its turn goes out
         self.on_cancel: Callable[[str], None] | None = None
-        #: called with (params, error) for a ``session/update`` that does not match the schema;
-        #: True: it was dealt with (else it is logged and dropped)
-        self.on_invalid_update: Callable[[Any, InvalidParams], bool] | None = None
+        #: called with (params, error) for a ``session/update`` that does not match the schema
+        #: (which is then logged and dropped)
+        self.on_invalid_update: Callable[[Any, InvalidParams], None] | None = None
 
     agent_info: s.Implementation | None = None
     auth_methods: list[Any] = []  # noqa: RUF012  (replaced per instance at initialize)
@@ -116,32 +113,36 @@ class ClientSideConnection(Connection):
         calls = self.__dict__.get("calls")
         if calls is None or name.startswith("_"):
             raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        return getattr(calls, name)
+        stub = getattr(calls, name)
+        self.__dict__[name] = stub  # (found directly from now on; forgotten when the protocol changes)
+        self._stubs_seen.append(name)
+        return stub
 
     def select_protocol(self, version: Any) -> bool:
         before = self.protocol
         selected = super().select_protocol(version)
         if self.protocol is not before:
+            for name in self._stubs_seen:
+                self.__dict__.pop(name, None)
+            self._stubs_seen.clear()
             self.calls = _calls(self, self.protocol)
             self.enable_fast_path(self.protocol.wire("session_update"))
         return selected
 
-    def handle_notification(self, method: str, params: Any, typed: bool = False) -> Awaitable[None]:
-        if typed or self.on_invalid_update is None:  # (the fast path: decoded straight from its bytes)
-            return Connection.handle_notification(self, method, params, typed)
+    def _params(self, info: MethodInfo | None, method: str, params: Any) -> Any:
+        # (only what did not come typed through the fast path gets here: not the update flood)
         try:
-            return Connection.handle_notification(self, method, params, typed)
+            return Connection._params(self, info, method, params)
         except InvalidParams as exc:
-            if not self.protocol.is_(method, "session_update"):
-                raise
-            error: InvalidParams = exc
-            info = self.protocol.info(method, "notification")
-            try:  # (the schema's own error: it names the path)
-                parse(info.params_type if info is not None else Any, params)
-            except SchemaValidationError as detailed:
-                error = detailed
-            if self.on_invalid_update(params, error):
-                return DONE
+            hook = self.on_invalid_update
+            if hook is not None and info is not None and info.kind == "notification" \
+                    and self.protocol.is_(method, "session_update"):
+                error: InvalidParams = exc
+                try:  # (the schema's own error: it names the path)
+                    parse(info.params_type, params if params is not None else {}, name=info.params_name)
+                except SchemaValidationError as detailed:
+                    error = detailed
+                hook(params, error)
             raise
 
     # -- initialize ----------------------------------------------------------------------------
