@@ -38,10 +38,19 @@ log = logging.getLogger("acplink.client")
 CANCEL_WAIT = 5.0
 
 
-def _content(protocol: Protocol, prompt: str | Sequence[Any]) -> list[Any]:
-    if isinstance(prompt, str):
-        return [protocol.models.TextContent(text=prompt)]
-    return list(prompt)
+#: per protocol object (by id, the object kept alive): its prompt's wire method, params model
+#: and text block model (looked up once: a versioned models module resolves names lazily)
+_PROMPT_TYPES: dict[int, tuple[Protocol, str, Any, Any]] = {}
+
+
+def _prompt_types(protocol: Protocol) -> tuple[Protocol, str, Any, Any]:
+    found = _PROMPT_TYPES.get(id(protocol))
+    if found is None or found[0] is not protocol:
+        wire = protocol.wire("prompt")
+        info = protocol.info(wire)
+        assert info is not None and info.params_type is not None
+        found = _PROMPT_TYPES[id(protocol)] = (protocol, wire, info.params_type, protocol.models.TextContent)
+    return found
 
 
 class Session:
@@ -149,15 +158,13 @@ class Session:
         wait = self.cancel_wait if cancel_wait is None else cancel_wait
         if (timeout is not None and not timeout > 0) or not wait >= 0:
             raise UsageError(f"timeout must be positive and cancel_wait not negative (got {timeout!r}, {wait!r})")
-        proto = self.client.connection.protocol
-        blocks = _content(proto, prompt)
+        proto, _wire, params_type, text_type = _prompt_types(self.client.connection.protocol)
+        blocks = [text_type(text=prompt)] if isinstance(prompt, str) else list(prompt)
         codec = self._codec
         refused = codec.prompt_refusal(blocks) if codec is not None else None
         if refused is not None:
             raise UsageError(refused)
-        info = proto.info(proto.wire("prompt"))
-        assert info is not None and info.params_type is not None
-        request = info.params_type(session_id=self.session_id, prompt=blocks, **fields)
+        request = params_type(session_id=self.session_id, prompt=blocks, **fields)
         if proto.turns.echo_kind is None and codec is None:
             # the user's message is part of the conversation (the agent does not echo it back):
             # record it, so the agent's reply starts a new message in :attr:`state` (a local id
@@ -327,10 +334,11 @@ class PromptTurn:
         """The prompt's exchange with the agent; what ends the turn: the response, or (after
         a receipt) the update that ends it."""
         conn = self.session.client.connection
+        wire = _prompt_types(conn.protocol)[1]
         end = self._end
         if end is None:
-            return await conn.call(conn.protocol.wire("prompt"), self.request)
-        receipt = await conn.call(conn.protocol.wire("prompt"), self.request)
+            return await conn.call(wire, self.request)
+        receipt = await conn.call(wire, self.request)
         self.receipt = receipt
         self._updates.appendleft(receipt)  # (the receipt goes first)
         self._wakeup.set()
