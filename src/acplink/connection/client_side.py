@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -50,7 +50,26 @@ def _calls(conn: ClientSideConnection, protocol: Protocol) -> Any:
 
         bound = _BOUND[stubs] = type(f"Bound{stubs.__name__}", (stubs,),
                                      {"__init__": init, "_call": call, "_notify": notify})
+        for name in dir(stubs):  # conn.session_new: the stub of the protocol in use
+            if not name.startswith("_") and not hasattr(ClientSideConnection, name):
+                setattr(ClientSideConnection, name, _Stub(name))
     return bound(conn)
+
+
+class _Stub:
+    """A typed call on the connection, found on its :attr:`~ClientSideConnection.calls` (the
+    protocol in use): a class attribute, so that the connection's other attributes are looked
+    up as usual (a ``__getattr__`` would slow down every one of them)."""
+
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, owner: Any = None) -> Any:
+        if obj is None:
+            return self
+        return getattr(obj.calls, self.name)
 
 
 def session_of(params: Any, fields: dict[str, Any]) -> str | None:
@@ -85,7 +104,6 @@ class ClientSideConnection(Connection):
         super().__init__(*args, **kw)
         #: the typed calls of the agent's methods in the protocol in use (``conn.session_new``
         #: is ``conn.calls.session_new``)
-        self._stubs_seen: list[str] = []
         self.calls: Any = _calls(self, self.protocol)
         self.enable_fast_path(self.protocol.wire("session_update"))
         #: called with (method, params, result) when the result of a ``session/new``,
@@ -108,23 +126,13 @@ class ClientSideConnection(Connection):
     #: the agent's ``initialize`` answer (the typed ``InitializeResponse`` of the version agreed)
     initialize_response: Any = None
 
-    def __getattr__(self, name: str) -> Any:
-        # the typed calls of the protocol in use: conn.session_prompt(...), conn.initialize(...)
-        calls = self.__dict__.get("calls")
-        if calls is None or name.startswith("_"):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-        stub = getattr(calls, name)
-        self.__dict__[name] = stub  # (found directly from now on; forgotten when the protocol changes)
-        self._stubs_seen.append(name)
-        return stub
+    if TYPE_CHECKING:  # (at run time: the _Stub class attributes, see _calls)
+        def __getattr__(self, name: str) -> Any: ...
 
     def select_protocol(self, version: Any) -> bool:
         before = self.protocol
         selected = super().select_protocol(version)
         if self.protocol is not before:
-            for name in self._stubs_seen:
-                self.__dict__.pop(name, None)
-            self._stubs_seen.clear()
             self.calls = _calls(self, self.protocol)
             self.enable_fast_path(self.protocol.wire("session_update"))
         return selected
