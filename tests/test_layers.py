@@ -17,7 +17,9 @@ RANK = {
     "_text": 0,
     "_tasks": 0,
     "_lazy": 0,
+    "_extras": 0,
     "schema": 1,
+    "methods": 1,  # the public home of schema/methods.py's constants
     "protocol": 1.5,  # the protocol object of each version: between schema and rpc
     "rpc": 2,
     "transports": 3,

@@ -9,7 +9,10 @@ source from the intermediate model. Nothing is ever patched in emitted text.
     python tools/gen_schema.py --check    # exit 1 when the committed files differ from a fresh run
 
 One package per protocol version (``schema/<version>/``: ``__init__.py``, ``_generated.py`` and
-its ``.pyi``, ``_methods.py``, ``_stubs.py``). Inputs (relative to the schema folder: this
+its ``.pyi``, ``_methods.py``, ``_stubs.py``); over all versions (``_gen_methods.py``): one
+constant per method (``schema/methods.py``: ``SESSION_PROMPT = "session/prompt"``, the keys of
+every ``_methods.py``) and the typed ``on`` of each side (``agent/_on.py``, ``client/_on.py``).
+Inputs (relative to the schema folder: this
 repository's ``schemas/`` (vendored, with provenance in ``schemas/README.md``), or
 --schema-dir / $ACP_SCHEMA_DIR):
 
@@ -32,6 +35,10 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+if str(Path(__file__).resolve().parent) not in sys.path:  # (its sibling, also when loaded by path)
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import _gen_methods
 
 ROOT = Path(__file__).resolve().parent.parent
 SCHEMA_PKG = ROOT / "src" / "acplink" / "schema"
@@ -1054,12 +1061,14 @@ class Emitter:
         return "\n".join(lines)
 
     def methods(self) -> str:
-        lines = self.header("The ACP method registry: every `x-method` of every input schema.")
+        lines = self.header("The ACP method registry: every `x-method` of every input schema.\n\n"
+                            "Keyed by the method constants of ``acplink.schema.methods`` (one name per method).")
+        lines += ["from .. import methods as _m", ""]
         lines.append("#: (method, side, kind, params type, result type or None, stability, capability or None)")
         lines.append("METHOD_TABLE: tuple[tuple[str, str, str, str, str | None, str, str | None], ...] = (")
         for m in self.ir.methods:
-            lines.append(f"    ({m.method!r}, {m.side!r}, {m.kind!r}, {m.params!r}, {m.result!r}, "
-                         f"{m.stability!r}, {m.capability!r}),")
+            lines.append(f"    (_m.{_gen_methods.constant(m.method)}, {m.side!r}, {m.kind!r}, {m.params!r}, "
+                         f"{m.result!r}, {m.stability!r}, {m.capability!r}),")
         lines.append(")")
         lines.append("")
         return "\n".join(lines)
@@ -1157,6 +1166,8 @@ def package_init(ir: SchemaIR, digests: list[tuple[str, str]], version: Version)
 
 def generate(base: Path) -> dict[Path, str]:
     out: dict[Path, str] = {}
+    tables: list[tuple[str, list[MethodIR]]] = []
+    all_digests: list[tuple[str, str]] = []
     for version in VERSIONS:
         defs, stability, ext, digests = load_inputs(base, version)
         parser = Parser(defs, stability, ext, version.capabilities)
@@ -1169,6 +1180,10 @@ def generate(base: Path) -> dict[Path, str]:
         out[d / "_generated.pyi"] = em.models_stub()
         out[d / "_methods.py"] = em.methods()
         out[d / "_stubs.py"] = stubs(ir, digests)
+        tables.append((version.name, ir.methods))
+        all_digests += [dg for dg in digests if dg not in all_digests]
+    # one constant per method (the union of the tables) and the typed `on` of each side
+    out.update(_gen_methods.outputs(tables, all_digests))
     return out
 
 

@@ -2,7 +2,8 @@
 
 Build an agent in a few lines (:class:`AgentApp`, :func:`run_agent`), drive any agent from
 Python (:func:`connect`), or work one level down with the typed connections and transports.
-Every ACP type lives in :mod:`acplink.schema`.
+Every ACP type lives in :mod:`acplink.schema`; every method has one name, a constant of
+:mod:`acplink.methods` (``SESSION_PROMPT == "session/prompt"``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from ._lazy import lazy_getattr as _lazy_getattr
 if TYPE_CHECKING:
     from . import (  # noqa: I001
         builders as builders,
+        methods as methods,
         schema as schema,
     )
     from .agent import (
@@ -60,6 +62,7 @@ if TYPE_CHECKING:
         InvalidRequest as InvalidRequest,
         MessageTooLarge as MessageTooLarge,
         MethodNotFound as MethodNotFound,
+        MissingDependency as MissingDependency,
         ParseError as ParseError,
         PeerOutputNotJson as PeerOutputNotJson,
         ProtocolError as ProtocolError,
@@ -130,6 +133,7 @@ _LAZY: dict[str, str] = {
     'InvalidRequest': '.errors',
     'MemoryTransport': '.transports',
     'MessageTooLarge': '.errors',
+    'MissingDependency': '.errors',
     'MethodNotFound': '.errors',
     'PROTOCOL_VERSION': '.connection',
     'ParseError': '.errors',
@@ -160,6 +164,7 @@ _LAZY: dict[str, str] = {
     'builders': '.',
     'connect': '.client',
     'memory_pair': '.transports',
+    'methods': '.',
     'run_agent': '.agent',
     'schema': '.',
     'serve': '.agent',

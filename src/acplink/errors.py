@@ -9,6 +9,7 @@ The tree (every public error; ``acplink.X`` for each name; the wire code where t
 
     AcpError
     ├── UsageError                  the API or the command line used wrongly (exit 2 in the CLI)
+    │   └── MissingDependency       (also an ImportError) a feature whose extra is not installed
     ├── ProtocolError               the peer broke the protocol (a bad initialize answer, ...)
     │   └── PeerOutputNotJson       (also a TransportError) the peer's output is not JSON-RPC
     ├── CapabilityError             a method the peer did not advertise
@@ -47,6 +48,7 @@ __all__ = [
     "InvalidRequest",
     "MessageTooLarge",
     "MethodNotFound",
+    "MissingDependency",
     "ParseError",
     "PeerOutputNotJson",
     "ProtocolError",
@@ -71,6 +73,24 @@ class AcpError(Exception):
 
 class UsageError(AcpError):
     """The acplink API was used wrongly (a bug in the calling code, not in the peer)."""
+
+
+class MissingDependency(UsageError, ImportError):
+    """A feature whose optional dependencies (an extra of the ``acplink`` package) are not
+    installed: ``acplink chat`` without ``acplink[cli]``, a ``ws://`` URL without
+    ``acplink[remote]``. ``extra`` names the extra, ``modules`` the modules found missing;
+    the message is one line ending with the ``pip install`` command that fixes it."""
+
+    def __init__(self, what: str, extra: str, modules: tuple[str, ...]) -> None:
+        self.what = what
+        self.extra = extra
+        self.modules = modules
+        super().__init__(f"{what} needs the {extra!r} extra (not installed: {', '.join(modules)}): "
+                         f"pip install 'acplink[{extra}]'")
+        self.name = modules[0] if modules else None
+
+    def __reduce__(self) -> tuple[type[MissingDependency], tuple[str, str, tuple[str, ...]]]:
+        return type(self), (self.what, self.extra, self.modules)  # (pickles: the arguments, not the message)
 
 
 class ProtocolError(AcpError):

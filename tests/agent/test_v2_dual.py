@@ -1,5 +1,5 @@
-"""The low-level version router: two implementations (a typed v1 Router, a plain-JSON v2
-Router) behind one connection, the version chosen by initialize."""
+"""The low-level version router: two implementations (one Router per version, each taking its
+version's typed params) behind one connection, the version chosen by initialize."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 from v2_wire import INIT2, wired
 
-from acplink.agent.versions import DualAgentConnection
+from acplink.agent import DualAgentConnection
+from acplink.connection.agent_side import AgentSideConnection
 from acplink.connection.base import Router
 from acplink.schema import _generated as s
 
@@ -30,15 +31,15 @@ def v1_router() -> Router:
 def v2_router(seen: list[Any]) -> Router:
     r = Router()
 
-    async def initialize(p: dict[str, Any]) -> dict[str, Any]:
-        seen.append(p)
+    async def initialize(p: Any) -> dict[str, Any]:
+        seen.append(p.protocol_version)
         return {"protocolVersion": 2, "info": {"name": "two", "version": "2"}, "capabilities": {"session": {}}}
 
-    async def new(p: dict[str, Any]) -> dict[str, Any]:
-        return {"sessionId": f"v2:{p['cwd']}"}
+    async def new(p: Any) -> dict[str, Any]:
+        return {"sessionId": f"v2:{p.cwd}"}
 
-    async def cancel(p: dict[str, Any]) -> None:
-        seen.append(("cancel", p))
+    async def cancel(p: Any) -> None:
+        seen.append(("cancel", p.session_id))
 
     r.add_request("initialize", initialize)
     r.add_request("session/new", new)
@@ -50,25 +51,31 @@ def dual(v1: Router | None, v2: Router | None) -> Any:
     return wired(lambda t: DualAgentConnection(t, v1, v2))
 
 
+def by_version(v1: Router | None, v2: Router | None) -> Any:
+    routers = {n: r for n, r in ((1, v1), (2, v2)) if r is not None}
+    return wired(lambda t: AgentSideConnection(t, routers))
+
+
 @pytest.mark.parametrize(("init", "name", "sid"), [
     ({"protocolVersion": 1}, "one", "v1:/w"),
     (INIT2, "two", "v2:/w"),
     ({**INIT2, "protocolVersion": 9}, "two", "v2:/w"),
 ])
-async def test_initialize_picks_the_implementation(init: dict[str, Any], name: str, sid: str) -> None:
+@pytest.mark.parametrize("make", [dual, by_version])
+async def test_initialize_picks_the_implementation(init: dict[str, Any], name: str, sid: str, make: Any) -> None:
     seen: list[Any] = []
-    async with dual(v1_router(), v2_router(seen)) as c:
+    async with make(v1_router(), v2_router(seen)) as c:
         r, _ = await c.call("initialize", init)
         info = r["result"].get("agentInfo") or r["result"]["info"]
         assert info["name"] == name
         r, _ = await c.call("session/new", {"cwd": "/w", "mcpServers": []})
         assert r["result"]["sessionId"] == sid
         if name == "two":
-            assert seen[0]["protocolVersion"] == 2  # rewritten for the chosen version
+            assert seen[0] == 2  # rewritten for the chosen version
             c.notify("session/cancel", {"sessionId": sid})
             r, _ = await c.call("session/missing", {})
             assert r["error"]["code"] == -32601
-            assert ("cancel", {"sessionId": sid}) in seen
+            assert ("cancel", sid) in seen
 
 
 async def test_v1_only_takes_a_v2_request_downgraded() -> None:
@@ -89,4 +96,4 @@ async def test_v2_only_refuses_version_1() -> None:
         assert r["result"]["info"]["name"] == "two"
         r, _ = await c.call("initialize", {"protocolVersion": 1})
         assert r["error"]["code"] == -32600  # a repeat must keep the chosen version
-    assert ("cancel", {"sessionId": "early"}) not in seen
+    assert ("cancel", "early") not in seen

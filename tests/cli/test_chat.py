@@ -283,7 +283,7 @@ def test_slash_completion() -> None:
     from prompt_toolkit.completion import CompleteEvent
     from prompt_toolkit.document import Document
 
-    from acplink.cli.chat import ChatApp
+    from acplink.cli.chat_app import ChatApp
     from acplink.cli.chat_commands import SlashCompleter
     from acplink.client.state import SessionState
     from acplink.demo.agent import COMMANDS, MODELS, MODES, STYLE

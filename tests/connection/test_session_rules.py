@@ -13,7 +13,7 @@ from acplink import AgentApp, InvalidRequest, PromptContext, UsageError, connect
 from acplink.client import session as client_session
 from acplink.conformance import checks
 from acplink.connection import agent_side, base, rules
-from acplink.protocol import V1
+from acplink.protocol import V1, state
 from acplink.tools import analysis
 from acplink.tools.analysis import analyze
 
@@ -22,16 +22,17 @@ GUARD = 30.0  # hang guard only
 
 def test_the_analyser_and_the_checker_share_the_rules() -> None:
     # the same objects, not copies: a rule fixed in rules.py is fixed for all of them
-    assert analysis.missing_capability is rules.missing_capability
+    assert state.missing_capability is rules.missing_capability
+    assert state.before_initialize is rules.before_initialize
     assert checks.missing_capability is rules.missing_capability
     assert checks.required_capability is rules.required_capability
     assert checks.advertises is rules.advertises is base.advertises
-    # before initialize: the connections and the analyser ask the protocol object in use, whose
-    # check is rules.before_initialize over the version's list
-    assert analysis.P is V1
+    # the analyser (and the checker's judge of traffic, built on it) runs the protocol's state
+    # machine, whose rules are the protocol object's: before initialize, its list
+    assert analysis.ConnectionState is state.ConnectionState
+    assert state.ConnectionState().protocol is V1
     assert V1.may_precede_initialize("initialize") and not V1.may_precede_initialize("session/new")
-    assert analysis.PromptTurns is rules.PromptTurns is agent_side.PromptTurns
-    assert analysis.TURN_UPDATE_KINDS is rules.TURN_UPDATE_KINDS
+    assert rules.PromptTurns is agent_side.PromptTurns
     assert client_session.prompt_refusal is rules.prompt_refusal
 
 

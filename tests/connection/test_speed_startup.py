@@ -28,7 +28,7 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
 
 #: not on a v1 stdio agent's way to answering initialize
 DEFERRED = {
-    "acplink.agent.versions",  # the v1/v2 dual connection
+    "acplink.agent._turns",  # the receipt lifecycle (versions whose prompt is answered with a receipt)
     "acplink.protocol.router",  # the version router (a v2 client asking a v1-only agent)
     "acplink.protocol.v2",
     "acplink.transports.memory",

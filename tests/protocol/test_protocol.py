@@ -31,8 +31,10 @@ SRC = Path(acplink.__file__).resolve().parent
 
 #: the packages that must not spell a wire method: they ask the protocol object
 NO_WIRE_NAMES = ("connection", "agent", "client", "testing", "tools")
-#: exempt for now: connection/peer.py (`$/cancel_request`), conformance/ and cli/ (not scanned)
-EXEMPT = {"connection/peer.py"}
+#: exempt for now: connection/peer.py (`$/cancel_request`), conformance/ and cli/ (not scanned);
+#: for good: the typed ``on`` of each side, generated from the method table (its overloads'
+#: ``Literal["session/prompt"]`` are the table's names, which a ``Literal`` cannot spell as a constant)
+EXEMPT = {"connection/peer.py", "agent/_on.py", "client/_on.py"}
 
 
 def _literals() -> Iterator[tuple[str, int, str]]:

@@ -7,6 +7,7 @@ from typing import Any
 import orjson
 import pytest
 
+from acplink.protocol import state
 from acplink.rpc import engine, messages
 from acplink.rpc.messages import CallMatcher, message_kind, usable_id
 from acplink.tools import analysis, trace, validate
@@ -15,7 +16,9 @@ from acplink.tools.trace import TraceWriter
 
 def test_every_layer_uses_the_one_classifier_and_matcher() -> None:
     assert engine.message_kind is trace.message_kind is validate.message_kind is analysis.message_kind
-    assert trace.CallMatcher is analysis.CallMatcher is messages.CallMatcher
+    assert state.message_kind is messages.message_kind
+    # (the analyser's matcher is the state machine's)
+    assert trace.CallMatcher is state.CallMatcher is messages.CallMatcher
     assert engine.usable_id is validate.usable_id is messages.usable_id
 
 

@@ -7,7 +7,7 @@ from .context import AgentSession, Context, PermissionAnswer, PromptContext, Ter
 from .serve import run_agent, serve
 
 if TYPE_CHECKING:
-    from .versions import DualAgentConnection
+    from ._conn import DualAgentConnection
 
 __all__ = [
     "HOOKS",
@@ -30,7 +30,7 @@ def __getattr__(name: str) -> Any:
     # imported on first use: the v2 version router is not on an agent's way to answering
     # initialize (start-up time)
     if name == "DualAgentConnection":
-        from .versions import DualAgentConnection
+        from ._conn import DualAgentConnection
 
         return DualAgentConnection
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

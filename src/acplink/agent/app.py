@@ -12,8 +12,9 @@ Capabilities are advertised from what is registered: registering ``load_session`
 ``loadSession``, ``list_sessions`` advertises ``sessionCapabilities.list``, and so on.
 
 ``app.on(name)`` is the one registration path: ``name`` is a hook name (a key of
-:data:`HOOKS`) or any agent-side wire method of the protocol's method table
-(``app.on("providers/list")``); the typed decorators (``@app.prompt``, ...) are sugar over it.
+:data:`HOOKS`) or any agent-side wire method of the protocol's method table, best spelt with its
+constant (``app.on(PROVIDERS_LIST)``, :mod:`acplink.methods`), which types the handler; the typed
+decorators (``@app.prompt``, ...) are sugar over it.
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ import orjson
 from ..connection.agent_side import AgentSideConnection
 from ..connection.base import RawJSON, Router
 from ..errors import InternalError, InvalidParams, ResourceNotFound, UsageError
-from ..protocol import PROTOCOL_VERSION, V1, Protocol, get_protocol, negotiate
+from ..protocol import PROTOCOL_VERSION, Protocol, get_protocol, known_versions, negotiate
 from ..schema import _generated as s
+from ._on import AgentOn
 from .context import AgentSession, Context, PromptContext
 
 __all__ = ["HOOKS", "Agent", "AgentApp", "AgentBase"]
@@ -44,12 +46,16 @@ _HOOK_NAMES = (
     "prompt", "cancel",
 )
 
-#: decorator / method name → (wire method, kind) in ACP v1. One hook per agent-side method
-#: (the protocol object of each version has its own mapping: ``Protocol.names``).
-HOOKS: dict[str, tuple[str, str]] = {hook: V1.names[hook] for hook in _HOOK_NAMES}
+#: the protocol the app's handlers are written against: acplink's vocabulary (its models are
+#: ``acplink.schema``); a version with other models serves them through its agent codec
+_VOCABULARY = get_protocol(PROTOCOL_VERSION)
+
+#: decorator / method name → (wire method, kind) in acplink's vocabulary. One hook per agent-side
+#: method (the protocol object of each version has its own mapping: ``Protocol.names``).
+HOOKS: dict[str, tuple[str, str]] = {hook: _VOCABULARY.names[hook] for hook in _HOOK_NAMES}
 
 
-class AgentBase:
+class AgentBase(AgentOn):
     """The machinery shared by both styles (:class:`AgentApp`, :class:`Agent`): handlers,
     sessions, capabilities, and the router of each connection. Each handler takes one
     :class:`Context` (a :class:`PromptContext` for ``prompt``) whose ``params`` is the typed
@@ -95,10 +101,10 @@ class AgentBase:
         self.cancel_grace = cancel_grace
         #: most sessions held at once (``self.sessions``); closed and deleted sessions free their slot
         self.max_sessions = max_sessions
-        if 2 in self.protocols:  # the v2 draft (docs/v2.md): its protocol object is built on demand
-            from ..protocol.v2 import protocol as _v2_protocol
-
-            _v2_protocol()
+        known = known_versions()
+        for served in self.protocols:  # (the object of a version built on first use is built now)
+            if served in known:
+                get_protocol(served)
         self.handlers: dict[str, Callable[..., Awaitable[Any]]] = {}
         self.extensions: dict[tuple[str, str], Callable[..., Awaitable[Any]]] = {}
         #: handlers of wire methods without a hook (``app.on("providers/list")``): (method, kind)
@@ -124,11 +130,13 @@ class AgentBase:
 
     # -- registration ----------------------------------------------------------------------------
 
-    def on(self, name: str) -> Callable[[F], F]:
-        """Register a handler: ``name`` is a hook (a key of :data:`HOOKS`, e.g. ``"prompt"``) or
-        any agent-side wire method of the method table (e.g. ``"providers/list"``,
-        ``"nes/suggest"``, ``"document/didOpen"``). The handler takes a :class:`Context` whose
-        ``params`` is the typed params, and returns the typed result, a dict or None."""
+    def _on(self, name: str) -> Callable[[F], F]:
+        """``on(name)``: register a handler. ``name`` is a hook (a key of :data:`HOOKS`, e.g.
+        ``"prompt"``) or any agent-side wire method of the method table (a constant of
+        :mod:`acplink.methods`: ``PROVIDERS_LIST``, ``NES_SUGGEST``, ``DOCUMENT_DID_OPEN``, ...).
+        The handler takes a :class:`Context` whose ``params`` is the typed params, and returns
+        the typed result, a dict or None. ``on`` itself is generated (``._on``): one overload per
+        method, which types the handler for type checkers."""
         hook = self._hook_of(name)
         key: Any = hook
         if hook is None:
@@ -191,7 +199,7 @@ class AgentBase:
 
     # -- capabilities ---------------------------------------------------------------------------
 
-    def _capabilities_wire(self, protocol: Protocol = V1) -> dict[str, Any]:
+    def _capabilities_wire(self, protocol: Protocol = _VOCABULARY) -> dict[str, Any]:
         """What this agent advertises, derived from the registered hooks and methods (wire form)."""
         caps = self.prompt_capabilities
         out: dict[str, Any] = {
@@ -276,7 +284,7 @@ class AgentBase:
 
     # -- wiring ----------------------------------------------------------------------------------
 
-    def router(self, conn_ref: list[AgentSideConnection], protocol: Protocol = V1) -> Router:
+    def router(self, conn_ref: list[AgentSideConnection], protocol: Protocol = _VOCABULARY) -> Router:
         """Build the router of one connection for ``protocol`` (``conn_ref`` is filled once the
         connection exists)."""
         r = Router()
@@ -431,19 +439,10 @@ class AgentBase:
                    **kw: Any) -> AgentSideConnection:
         """A connection serving this app over ``transport`` (not started). ``protocols``: the
         ACP versions served (default: the app's), ``initialize`` choosing one."""
-        protocols = self.protocols if protocols is None else tuple(protocols)
-        ref: list[AgentSideConnection] = []
-        kw.setdefault("cancel_grace", self.cancel_grace)
-        if 2 in protocols:  # v1 and the v2 draft, the version chosen by initialize (docs/v2.md)
-            from ._v2_conn import VersionedAgentConnection
+        from ._conn import AppConnection
 
-            conn: AgentSideConnection = VersionedAgentConnection(transport, self.router(ref), app=self,
-                                                                 versions=protocols, **kw)
-        else:
-            conn = AgentSideConnection(transport, lambda protocol: self.router(ref, protocol), **kw)
-            conn.v1_only = protocols == (PROTOCOL_VERSION,)
-        ref.append(conn)
-        return conn
+        kw.setdefault("cancel_grace", self.cancel_grace)
+        return AppConnection(transport, self, versions=self.protocols if protocols is None else tuple(protocols), **kw)
 
 
 def _is_async(fn: object) -> bool:
@@ -464,64 +463,65 @@ def _select_values(opt: Any) -> set[Any] | None:
 
 
 class AgentApp(AgentBase):
-    """Decorator style: ``@app.prompt``, ``@app.new_session``, ... (one per hook)."""
+    """Decorator style: ``@app.prompt``, ``@app.new_session``, ... (one per hook: sugar over
+    ``on``, keeping the handler's type as it is)."""
 
     def initialize(self, fn: F) -> F:
-        return self.on("initialize")(fn)
+        return self._on("initialize")(fn)
 
     def authenticate(self, fn: F) -> F:
-        return self.on("authenticate")(fn)
+        return self._on("authenticate")(fn)
 
     def logout(self, fn: F) -> F:
-        return self.on("logout")(fn)
+        return self._on("logout")(fn)
 
     def new_session(self, fn: F) -> F:
-        return self.on("new_session")(fn)
+        return self._on("new_session")(fn)
 
     def load_session(self, fn: F) -> F:
-        return self.on("load_session")(fn)
+        return self._on("load_session")(fn)
 
     def list_sessions(self, fn: F) -> F:
-        return self.on("list_sessions")(fn)
+        return self._on("list_sessions")(fn)
 
     def resume_session(self, fn: F) -> F:
-        return self.on("resume_session")(fn)
+        return self._on("resume_session")(fn)
 
     def close_session(self, fn: F) -> F:
-        return self.on("close_session")(fn)
+        return self._on("close_session")(fn)
 
     def delete_session(self, fn: F) -> F:
-        return self.on("delete_session")(fn)
+        return self._on("delete_session")(fn)
 
     def fork_session(self, fn: F) -> F:
-        return self.on("fork_session")(fn)
+        return self._on("fork_session")(fn)
 
     def archive_session(self, fn: F) -> F:
-        return self.on("archive_session")(fn)
+        return self._on("archive_session")(fn)
 
     def unarchive_session(self, fn: F) -> F:
-        return self.on("unarchive_session")(fn)
+        return self._on("unarchive_session")(fn)
 
     def session_status(self, fn: F) -> F:
-        return self.on("session_status")(fn)
+        return self._on("session_status")(fn)
 
     def set_title(self, fn: F) -> F:
-        return self.on("set_title")(fn)
+        return self._on("set_title")(fn)
 
     def set_mode(self, fn: F) -> F:
-        return self.on("set_mode")(fn)
+        return self._on("set_mode")(fn)
 
     def set_config_option(self, fn: F) -> F:
-        return self.on("set_config_option")(fn)
+        return self._on("set_config_option")(fn)
 
     def set_model(self, fn: F) -> F:
-        return self.on("set_model")(fn)
+        return self._on("set_model")(fn)
 
     def prompt(self, fn: F) -> F:
-        return self.on("prompt")(fn)
+        return self._on("prompt")(fn)
 
     def cancel(self, fn: F) -> F:
-        return self.on("cancel")(fn)
+        return self._on("cancel")(fn)
 
 
 class Agent(AgentBase):

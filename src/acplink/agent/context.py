@@ -101,11 +101,11 @@ class Context(Generic[P]):
 
     async def send_text(self, text: str, *, message_id: str | None = None) -> None:
         """Stream a chunk of the agent's reply."""
-        await self.connection.notify_json(self.connection.protocol.wire("session_update"), self._chunk_json("agent_message_chunk", text, message_id))
+        await self.connection.notify_json(self.connection.vocabulary.wire("session_update"), self._chunk_json("agent_message_chunk", text, message_id))
 
     async def send_thought(self, text: str, *, message_id: str | None = None) -> None:
         """Stream a chunk of the agent's reasoning."""
-        await self.connection.notify_json(self.connection.protocol.wire("session_update"), self._chunk_json("agent_thought_chunk", text, message_id))
+        await self.connection.notify_json(self.connection.vocabulary.wire("session_update"), self._chunk_json("agent_thought_chunk", text, message_id))
 
     def _chunk_json(self, kind: str, text: str, message_id: str | None) -> bytes:
         # The hot path of every streaming agent: the wire JSON of a text chunk is built
@@ -345,7 +345,7 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
             s.PermissionOption(option_id=i, name=n, kind=k) for i, n, k in DEFAULT_PERMISSION_OPTIONS]
         meta = {"acplink": {"acceptsTimeout": True}} if accepts_timeout else None
         req = s.RequestPermissionRequest(session_id=self.session_id, tool_call=tc, options=opts, meta=meta)
-        resp = await self.connection.call(self.connection.protocol.wire("request_permission"), req, timeout=timeout)
+        resp = await self.connection.call(self.connection.vocabulary.wire("request_permission"), req, timeout=timeout)
         outcome = resp.outcome
         tag = getattr(outcome, "outcome", None)
         if isinstance(outcome, s.SelectedPermissionOutcome):
@@ -373,7 +373,7 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
                 if type(value) is not int or value < 0:
                     raise UsageError(f"{key} must be a non-negative int, not {value!r}")
                 params[key] = value
-        resp = await self.connection.request_json(self.connection.protocol.wire("read_text_file"), orjson.dumps(params))
+        resp = await self.connection.request_json(self.connection.vocabulary.wire("read_text_file"), orjson.dumps(params))
         return str(resp.content)
 
     async def write_file(self, path: str, content: str) -> None:

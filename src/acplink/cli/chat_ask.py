@@ -1,6 +1,6 @@
 """The questions ``acplink chat`` asks during a turn: permission requests (the options chosen
 with the arrow keys or by number) and form elicitations (field by field). Mixed into
-:class:`acplink.cli.chat.ChatApp`."""
+:class:`acplink.cli.chat_app.ChatApp`."""
 
 from __future__ import annotations
 

@@ -69,7 +69,7 @@ class SlashCompleter(Completer):
 
 
 class LocalCommands:
-    """The local /commands; mixed into :class:`acplink.cli.chat.ChatApp`."""
+    """The local /commands; mixed into :class:`acplink.cli.chat_app.ChatApp`."""
 
     console: Console
     args: argparse.Namespace

@@ -16,7 +16,7 @@ from .chat_render import error_text
 from .common import open_client, start_session
 
 if TYPE_CHECKING:
-    from .chat import ChatApp
+    from .chat_app import ChatApp
 
 __all__ = ["BACKOFF", "reconnect"]
 

@@ -27,7 +27,7 @@ from ..errors import (
     TransportError,
     UsageError,
 )
-from ..transports._remote import CookieJar
+from ..transports._remote import CookieJar, require_libraries
 from ..transports.subprocess import SubprocessTransport, stderr_report
 
 __all__ = [
@@ -156,6 +156,8 @@ class _AgentAfterDashDash(ArgParser):
             wrong = client_usage_error(ns)
             if wrong:
                 self._fail(wrong)
+            if ns.url:  # (the remote extra; main() shows the MissingDependency)
+                require_libraries(ns.url)
         return ns, extra
 
 

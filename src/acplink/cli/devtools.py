@@ -44,12 +44,15 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .._extras import require
     from ..devtools.store import DatabaseError, Store, default_db_path
     from .common import fail
 
     action = list(args.action or [])
     if action and action[0] != "import":
         return fail(f"unknown devtools action {action[0]!r} (did you mean `acplink devtools import TRACE...`?)", 2)
+    if not action:  # the web UI (importing traces needs nothing more)
+        require("acplink devtools", "devtools", "starlette", "uvicorn")
     path = args.db or default_db_path()
     try:
         store = Store(path)

@@ -33,6 +33,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .._extras import require
+
+    require("acplink inspect", "cli", "rich")
     from ..tools.inspect import inspect_trace, load_timeline
     from .common import fail
 

@@ -9,8 +9,9 @@ import select
 import sys
 from collections.abc import Sequence
 
+from ..errors import MissingDependency
 from ..runtime import tune_gc
-from .common import ArgParser
+from .common import ArgParser, fail
 
 #: the exit status of a command whose output was closed early (``acplink ... | head``): what a
 #: shell reports for ``cat`` killed by SIGPIPE (128 + 13)
@@ -46,6 +47,13 @@ def _version() -> str:
 
 
 def main(argv: Sequence[str] | None = None, *, tune: bool = False) -> int:
+    try:
+        return _main(argv, tune)
+    except MissingDependency as exc:  # a command (or --url) whose extra is not installed: one line
+        return fail(str(exc), 2)
+
+
+def _main(argv: Sequence[str] | None, tune: bool) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if tune:  # after the subcommands' imports, so that they are frozen too

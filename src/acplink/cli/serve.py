@@ -13,6 +13,7 @@ import sys
 from collections.abc import Generator
 from typing import Any
 
+from .._extras import require
 from .._tasks import TaskSet
 from .common import fail, port_number, positive_seconds
 
@@ -55,6 +56,9 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    # uvicorn serves WebSocket only when the websockets library is there: without it a ws://
+    # client would get 404s, not a clear error here
+    require("acplink serve", "remote", "uvicorn", *(() if args.http else ("websockets",)))
     from ..server import LOOPBACK_HOSTS, AcpServer, ServerLimits, is_loopback
 
     token = args.token or os.environ.get("ACPLINK_TOKEN") or None

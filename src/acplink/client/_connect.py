@@ -15,7 +15,7 @@ from ..errors import AcpError, ConnectionClosed, PeerOutputNotJson, ProtocolErro
 from ..protocol import PROTOCOL_VERSION
 from ..protocol.initialize import ProtocolChoice
 from ..schema import _generated as s
-from ..transports._remote import CookieJar, RemoteOptions, is_remote_url, remote_transport
+from ..transports._remote import CookieJar, RemoteOptions, is_remote_url, remote_transport, require_libraries
 from ..transports.base import Transport
 from ..transports.memory import memory_pair
 from ..transports.subprocess import SubprocessTransport
@@ -85,6 +85,8 @@ class connect:
         self.remote = RemoteOptions(str(agent), headers=headers, token=token, cookies=cookies) if remote else None
         if not remote and (headers is not None or token is not None or cookies is not None):
             raise UsageError("headers=, token= and cookies= are for a remote agent's URL")
+        if self.remote is not None:  # (the remote extra: a MissingDependency now, not when opening)
+            require_libraries(self.remote.url)
         if fs is None:
             fs = not remote
         if terminal is None:

@@ -25,6 +25,7 @@ from ..transports.base import Transport
 from ..transports.subprocess import SubprocessTransport
 from ._connect import _agent_failed as _agent_failed  # (re-exported: testing/ imports it from here)
 from ._connect import connect
+from ._on import ClientOn
 from ._questions import Elicitor, QuestionObserver, Questions, elicitation_cancelled
 from .fs import FileBudget, FileSystemHandler
 from .permissions import PermissionPolicy, cancelled_answer, with_known
@@ -45,7 +46,7 @@ def _wire(value: Any) -> Any:
     return value.to_wire() if hasattr(value, "to_wire") else value
 
 
-class Client:
+class Client(ClientOn):
     """A client connected to one agent: sessions, and the handlers that serve the agent."""
 
     def __init__(
@@ -108,12 +109,14 @@ class Client:
 
     # -- registration ----------------------------------------------------------------------------
 
-    def on(self, method: str) -> Callable[[F], F]:
-        """Register the handler of a client-side wire method of the method table
-        (``"elicitation/create"``, ``"mcp/message"``, ``"auth/status_update"``, ...; also one that
-        has a built-in handler, which it replaces). The handler takes the typed params and
-        returns the typed result, a dict or None; the capability that gates the method is
-        advertised at ``initialize``. Register before :meth:`start`."""
+    def _on(self, method: str) -> Callable[[F], F]:
+        """``on(method)``: register the handler of a client-side wire method of the method table
+        (a constant of :mod:`acplink.methods`: ``ELICITATION_CREATE``, ``MCP_MESSAGE``,
+        ``AUTH_STATUS_UPDATE``, ...; also one that has a built-in handler, which it replaces).
+        The handler takes the typed params and returns the typed result, a dict or None; the
+        capability that gates the method is advertised at ``initialize``. Register before
+        :meth:`start`. ``on`` itself is generated (``._on``): one overload per method, which
+        types the handler for type checkers."""
         proto = self.connection.protocol
         info = next((m for m in proto.handled_by("client") if m.method == method), None)
         if info is None:

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..connection.rules import advertises, missing_capability, required_capability
 from ..errors import AcpError
+from ..protocol.state import default_protocol
 from ..schema import _generated as s
 from ..schema._parse import parse
 from . import checks_kit as kit
@@ -32,6 +33,10 @@ from .probe import CheckAbort, Probe, _short, prompt_params, text_block
 __all__ = ["CHECKS", "MONITORED", "Check"]
 
 UNKNOWN_VERSION = 60000  # a valid uint16 that no agent speaks
+#: the version these checks ask for (the first: every agent supports it)
+ASKED = default_protocol().version
+#: the valid protocol version numbers (a uint16)
+_UINT16 = range(65536)
 #: requirement ids judged from every check's transcript
 MONITORED = ("SCHEMA-001", "SCHEMA-002", "SCHEMA-003", "CAP-001", "CAP-002", "CAP-003", "PROMPT-002",
              "PROMPT-003", "PROMPT-004", "RPC-010", "RPC-014", "SESS-003", "TRANS-001")
@@ -49,7 +54,7 @@ class Check:
 # -- initialization ------------------------------------------------------------------------------
 
 async def check_initialize(p: Probe) -> None:
-    resp = await p.request("initialize", {"protocolVersion": 1, "clientCapabilities": {},
+    resp = await p.request("initialize", {"protocolVersion": ASKED, "clientCapabilities": {},
                                           "clientInfo": {"name": "acplink-check", "version": "1"}})
     if resp is None:
         p.fail("INIT-001", f"no response to initialize within {p.opts.init_timeout} s"
@@ -65,10 +70,11 @@ async def check_initialize(p: Probe) -> None:
         p.fail("INIT-001", f"invalid InitializeResponse: {exc}")
         return
     p.ok("INIT-001", f"protocolVersion {init.protocol_version}")
-    if init.protocol_version == 1:
-        p.ok("INIT-002", "asked for 1, got 1")
+    if init.protocol_version == ASKED:
+        p.ok("INIT-002", f"asked for {ASKED}, got {ASKED}")
     else:
-        p.fail("INIT-002", f"asked for protocol version 1 (supported by every v1 agent), got {init.protocol_version}")
+        p.fail("INIT-002", f"asked for protocol version {ASKED} (supported by every v{ASKED} agent), got "
+               f"{init.protocol_version}")
     info = init.agent_info
     if info is not None and info.name and info.version:
         p.ok("INIT-004", f"{info.name} {info.version}")
@@ -99,7 +105,7 @@ async def check_unknown_version(p: Probe) -> None:
     version = resp.get("result", {}).get("protocolVersion") if isinstance(resp.get("result"), dict) else None
     if version == UNKNOWN_VERSION:
         p.fail("INIT-003", f"echoed the unknown protocol version {UNKNOWN_VERSION} instead of its own latest")
-    elif type(version) is not int or not 0 <= version <= 65535:
+    elif type(version) is not int or version not in _UINT16:
         p.fail("INIT-003", f"protocolVersion {version!r} is not a valid version")
     else:
         p.ok("INIT-003", f"asked for {UNKNOWN_VERSION}, got {version}")

@@ -16,6 +16,8 @@ import orjson
 from ..connection.base import Router
 from ..connection.client_side import ClientSideConnection
 from ..errors import AcpError
+from ..protocol.base import Protocol
+from ..protocol.state import default_protocol, protocol_of_version
 from ..schema import _generated as s
 from ..tools.record import recording_transport
 from ..transports.recording import RecordingTransport
@@ -87,6 +89,8 @@ class Probe:
         self.client_capabilities: dict[str, Any] = {}
         #: lines from the agent that were not JSON (only the first MAX_RAW_RECORDS are kept)
         self.raw_lines = 0
+        #: the protocol checked (``opts.protocol``): the checks ask it for wire names, models, turn rules
+        self.protocol: Protocol = protocol_of_version(opts.protocol) or default_protocol()
 
     # -- outcomes ------------------------------------------------------------------------------
 

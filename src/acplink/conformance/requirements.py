@@ -223,14 +223,13 @@ def tck_data() -> dict[str, Any]:
 def tck_requirements(protocol: int = 1) -> list[KitRequirement]:
     """The kit's requirement ids of ``protocol`` (1 or 2; vendored in ``tck_ids.json``), each
     with the acplink requirements that cover it (empty when none does, with the reason)."""
-    data = tck_data()
-    if protocol == 2:
-        from .v2_requirements import V2_REQUIREMENTS
+    from .suites import suite_of
 
-        ours: Sequence[Requirement] = V2_REQUIREMENTS
-        data = data["v2"]
-    else:
-        ours = REQUIREMENTS
+    suite = suite_of(protocol)
+    data = tck_data()
+    if suite.tck_key is not None:
+        data = data[suite.tck_key]
+    ours: Sequence[Requirement] = suite.requirements
     reasons = data.get("not_covered", {})
     return [KitRequirement(k["id"], k["tier"], k.get("capability"), k.get("summary", ""),
                            tuple(r.id for r in ours if k["id"] in r.tck), reasons.get(k["id"], ""))

@@ -8,8 +8,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..protocol.base import Protocol
+from ..protocol.state import default_protocol
 from ..rpc.messages import message_kind
-from ..schema.registry import method_info as _v1_method_info
 
 __all__ = ["undeclared_root_keys"]
 
@@ -20,16 +21,12 @@ def _declared(tp: Any) -> set[str] | None:
     return {f.alias or name for name, f in tp.model_fields.items()} | {"_meta"}
 
 
-def undeclared_root_keys(msg: dict[str, Any], answered: str | None = None, version: int = 1) -> list[str]:
+def undeclared_root_keys(msg: dict[str, Any], answered: str | None = None,
+                         protocol: Protocol | None = None) -> list[str]:
     """The root keys of ``msg``'s params (a request or notification) or result (a response to
     a request for method ``answered``) that its schema type does not declare, in the schema of
-    ``version`` (the ACP version the connection agreed on; 2: the v2 draft's)."""
-    if version >= 2:
-        from ..schema import v2
-
-        method_info = v2.method_info
-    else:
-        method_info = _v1_method_info
+    ``protocol`` (the version the connection agreed on; None: the first version)."""
+    method_info = (protocol or default_protocol()).info
     kind = message_kind(msg)
     if kind in ("request", "notification"):
         info = method_info(msg["method"], kind)

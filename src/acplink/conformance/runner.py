@@ -19,13 +19,12 @@ from typing import Any
 
 from .._text import sanitize_for_terminal
 from ..errors import AcpError, ConnectionClosed, PeerOutputNotJson, TransportError, UsageError
-from ..tools.analysis import analyze
-from ..tools.validate import agreed_version
+from ..protocol.initialize import agent_info
 from ..transports.subprocess import describe_start_failure
-from .checks import CHECKS, MONITORED, Check
+from .checks import Check
 from .probe import CheckAbort, Options, Outcome, Probe
-from .requirements import REQUIREMENTS, Requirement
-from .rootkeys import undeclared_root_keys
+from .requirements import Requirement
+from .suites import agent_of, judge_traffic, suite_of
 
 __all__ = ["AgentDidNotStart", "CheckRun", "ProgressListener", "Report", "RequirementResult", "preflight", "run_checks",
            "select_checks"]
@@ -173,96 +172,10 @@ def _matches(check: Check, pattern: str) -> bool:
 
 
 def select_checks(patterns: Sequence[str] | None, protocol: int = 1) -> list[Check]:
-    checks = _suite(protocol)[0]
+    checks = suite_of(protocol).checks
     if not patterns:
         return list(checks)
     return [c for c in checks if any(_matches(c, p) for p in patterns)]
-
-
-def _suite(protocol: int) -> tuple[Sequence[Check], Sequence[Requirement], Sequence[str], Any]:
-    """The checks, requirements, monitored requirement ids and transcript judge of a version."""
-    if protocol == 2:
-        from .v2_checks import V2_CHECKS, V2_MONITORED, v2_findings
-        from .v2_checks_kit import V2_KIT_CHECKS
-        from .v2_requirements import V2_REQUIREMENTS
-
-        return (*V2_CHECKS, *V2_KIT_CHECKS), V2_REQUIREMENTS, V2_MONITORED, v2_findings
-    return CHECKS, REQUIREMENTS, MONITORED, _finding_outcomes
-
-
-def _created_later(probe: Probe, seq: Any) -> str | None:
-    """The session id of the update with trace number ``seq`` when a later session/new (or
-    fork) response returns it: the update came too early rather than for a ghost session."""
-    rec = next((r for r in probe.records if r.get("seq") == seq and isinstance(r.get("msg"), dict)), None)
-    if rec is None:
-        return None
-    sid = (rec["msg"].get("params") or {}).get("sessionId")
-    later = probe.records[probe.records.index(rec):]
-    return sid if any(r.get("dir") == "a2c" and r.get("kind") == "response" and isinstance(r.get("msg"), dict)
-                      and isinstance(r["msg"].get("result"), dict) and r["msg"]["result"].get("sessionId") == sid
-                      for r in later) else None
-
-
-def _message_outcomes(probe: Probe) -> list[tuple[str, str]]:
-    """Violations read straight from the agent's messages: (requirement, evidence)."""
-    out: list[tuple[str, str]] = []
-    version = 1  # the version the agent answered initialize with: its messages follow that schema
-    for rec in probe.records:
-        if rec.get("dir") != "a2c" or rec.get("type") != "message":
-            continue
-        msg = rec.get("msg")
-        version = agreed_version(msg, probe.answered_method(msg) if isinstance(msg, dict) else None, version)
-        if "msg" not in rec and "\ufffd" in str(rec.get("raw", "")):
-            out.append(("TRANS-001", f"message #{rec.get('seq')}: a line that is not valid UTF-8: "
-                        f"{str(rec.get('raw'))[:80]!r}"))
-        if not isinstance(msg, dict):
-            continue
-        err = msg.get("error")
-        if "method" not in msg and isinstance(err, dict) and isinstance(err.get("message"), str):
-            text = err["message"]
-            if not text.strip() or "\n" in text.strip():
-                out.append(("RPC-014", f"message #{rec.get('seq')}: error {err.get('code')} has "
-                            f"{'an empty' if not text.strip() else 'a multi-line'} message: {text[:120]!r}"))
-        extra = undeclared_root_keys(msg, probe.answered_method(msg), version)
-        if extra:
-            out.append(("SCHEMA-003", f"message #{rec.get('seq')}: undeclared root key(s) {', '.join(extra)} "
-                        f"({msg.get('method') or 'result'}; custom data belongs in _meta)"))
-    return out
-
-
-def _finding_outcomes(probe: Probe) -> list[Outcome]:
-    out: list[Outcome] = []
-    seen: dict[str, int] = {}
-    found: list[tuple[str, str]] = []
-    for f in analyze(probe.records).findings:
-        if f.dir != "a2c":
-            continue
-        req = None
-        if f.code == "update-unknown-session" and (early := _created_later(probe, f.seq)) is not None:
-            found.append(("SESS-003", f"message #{f.seq}: an update for session {early!r} arrived before the "
-                          "session/new response that returns its id (an ordering problem)"))
-            continue
-        if f.code in ("schema", "invalid-json"):
-            req = "SCHEMA-001"
-        elif f.code == "schema-strict":
-            req = "SCHEMA-002"
-        elif f.code == "capability":
-            req = "CAP-001" if "fs/" in f.message else "CAP-002" if "terminal/" in f.message else "CAP-003"
-        elif f.code == "update-after-response":
-            req = "PROMPT-002"
-        elif f.code == "update-unknown-session":
-            req = "PROMPT-003"
-        elif f.code == "tool-update-unknown-id":
-            req = "PROMPT-004"
-        elif f.code in ("response-unknown-id", "duplicate-response"):
-            req = "RPC-010"
-        if req is not None:
-            found.append((req, f"message #{f.seq}: {f.message}"))
-    for req, detail in [*found, *_message_outcomes(probe)]:
-        seen[req] = seen.get(req, 0) + 1
-        if seen[req] <= 3:
-            out.append(Outcome(req, "fail", detail, probe.check))
-    return out
 
 
 async def _run_one(check: Check, opts: Options) -> tuple[CheckRun, dict[str, Any] | None]:
@@ -309,21 +222,15 @@ async def _run_one(check: Check, opts: Options) -> tuple[CheckRun, dict[str, Any
         except (TimeoutError, AcpError, OSError):
             pass
     outcomes = list(probe.outcomes)
-    _, _, monitored, judge = _suite(opts.protocol)
-    found = judge(probe)
+    suite = suite_of(opts.protocol)
+    found = judge_traffic(probe.records, suite, probe.check)
     outcomes.extend(found)
     failed = {o.requirement for o in found}
     if completed:
         for req in check.vouches:
-            if req not in failed and req in monitored:
+            if req not in failed and req in suite.monitored:
                 outcomes.append(Outcome(req, "pass", "no violation in this check's traffic", check.name))
-    agent = None
-    if opts.protocol == 2:
-        from .v2_checks import agent_of
-
-        agent = agent_of(probe)
-    elif probe.init is not None and probe.init.agent_info is not None:
-        agent = {"name": probe.init.agent_info.name, "version": probe.init.agent_info.version}
+    agent = agent_of(probe.records)
     run = CheckRun(check.name, time.monotonic() - start, outcomes, probe.transcript(), error)
     return run, agent
 
@@ -340,10 +247,7 @@ async def preflight(opts: Options, startup_timeout: float) -> dict[str, Any] | N
             await probe.start()
         except (AcpError, OSError) as exc:
             raise AgentDidNotStart(str(exc)) from None
-        params = {"protocolVersion": opts.protocol, "clientCapabilities": {},
-                  "clientInfo": {"name": "acplink-check", "version": "1"}}
-        if opts.protocol == 2:
-            params = {"protocolVersion": 2, "info": {"name": "acplink-check", "version": "1"}, "capabilities": {}}
+        params = {"protocolVersion": opts.protocol, **suite_of(opts.protocol).initialize}
         try:
             answer = await probe.request("initialize", params, timeout=startup_timeout)
         except AcpError:  # it is gone already
@@ -354,8 +258,7 @@ async def preflight(opts: Options, startup_timeout: float) -> dict[str, Any] | N
             transport.close_timeout = 0.1  # (not an agent: no grace for closing its input)
             raise AgentDidNotStart(transport.start_failure(reason))
         if answer is not None:
-            info = answer.get("result", {}).get("agentInfo" if opts.protocol == 1 else "info") \
-                if isinstance(answer.get("result"), dict) else None
+            info = agent_info(answer.get("result"))
             return {"name": info.get("name"), "version": info.get("version")} if isinstance(info, dict) else None
         code = await transport.exit_code() if transport is not None else None
         if transport is None or (code is None and probe.alive):
@@ -437,7 +340,7 @@ async def _run_all(opts: Options, checks: list[Check], scratch: str, sem: asynci
             by_req.setdefault(o.requirement, []).append(o)
     wanted = {req for c in checks for req in (*c.requirements, *c.vouches)} | set(by_req)
     results = []
-    for r in _suite(opts.protocol)[1]:
+    for r in suite_of(opts.protocol).requirements:
         if r.id not in wanted:
             continue
         outs = by_req.get(r.id, [])

@@ -14,26 +14,22 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import AcpError
-from ..protocol.v2 import (
-    CLIENT_METHODS,
-    STOP_REASONS,
-    UNSUPPORTED_PROTOCOL_VERSION,
-    V1_ONLY_METHODS,
-    Method,
-    Update,
-)
+from ..protocol.v2 import STOP_REASONS
 from ..schema import parse
-from ..schema import v2 as m
 from .checks import Check
-from .probe import CheckAbort, Outcome, Probe, _short, text_block
+from .probe import CheckAbort, Probe, _short, text_block
 
-__all__ = ["V2_CHECKS", "V2_MONITORED", "agent_of", "v2_findings"]
+__all__ = ["V2_CHECKS", "V2_MONITORED"]
 
 V2_MONITORED = ("V2-SCHEMA-001", "V2-SCHEMA-002", "V2-IDS-001", "V2-RPC-008", "V2-TRANS-001", "V2-CAP-001")
 _INFO = {"name": "acplink-check", "version": "1"}
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
+#: ACP's error of an initialize asking for a version the agent does not speak
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+#: methods of the first version that a later one may have removed (checked: -32601 when it has)
+_EARLIER_METHODS = ("authenticate", "session/load", "session/set_mode", "fs/read_text_file")
 
 
 def _code(resp: dict[str, Any] | None) -> int | None:
@@ -51,23 +47,23 @@ def _update(rec: dict[str, Any]) -> dict[str, Any]:
     return upd if isinstance(upd, dict) else {}
 
 
-def _is_update(rec: dict[str, Any], sid: str) -> bool:
+def _is_update(p: Probe, rec: dict[str, Any], sid: str) -> bool:
     msg = rec.get("msg")
     params = msg.get("params") if isinstance(msg, dict) else None
-    return (rec.get("dir") == "a2c" and rec.get("method") == Method.SESSION_UPDATE and isinstance(params, dict)
-            and params.get("sessionId") == sid)
+    return (rec.get("dir") == "a2c" and p.protocol.is_(str(rec.get("method")), "session_update")
+            and isinstance(params, dict) and params.get("sessionId") == sid)
 
 
-def _is_idle(rec: dict[str, Any], sid: str) -> bool:
-    upd = _update(rec) if _is_update(rec, sid) else {}
-    return upd.get("sessionUpdate") == Update.STATE_UPDATE and upd.get("state") == "idle"
+def _is_idle(p: Probe, rec: dict[str, Any], sid: str) -> bool:
+    """Whether ``rec`` is the update that ends the session's turn (the protocol's turn rules)."""
+    return _is_update(p, rec, sid) and p.protocol.turns.end_of(_update(rec)) is not None
 
 
 async def initialize_v2(p: Probe, **extra: Any) -> dict[str, Any]:
     """A v2 ``initialize``; its result. Raises CheckAbort when the agent does not agree on 2."""
-    resp = await p.request(Method.INITIALIZE, {"protocolVersion": 2, "info": _INFO, "capabilities": {}, **extra})
+    resp = await p.request(p.protocol.wire("initialize"), {"protocolVersion": p.protocol.version, "info": _INFO, "capabilities": {}, **extra})
     result = _result(resp)
-    if not isinstance(result, dict) or result.get("protocolVersion") != 2:
+    if not isinstance(result, dict) or result.get("protocolVersion") != p.protocol.version:
         raise CheckAbort(f"initialize with protocolVersion 2 failed: {_short(resp) if resp else 'no response'}")
     return result
 
@@ -77,7 +73,7 @@ async def setup_v2(p: Probe) -> tuple[dict[str, Any], str]:
     init = await initialize_v2(p)
     if p.opts.auth_method:
         try:
-            await p.raw_call(Method.AUTH_LOGIN, {"methodId": p.opts.auth_method})
+            await p.raw_call(p.protocol.wire("authenticate"), {"methodId": p.opts.auth_method})
         except AcpError as exc:
             raise CheckAbort(f"auth/login failed: {exc}") from None
     return init, await p.new_session()
@@ -107,18 +103,18 @@ async def run_turn(p: Probe, sid: str, text: str | list[dict[str, Any]], *, boun
     ``during``: awaited once the turn is running (e.g. to cancel it)."""
     mark = len(p.records)
     blocks = [text_block(text)] if isinstance(text, str) else text
-    resp = await p.request(Method.SESSION_PROMPT, {"sessionId": sid, "prompt": blocks})
+    resp = await p.request(p.protocol.wire("prompt"), {"sessionId": sid, "prompt": blocks})
     turn = Turn(resp)
     if resp is None or "error" in resp:
         return turn
     if during is not None:
-        await p.wait_for(lambda r: _is_update(r, sid) and _update(r).get("sessionUpdate") != Update.USER_MESSAGE,
+        await p.wait_for(lambda r: _is_update(p, r, sid) and _update(r).get("sessionUpdate") != p.protocol.turns.echo_kind,
                          p.opts.timeout, start=mark)
         await during()
-    idle = await p.wait_for(lambda r: _is_idle(r, sid), bound or p.opts.timeout, start=mark)
+    idle = await p.wait_for(lambda r: _is_idle(p, r, sid), bound or p.opts.timeout, start=mark)
     turn.idle = _update(idle) if idle is not None else None
     end = p.records.index(idle) + 1 if idle is not None else len(p.records)
-    turn.updates = [_update(r) for r in p.records[mark:end] if _is_update(r, sid)]
+    turn.updates = [_update(r) for r in p.records[mark:end] if _is_update(p, r, sid)]
     return turn
 
 
@@ -136,7 +132,7 @@ def _judge_turn(p: Probe, turn: Turn, *, echo: bool = True) -> None:
     else:
         p.fail("V2-PROMPT-001", f"the receipt has no string messageId: {_short(turn.response)}")
     if echo:
-        echoed = any(u.get("sessionUpdate") in (Update.USER_MESSAGE, Update.USER_MESSAGE_CHUNK)
+        echoed = any(u.get("sessionUpdate") in (p.protocol.turns.echo_kind, "user_message_chunk")
                      and u.get("messageId") == mid for u in turn.updates)
         if echoed:
             p.ok("V2-PROMPT-002", "the user message was echoed with the receipt's messageId")
@@ -146,8 +142,8 @@ def _judge_turn(p: Probe, turn: Turn, *, echo: bool = True) -> None:
         p.fail("V2-PROMPT-004", f"no idle state_update within {p.opts.timeout} s (updates: {turn.kinds()})")
         p.fail("V2-PROMPT-003", "the turn never ended idle")
         return
-    states = [u.get("state") for u in turn.updates if u.get("sessionUpdate") == Update.STATE_UPDATE]
-    if "running" in states[:-1]:
+    states = [u.get("state") for u in turn.updates if u.get("sessionUpdate") == p.protocol.turns.state_kind]
+    if p.protocol.turns.running_state in states[:-1]:
         p.ok("V2-PROMPT-003", "running before idle")
     else:
         p.fail("V2-PROMPT-003", f"no `running` state_update before the idle one (states: {states})")
@@ -168,27 +164,27 @@ def _session_caps(init: dict[str, Any]) -> dict[str, Any]:
 
 
 async def check_initialize(p: Probe) -> None:
-    resp = await p.request(Method.INITIALIZE, {"protocolVersion": 2, "info": _INFO, "capabilities": {}})
+    resp = await p.request(p.protocol.wire("initialize"), {"protocolVersion": p.protocol.version, "info": _INFO, "capabilities": {}})
     if resp is None or "error" in resp:
         p.fail("V2-INIT-001", f"initialize failed: {_short(resp) if resp else 'no response'}")
         return
     try:
-        init = parse(m.InitializeResponse, _result(resp))
+        init = parse(p.protocol.models.InitializeResponse, _result(resp))
     except AcpError as exc:
         p.fail("V2-INIT-001", f"invalid v2 InitializeResponse: {exc}")
         return
-    if init.protocol_version == 2:
+    if init.protocol_version == p.protocol.version:
         p.ok("V2-INIT-001", f"protocolVersion 2, agent {init.info.name} {init.info.version}")
     else:
         p.fail("V2-INIT-001", f"asked for 2, got protocolVersion {init.protocol_version}")
         return
-    again = await p.request(Method.INITIALIZE, {"protocolVersion": 1, "clientCapabilities": {}})
+    again = await p.request(p.protocol.wire("initialize"), {"protocolVersion": 1, "clientCapabilities": {}})
     if _code(again) == INVALID_REQUEST:
         p.ok("V2-INIT-004", "a repeated initialize asking for 1 got -32600")
     else:
         p.fail("V2-INIT-004", f"a repeated initialize asking for 1 got {_short(again) if again else 'no response'}")
     if p.opts.auth_method:
-        login = await p.request(Method.AUTH_LOGIN, {"methodId": p.opts.auth_method})
+        login = await p.request(p.protocol.wire("authenticate"), {"methodId": p.opts.auth_method})
         if login is not None and "result" in login:
             p.ok("V2-AUTH-001", f"logged in with {p.opts.auth_method!r}")
         else:
@@ -198,16 +194,16 @@ async def check_initialize(p: Probe) -> None:
 
 
 async def check_versions(p: Probe) -> None:
-    newer = await p.request(Method.INITIALIZE, {"protocolVersion": 3, "info": _INFO, "capabilities": {}})
+    newer = await p.request(p.protocol.wire("initialize"), {"protocolVersion": p.protocol.version + 1, "info": _INFO, "capabilities": {}})
     got = _result(newer).get("protocolVersion") if isinstance(_result(newer), dict) else None
-    if got == 2:
+    if got == p.protocol.version:
         p.ok("V2-INIT-002", "asked for 3, got 2")
     else:
         p.fail("V2-INIT-002", f"asked for 3, got {_short(newer) if newer else 'no response'}")
     # a fresh agent for the too-old version: the first initialize is settled now
     await p.aclose()
     await p.start()
-    old = await p.request(Method.INITIALIZE, {"protocolVersion": 0, "info": _INFO, "capabilities": {}})
+    old = await p.request(p.protocol.wire("initialize"), {"protocolVersion": 0, "info": _INFO, "capabilities": {}})
     err = old.get("error") if old else None
     data = err.get("data") if isinstance(err, dict) else None
     if _code(old) == UNSUPPORTED_PROTOCOL_VERSION and isinstance(data, dict) and data.get("requested") == 0 \
@@ -222,10 +218,10 @@ async def check_prompt(p: Probe) -> None:
     p.ok("V2-SESS-001", f"session {sid}")
     _judge_turn(p, await run_turn(p, sid, "hello"))
     mark = len(p.records)
-    empty = await p.request(Method.SESSION_PROMPT, {"sessionId": sid, "prompt": []})
+    empty = await p.request(p.protocol.wire("prompt"), {"sessionId": sid, "prompt": []})
     await asyncio.sleep(p.opts.settle)
-    inserted = [r for r in p.records[mark:] if _is_update(r, sid)
-                and _update(r).get("sessionUpdate") in (Update.USER_MESSAGE, Update.USER_MESSAGE_CHUNK)]
+    inserted = [r for r in p.records[mark:] if _is_update(p, r, sid)
+                and _update(r).get("sessionUpdate") in (p.protocol.turns.echo_kind, "user_message_chunk")]
     if _code(empty) == INVALID_PARAMS and not inserted:
         p.ok("V2-PROMPT-005", "an empty prompt got -32602")
     else:
@@ -237,7 +233,7 @@ async def check_cancel(p: Probe) -> None:
     _, sid = await setup_v2(p)
 
     async def cancel() -> None:
-        p.notify(Method.SESSION_CANCEL, {"sessionId": sid})
+        p.notify(p.protocol.wire("cancel"), {"sessionId": sid})
 
     turn = await run_turn(p, sid, p.opts.cancel_prompt, bound=p.opts.timeout + p.opts.cancel_bound, during=cancel)
     if turn.response is None or "error" in turn.response:
@@ -254,21 +250,21 @@ async def check_cancel(p: Probe) -> None:
 async def check_close(p: Probe) -> None:
     init, sid = await setup_v2(p)
     await run_turn(p, sid, "hello")
-    resp = await p.request(Method.SESSION_CLOSE, {"sessionId": sid})
+    resp = await p.request(p.protocol.wire("close_session"), {"sessionId": sid})
     if resp is None or "error" in resp:
         p.fail("V2-CLOSE-001", f"session/close got {_short(resp) if resp else 'no response'}")
         return
     p.ok("V2-CLOSE-001", "closed")
     mark = next(i for i in range(len(p.records) - 1, -1, -1) if p.records[i].get("msg") is resp) + 1
     await asyncio.sleep(max(p.opts.settle, 0.5))
-    late = [_update(r).get("sessionUpdate") for r in p.records[mark:] if _is_update(r, sid)]
+    late = [_update(r).get("sessionUpdate") for r in p.records[mark:] if _is_update(p, r, sid)]
     if late:
         p.fail("V2-CLOSE-002", f"{len(late)} session/update after the close response: {late[:5]}")
     else:
         p.ok("V2-CLOSE-002", "no update after the close response")
-    ghosts = {Method.SESSION_CLOSE: await p.request(Method.SESSION_CLOSE, {"sessionId": "no-such-session"})}
+    ghosts = {p.protocol.wire("close_session"): await p.request(p.protocol.wire("close_session"), {"sessionId": "no-such-session"})}
     if _session_caps(init).get("delete") is not None:
-        ghosts[Method.SESSION_DELETE] = await p.request(Method.SESSION_DELETE, {"sessionId": "no-such-session"})
+        ghosts[p.protocol.wire("delete_session")] = await p.request(p.protocol.wire("delete_session"), {"sessionId": "no-such-session"})
     bad = {k: _short(g) if g else "no response" for k, g in ghosts.items() if g is None or "result" not in g}
     if bad:
         p.fail("V2-CLOSE-003", f"an unknown session: {bad}")
@@ -278,9 +274,9 @@ async def check_close(p: Probe) -> None:
 
 async def check_sessions(p: Probe) -> None:
     init, sid = await setup_v2(p)
-    listed = await p.request(Method.SESSION_LIST, {})
+    listed = await p.request(p.protocol.wire("list_sessions"), {})
     try:
-        resp = parse(m.ListSessionsResponse, _result(listed))
+        resp = parse(p.protocol.models.ListSessionsResponse, _result(listed))
         ids = [s.session_id for s in resp.sessions]
         if sid in ids:
             p.ok("V2-SESS-002", f"{len(ids)} sessions listed")
@@ -290,12 +286,12 @@ async def check_sessions(p: Probe) -> None:
         p.fail("V2-SESS-002", f"session/list: {_short(listed) if listed else 'no response'} ({exc})")
     await run_turn(p, sid, "hello")
     mark = len(p.records)
-    resumed = await p.request(Method.SESSION_RESUME, {"sessionId": sid, "cwd": p.workdir,
+    resumed = await p.request(p.protocol.wire("resume_session"), {"sessionId": sid, "cwd": p.workdir,
                                                       "replayFrom": {"type": "start"}})
     answer = next((i for i, r in enumerate(p.records[mark:], mark) if r.get("kind") == "response"
-                   and r.get("dir") == "a2c" and r.get("method") == Method.SESSION_RESUME), len(p.records))
-    replayed = [u for u in (_update(r) for r in p.records[mark:answer] if _is_update(r, sid))
-                if u.get("sessionUpdate") in (Update.USER_MESSAGE, Update.USER_MESSAGE_CHUNK)]
+                   and r.get("dir") == "a2c" and r.get("method") == p.protocol.wire("resume_session")), len(p.records))
+    replayed = [u for u in (_update(r) for r in p.records[mark:answer] if _is_update(p, r, sid))
+                if u.get("sessionUpdate") in (p.protocol.turns.echo_kind, "user_message_chunk")]
     if resumed is None or "error" in resumed:
         p.fail("V2-SESS-003", f"session/resume got {_short(resumed) if resumed else 'no response'}")
     elif replayed:
@@ -305,7 +301,7 @@ async def check_sessions(p: Probe) -> None:
     if _session_caps(init).get("delete") is None:
         p.skip("V2-SESS-004", "session.delete not advertised")
         return
-    deleted = await p.request(Method.SESSION_DELETE, {"sessionId": sid})
+    deleted = await p.request(p.protocol.wire("delete_session"), {"sessionId": sid})
     if deleted is not None and "result" in deleted:
         p.ok("V2-SESS-004", "deleted")
     else:
@@ -320,7 +316,7 @@ async def check_rpc(p: Probe) -> None:
     else:
         p.fail("V2-RPC-001", f"an unknown method got {_short(unknown) if unknown else 'no response'}")
     wrong = {}
-    for method in sorted(V1_ONLY_METHODS & {"authenticate", "session/load", "session/set_mode", "fs/read_text_file"}):
+    for method in sorted(m for m in _EARLIER_METHODS if p.protocol.info(m) is None):
         got = await p.request(method, {"sessionId": "s", "methodId": "m", "cwd": p.workdir, "path": p.workdir})
         if _code(got) != METHOD_NOT_FOUND:
             wrong[method] = _short(got) if got else "no response"
@@ -334,7 +330,7 @@ async def check_rpc(p: Probe) -> None:
     else:
         p.fail("V2-RPC-003", "a `_` extension request got no response")
     mark = len(p.records)
-    p.send_raw({"jsonrpc": "2.0", "id": None, "method": Method.SESSION_LIST, "params": {}})
+    p.send_raw({"jsonrpc": "2.0", "id": None, "method": p.protocol.wire("list_sessions"), "params": {}})
     rec = await p.wait_for(lambda r: r.get("dir") == "a2c" and r.get("kind") == "response", p.opts.timeout,
                            start=mark)
     msg = rec["msg"] if rec is not None else None
@@ -342,7 +338,7 @@ async def check_rpc(p: Probe) -> None:
         p.ok("V2-RPC-004", "-32600 with id null")
     else:
         p.fail("V2-RPC-004", f"a request with id null got {_short(msg) if msg else 'no response'}")
-    new = await p.request(Method.SESSION_NEW, {"cwd": p.workdir, "mcpServers": [], "_meta": {"acme": True}})
+    new = await p.request(p.protocol.wire("new_session"), {"cwd": p.workdir, "mcpServers": [], "_meta": {"acme": True}})
     if isinstance(_result(new), dict) and isinstance(_result(new).get("sessionId"), str):
         p.ok("V2-EXT-001", "`_meta` tolerated")
     else:
@@ -359,71 +355,3 @@ V2_CHECKS: tuple[Check, ...] = (
     Check("v2-sessions", check_sessions, ("V2-SESS-002", "V2-SESS-003", "V2-SESS-004"), V2_MONITORED),
     Check("v2-rpc", check_rpc, ("V2-RPC-001", "V2-RPC-002", "V2-RPC-003", "V2-RPC-004", "V2-EXT-001")),
 )
-
-
-def v2_findings(probe: Probe) -> list[Outcome]:
-    """Failures of the monitored requirements in one check's traffic: v2 schema violations of
-    the agent's messages, responses to unknown ids or answered twice."""
-    out: list[Outcome] = []
-    asked: set[Any] = set()
-    answered: set[Any] = set()
-    for rec in probe.records:
-        if rec.get("type") != "message":
-            continue
-        msg = rec.get("msg")
-        if rec.get("dir") == "c2a":
-            if rec.get("kind") == "request" and isinstance(msg, dict):
-                asked.add(_key(msg.get("id")))
-            continue
-        if "msg" not in rec:  # a line that is not JSON
-            raw = str(rec.get("raw", ""))
-            what = "not valid UTF-8" if "\ufffd" in raw else "not a JSON-RPC message"
-            out.append(Outcome("V2-TRANS-001", "fail", f"message #{rec.get('seq')}: a line that is {what}: "
-                               f"{raw[:80]!r}", probe.check))
-            continue
-        called = msg.get("method") if isinstance(msg, dict) else None
-        if isinstance(called, str) and (called == Method.ELICITATION_CREATE or not (
-                called in CLIENT_METHODS or called == Method.CANCEL_REQUEST or called.startswith("_"))):
-            why = "the checker advertised no elicitation" if called == Method.ELICITATION_CREATE else \
-                "not a client method of v2" + (" (a v1 method v2 removed)" if called in V1_ONLY_METHODS else "")
-            out.append(Outcome("V2-CAP-001", "fail", f"message #{rec.get('seq')}: the agent called {called!r}: {why}",
-                               probe.check))
-        err = msg.get("error") if isinstance(msg, dict) and "method" not in msg else None
-        if isinstance(err, dict) and isinstance(err.get("message"), str) and (
-                not err["message"].strip() or "\n" in err["message"].strip()):
-            out.append(Outcome("V2-RPC-008", "fail", f"message #{rec.get('seq')}: error {err.get('code')} has "
-                               f"{'an empty' if not err['message'].strip() else 'a multi-line'} message: "
-                               f"{err['message'][:120]!r}", probe.check))
-        for v in rec.get("violations") or []:
-            req = "V2-SCHEMA-002" if v.get("strict_only") else "V2-SCHEMA-001"
-            out.append(Outcome(req, "fail", f"message #{rec.get('seq')}: {v.get('path')}: {v.get('message')}",
-                               probe.check))
-        if rec.get("kind") == "response" and isinstance(msg, dict) and msg.get("id") is not None:
-            key = _key(msg.get("id"))
-            if key not in asked or key in answered:
-                what = "a second response" if key in answered else "a response to an unknown id"
-                out.append(Outcome("V2-IDS-001", "fail", f"message #{rec.get('seq')}: {what} ({msg.get('id')!r})",
-                                   probe.check))
-            answered.add(key)
-    seen: dict[str, int] = {}
-    kept = []
-    for o in out:
-        seen[o.requirement] = seen.get(o.requirement, 0) + 1
-        if seen[o.requirement] <= 3:
-            kept.append(o)
-    return kept
-
-
-def agent_of(probe: Probe) -> dict[str, Any] | None:
-    """The agent's ``info`` (name, version) from a v2 initialize answer in the check's traffic."""
-    for rec in probe.records:
-        msg = rec.get("msg")
-        result = msg.get("result") if isinstance(msg, dict) and rec.get("method") == Method.INITIALIZE else None
-        info = result.get("info") if isinstance(result, dict) else None
-        if isinstance(info, dict):
-            return {"name": info.get("name"), "version": info.get("version")}
-    return None
-
-
-def _key(rid: Any) -> Any:
-    return (type(rid).__name__, rid) if isinstance(rid, (str, int)) else ("other", repr(rid))

@@ -11,7 +11,6 @@ import os
 import tempfile
 from typing import Any
 
-from ..protocol.v2 import Method, Update
 from .check_helpers import attachments, context_prompt, repeated
 from .checks import Check, judge_shutdown
 from .probe import Probe, _short, text_block
@@ -46,8 +45,8 @@ def _unanswerable(p: Probe, mark: int) -> list[dict[str, Any]]:
 async def check_session_ids(p: Probe) -> None:
     """V2-SESS-005 (distinct ids), V2-SESS-006 (``mcpServers`` omitted or ``[]``)."""
     await initialize_v2(p)
-    first = await p.request(Method.SESSION_NEW, {"cwd": p.workdir, "mcpServers": []})
-    second = await p.request(Method.SESSION_NEW, {"cwd": p.workdir})
+    first = await p.request(p.protocol.wire("new_session"), {"cwd": p.workdir, "mcpServers": []})
+    second = await p.request(p.protocol.wire("new_session"), {"cwd": p.workdir})
     ids = [(_result(r) or {}).get("sessionId") if isinstance(_result(r), dict) else None for r in (first, second)]
     if isinstance(ids[1], str) and ids[1]:
         p.ok("V2-SESS-006", "session/new without mcpServers accepted (and with [])")
@@ -68,12 +67,10 @@ async def check_prompt_ids(p: Probe) -> None:
     mark = len(p.records)
     one = await run_turn(p, sid, "hello")
     meta_mark = len(p.records)
-    resp = await p.request(Method.SESSION_PROMPT, {"sessionId": sid, "prompt": [text_block("hello again")],
-                                                   "_meta": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-"
-                                                                            "b7ad6b7169203331-01", "acplink": True}})
-    idle = await p.wait_for(lambda r: _is_update(r, sid) and _update(r).get("state") == "idle"
-                            and _update(r).get("sessionUpdate") == Update.STATE_UPDATE, p.opts.timeout,
-                            start=meta_mark)
+    resp = await p.request(p.protocol.wire("prompt"), {"sessionId": sid, "prompt": [text_block("hello again")],
+                                                       "_meta": {"traceparent": "00-0af7651916cd43dd8448eb211c80319c-"
+                                                                                "b7ad6b7169203331-01", "acplink": True}})
+    idle = await p.wait_for(lambda r: _is_idle(p, r, sid), p.opts.timeout, start=meta_mark)
     second = _result(resp).get("messageId") if isinstance(_result(resp), dict) else None
     if isinstance(second, str) and second and idle is not None:
         p.ok("V2-EXT-002", "a session/prompt with _meta was accepted and its turn ended idle")
@@ -89,7 +86,7 @@ async def check_prompt_ids(p: Probe) -> None:
         p.ok("V2-PROMPT-006", f"{first!r} and {second!r}")
     end = p.records.index(idle) + 1 if idle is not None else len(p.records)
     stray = [r["msg"].get("params", {}).get("sessionId") for r in p.records[mark:end]
-             if r.get("dir") == "a2c" and r.get("method") == Method.SESSION_UPDATE and isinstance(r.get("msg"), dict)
+             if r.get("dir") == "a2c" and r.get("method") == p.protocol.wire("session_update") and isinstance(r.get("msg"), dict)
              and isinstance(r["msg"].get("params"), dict) and r["msg"]["params"].get("sessionId") != sid]
     if stray:
         p.fail("V2-PROMPT-007", f"{len(stray)} session/update during the turns of {sid!r} named another session: "
@@ -105,7 +102,7 @@ async def check_cancel_more(p: Probe) -> None:
     mark = len(p.records)
 
     async def cancel() -> None:
-        p.notify(Method.SESSION_CANCEL, {"sessionId": sid, "_meta": {"acplink": "cancel"}})
+        p.notify(p.protocol.wire("cancel"), {"sessionId": sid, "_meta": {"acplink": "cancel"}})
 
     turn = await run_turn(p, sid, p.opts.cancel_prompt, bound=p.opts.timeout + p.opts.cancel_bound, during=cancel)
     if turn.response is None or "error" in turn.response or turn.idle is None:
@@ -114,7 +111,7 @@ async def check_cancel_more(p: Probe) -> None:
         p.skip("V2-CANCEL-003", "no cancelled idle to watch after")
         return
     reason = turn.idle.get("stopReason")
-    after = next(i for i in range(mark, len(p.records)) if _is_idle(p.records[i], sid)) + 1
+    after = next(i for i in range(mark, len(p.records)) if _is_idle(p, p.records[i], sid)) + 1
     await asyncio.sleep(max(p.opts.settle, 0.5))
     answers = _unanswerable(p, mark)
     if answers:
@@ -124,7 +121,7 @@ async def check_cancel_more(p: Probe) -> None:
     else:
         p.ok("V2-CANCEL-002", "session/cancel with _meta: idle cancelled, no answer")
     late = [_update(r).get("state") for r in p.records[after:]
-            if _is_update(r, sid) and _update(r).get("sessionUpdate") == Update.STATE_UPDATE]
+            if _is_update(p, r, sid) and _update(r).get("sessionUpdate") == p.protocol.turns.state_kind]
     if late:
         p.fail("V2-CANCEL-003", f"state_update after the cancelled idle with no new prompt: {late[:3]}")
     else:
@@ -137,7 +134,7 @@ async def check_close_running(p: Probe) -> None:
     closed: list[dict[str, Any] | None] = []
 
     async def close() -> None:
-        closed.append(await p.request(Method.SESSION_CLOSE, {"sessionId": sid}))
+        closed.append(await p.request(p.protocol.wire("close_session"), {"sessionId": sid}))
 
     turn = await run_turn(p, sid, p.opts.cancel_prompt, bound=p.opts.timeout + p.opts.cancel_bound, during=close)
     if turn.response is None or "error" in turn.response:
@@ -196,16 +193,16 @@ async def check_notifications(p: Probe) -> None:
         p.fail("V2-RPC-005", f"an unknown `_` request was answered {_short(ext)}, not error -32601: the client "
                "cannot tell the extension is not there")
     mark = len(p.records)
-    p.notify(Method.SESSION_CANCEL, {"sessionId": "no-such-session"})
+    p.notify(p.protocol.wire("cancel"), {"sessionId": "no-such-session"})
     p.notify("_acplink/notice", {"x": 1})
-    await p.request(Method.SESSION_PROMPT, {"sessionId": 1})  # invalid params
+    await p.request(p.protocol.wire("prompt"), {"sessionId": 1})  # invalid params
     await asyncio.sleep(p.opts.settle)
     answers = _unanswerable(p, mark)
     if answers:
         p.fail("V2-RPC-006", f"a notification was answered: {_short(answers[0])}")
     else:
         p.ok("V2-RPC-006", "session/cancel (unknown session) and an unknown `_` notification got no answer")
-    new = await p.request(Method.SESSION_NEW, {"cwd": p.workdir, "mcpServers": []})
+    new = await p.request(p.protocol.wire("new_session"), {"cwd": p.workdir, "mcpServers": []})
     if isinstance(_result(new), dict) and isinstance(_result(new).get("sessionId"), str):
         p.ok("V2-RPC-007", "session/new still works after the notifications and an invalid request")
     else:
@@ -224,14 +221,14 @@ async def check_list(p: Probe) -> None:
     V2-SESS-007 (a deleted session leaves the list)."""
     init, sid = await setup_v2(p)
     with tempfile.TemporaryDirectory(prefix="acplink-check-unused-") as unused:
-        empty = await p.request(Method.SESSION_LIST, {"cwd": unused})
+        empty = await p.request(p.protocol.wire("list_sessions"), {"cwd": unused})
     got = _sessions(empty)
     if got == []:
         p.ok("V2-LIST-001", "sessions: [] for a cwd no session uses")
     else:
         p.fail("V2-LIST-001", f"session/list for a cwd no session uses got {_short(empty) if empty else 'no response'}"
                ", not sessions: []")
-    here = await p.request(Method.SESSION_LIST, {"cwd": p.workdir})
+    here = await p.request(p.protocol.wire("list_sessions"), {"cwd": p.workdir})
     listed = _sessions(here)
     if listed is None:
         p.fail("V2-LIST-002", f"session/list filtered by the cwd got {_short(here) if here else 'no response'}")
@@ -243,10 +240,10 @@ async def check_list(p: Probe) -> None:
             p.ok("V2-LIST-002", f"{len(listed)} sessions, each of cwd {p.workdir!r}")
     await run_turn(p, sid, "hello")
     mark = len(p.records)
-    resumed = await p.request(Method.SESSION_RESUME, {"sessionId": sid, "cwd": p.workdir})
+    resumed = await p.request(p.protocol.wire("resume_session"), {"sessionId": sid, "cwd": p.workdir})
     answer = next((i for i, r in enumerate(p.records[mark:], mark) if r.get("dir") == "a2c"
-                   and r.get("kind") == "response" and r.get("method") == Method.SESSION_RESUME), len(p.records))
-    history = [_update(r).get("sessionUpdate") for r in p.records[mark:answer] if _is_update(r, sid)
+                   and r.get("kind") == "response" and r.get("method") == p.protocol.wire("resume_session")), len(p.records))
+    history = [_update(r).get("sessionUpdate") for r in p.records[mark:answer] if _is_update(p, r, sid)
                and str(_update(r).get("sessionUpdate", "")).startswith(("user_message", "agent_message",
                                                                        "agent_thought"))]
     if resumed is None or not isinstance(_result(resumed), dict):
@@ -258,12 +255,12 @@ async def check_list(p: Probe) -> None:
     if _session_caps(init).get("delete") is None:
         p.skip("V2-SESS-007", "session.delete not advertised")
         return
-    before = _sessions(await p.request(Method.SESSION_LIST, {}))
+    before = _sessions(await p.request(p.protocol.wire("list_sessions"), {}))
     if not before or sid not in [s.get("sessionId") for s in before]:
         p.skip("V2-SESS-007", "the session was never listed: nothing to compare after the delete")
         return
-    deleted = await p.request(Method.SESSION_DELETE, {"sessionId": sid})
-    after = _sessions(await p.request(Method.SESSION_LIST, {}))
+    deleted = await p.request(p.protocol.wire("delete_session"), {"sessionId": sid})
+    after = _sessions(await p.request(p.protocol.wire("list_sessions"), {}))
     if deleted is None or "error" in deleted:
         p.skip("V2-SESS-007", f"session/delete failed ({_short(deleted) if deleted else 'no response'}: V2-SESS-004)")
     elif after is None:
@@ -298,7 +295,7 @@ async def check_auth_methods(p: Probe) -> None:
     if methods:
         p.skip("V2-AUTH-005", "the agent advertises auth methods")
         return
-    new = await p.request(Method.SESSION_NEW, {"cwd": p.workdir, "mcpServers": []})
+    new = await p.request(p.protocol.wire("new_session"), {"cwd": p.workdir, "mcpServers": []})
     if _code(new) == AUTH_REQUIRED:
         p.fail("V2-AUTH-005", f"no auth methods advertised, yet session/new failed with -32000: {_short(new)}")
     else:

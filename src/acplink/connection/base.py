@@ -24,7 +24,7 @@ from ..errors import (
     SchemaValidationError,
     UsageError,
 )
-from ..protocol import V1, Protocol, get_protocol, known_versions
+from ..protocol import PROTOCOL_VERSION, Protocol, get_protocol, known_versions
 from ..schema._base import STRICT
 from ..schema._parse import dump_json, parse, prepare
 from ..schema._table import MethodInfo
@@ -117,7 +117,7 @@ class Connection:
         protocol: Protocol | None = None,
     ) -> None:
         #: the protocol version in use
-        self.protocol: Protocol = protocol or V1
+        self.protocol: Protocol = protocol or get_protocol(PROTOCOL_VERSION)
         self._router_factory: RouterFactory | None = None if isinstance(router, Router) else router
         self.router = router if isinstance(router, Router) else router(self.protocol)
         self.check_capabilities = check_capabilities

@@ -58,7 +58,22 @@ class Protocol:
     #: how a prompt turn runs in this version (answer, busy policy, state updates): the one
     #: place every side reads the lifecycle from (:mod:`acplink.protocol.turns`)
     turns: TurnRules = V1_TURNS
-    #: where the agent's implementation is in the ``initialize`` result, the client's in its params
+    #: the update kinds that announce a tool call (its first sight) and the kinds that update one;
+    #: an update kind that does not announce needs an announced id (:mod:`acplink.protocol.state`)
+    tool_call_kinds: tuple[frozenset[str], frozenset[str]] = (frozenset({"tool_call"}),
+                                                              frozenset({"tool_call_update"}))
+    #: the name of the conformance requirement set that judges an agent of this version
+    #: (``acplink check``: :mod:`acplink.conformance.suites`)
+    requirement_set: str = "acp-v1"
+    #: how the agent side serves an app written against acplink's vocabulary (the v1 models,
+    #: ``acplink.schema``) in this version: None when the version's models are that vocabulary
+    #: (nothing to translate), else an :class:`~acplink.protocol.agent_codec.AgentCodec`
+    agent_codec: Any = None
+    #: what this version offers beyond its methods, by name (``"agent_terminals"``: the agent
+    #: shows terminals it runs itself as session updates)
+    features: frozenset[str] = frozenset()
+    #: where each side's implementation info is: the agent's in the ``initialize`` result, the
+    #: client's in its params
     info_field: tuple[str, str] = ("agentInfo", "clientInfo")
     #: how the client side of this version maps onto acplink's (v1) vocabulary: a
     #: :class:`~acplink.protocol.codec.ClientCodec`, or None for a version that speaks it
@@ -136,6 +151,10 @@ class Protocol:
 
 _REGISTRY: dict[int, Protocol] = {}
 
+#: versions acplink knows but builds on first use: version → (module, function that builds and
+#: registers it). Their models are big and opt-in: nothing imports them before they are asked for.
+_LAZY: dict[int, tuple[str, str]] = {2: ("acplink.protocol.v2", "protocol")}
+
 
 def register_protocol(protocol: Protocol) -> None:
     """Make ``protocol`` available to :func:`get_protocol` (and so to ``initialize``)."""
@@ -149,13 +168,19 @@ def unregister_protocol(version: int) -> None:
 def get_protocol(version: int) -> Protocol:
     """The protocol object of ``version`` (UsageError when acplink does not know it)."""
     proto = _REGISTRY.get(version)
+    if proto is None and version in _LAZY:
+        import importlib
+
+        module, build = _LAZY[version]
+        proto = getattr(importlib.import_module(module), build)()
     if proto is None:
         raise UsageError(f"unknown ACP protocol version {version!r}; known: {known_versions()}")
     return proto
 
 
 def known_versions() -> tuple[int, ...]:
-    return tuple(sorted(_REGISTRY))
+    """The versions :func:`get_protocol` serves (those built on first use included)."""
+    return tuple(sorted({*_REGISTRY, *_LAZY}))
 
 
 def negotiate(requested: Any, supported: tuple[int, ...]) -> int:

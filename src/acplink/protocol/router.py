@@ -32,6 +32,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import Any
 
+from .base import get_protocol, known_versions
 from .v2 import UNSUPPORTED_PROTOCOL_VERSION
 
 __all__ = ["Decision", "Ignore", "Reply", "Select", "VersionRouter", "downgrade_initialize", "error_response", "for_v1_only"]
@@ -106,14 +107,16 @@ def _valid_info(info: Any) -> bool:
 
 
 class VersionRouter:
-    """The version choice of one connection. ``versions``: the protocol versions served (a
-    subset of {1, 2}); ``batches``: route the elements of a JSON array one by one instead of
+    """The version choice of one connection. ``versions``: the protocol versions served (any
+    registered ones; v1-shaped versions take ``clientInfo`` / ``clientCapabilities``, the
+    others v2's ``info`` / ``capabilities`` and its stricter rules); ``batches``: route the elements of a JSON array one by one instead of
     answering the whole array ``-32600``."""
 
     def __init__(self, versions: Collection[int] = (1, 2), *, batches: bool = False) -> None:
-        self.versions = sorted({v for v in versions if v in (1, 2)})
+        known = known_versions()
+        self.versions = sorted({v for v in versions if v in known})
         if not self.versions:
-            raise ValueError("a version router needs version 1, version 2 or both")
+            raise ValueError(f"a version router needs at least one known protocol version ({known})")
         self.batches = batches
         #: the version chosen (None until an ``initialize`` succeeds)
         self.selected: int | None = None
@@ -171,34 +174,33 @@ class VersionRouter:
         if version is None:
             raise _Refused(error_response(rid, UNSUPPORTED_PROTOCOL_VERSION, "Unsupported protocol version",
                                           {"requested": requested, "supported": list(self.versions)}))
-        if version == 2 and not _v2_id(rid):
+        if _info_shaped(version) and not _v2_id(rid):
             raise _Refused(error_response(None, INVALID_REQUEST, "Invalid request: ACP v2 request ids must be strings or integers"))
         rewritten = self._rewrite(rid, params, requested, version)
         self.selected = version
         return Select(version, {**message, "params": rewritten})
 
     def _choose(self, requested: int) -> int | None:
+        """The newest version served that is not newer than the one requested (the TS SDK's
+        rule: 2 or newer selects v2, 1 selects v1)."""
         if self.versions == [1]:
             return 1  # a v1-only app keeps the legacy fallback: every valid version is served as 1
-        if 2 in self.versions and requested >= 2:
-            return 2
-        if 1 in self.versions and requested >= 1:
-            return 1
-        return None
+        return max((v for v in self.versions if v <= requested), default=None)
 
     def _rewrite(self, rid: Any, params: dict[str, Any], requested: int, version: int) -> dict[str, Any]:
-        if version == 1 and requested < 2:
-            return {**params, "protocolVersion": 1}  # (the v1 implementation checks its params)
+        plain = not _info_shaped(version)
+        if plain and (requested < 2 or requested == version):
+            return {**params, "protocolVersion": version}  # (the implementation checks its params)
         info = params.get("info")
         if not _valid_info(info):
             if requested == version:  # exactly v2: validated strictly
                 raise _Refused(error_response(rid, INVALID_PARAMS, "Invalid params: initialize.info must be an object "
                                               "with string name and version"))
             info = None
-        if version == 1:
-            return _v2_to_v1(params, info)
+        if plain:
+            return {**_v2_to_v1(params, info), "protocolVersion": version}
         out = {k: v for k, v in params.items() if v is not None}
-        out["protocolVersion"] = 2
+        out["protocolVersion"] = version
         out["info"] = info if info is not None else dict(_UNKNOWN_INFO)
         if not isinstance(out.get("capabilities", {}), dict):
             out.pop("capabilities")  # (newer requests: what does not parse is dropped)
@@ -218,14 +220,31 @@ class VersionRouter:
         requested = _version_of(params.get("protocolVersion")) if isinstance(params, dict) else None
         if requested is None:
             return _bad_version(rid)
-        if self.selected == 2:
+        if self.selected is not None and _info_shaped(self.selected):
             if self._other_request_seen:
                 return error_response(rid, INVALID_REQUEST, "Invalid request: initialize may only be repeated "
                                       "before any other request")
-            if requested < 2:
+            if requested < self.selected:
                 return error_response(rid, INVALID_REQUEST, "Invalid request: a repeated initialize must use the "
-                                      "negotiated protocol version 2")
+                                      f"negotiated protocol version {self.selected}")
         return None
+
+    def repeat_params(self, params: dict[str, Any]) -> dict[str, Any]:
+        """The params of a repeated ``initialize`` (:meth:`repeat` let it through) for the chosen
+        version: a v1-shaped version takes it in its shape (a repeat never changes the version)."""
+        version = self.selected
+        assert version is not None
+        if _info_shaped(version) or params.get("protocolVersion") == version:
+            return params
+        if "info" in params:
+            return {**downgrade_initialize(params), "protocolVersion": version}
+        return {**params, "protocolVersion": version}
+
+
+def _info_shaped(version: int) -> bool:
+    """Whether ``version``'s ``initialize`` is v2-shaped (``info``, ``capabilities``: checked
+    strictly, string or integer ids, the version kept on a repeat) rather than v1's."""
+    return get_protocol(version).capabilities_field[1] != "clientCapabilities"
 
 
 def _bad_version(rid: Any) -> dict[str, Any]:

@@ -8,10 +8,11 @@
   :class:`PromptTurns`); the updates of a turn (:data:`TURN_UPDATE_KINDS`) come before its
   prompt response, never after it (:meth:`PromptTurns.update_after_response`).
 
-The connections enforce them (the agent side refuses, the client side raises before sending),
-the trace analyser (``acplink inspect``) and the conformance checker judge recorded traffic with
-them. Each function returns a verdict (a bool, or the reason a message is refused); the caller
-raises its own error or records its own finding.
+The connections enforce them (the agent side refuses, the client side raises before sending).
+:mod:`acplink.protocol.state` builds the state machine of a whole connection on them (and on the
+protocol object's turn rules): the trace analyser (``acplink inspect``, devtools) and the
+conformance checker judge recorded traffic with it. Each function returns a verdict (a bool, or
+the reason a message is refused); the caller raises its own error or records its own finding.
 """
 
 from __future__ import annotations

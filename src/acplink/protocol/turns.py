@@ -116,6 +116,28 @@ class TurnRules:
     def is_echo(self, update: Any) -> bool:
         return self.echo_kind is not None and update_kind(update) == self.echo_kind
 
+    # -- the messages of a receipt lifecycle (what the agent side sends; wire dicts) ---------------
+
+    def state_update(self, state: str, stop_reason: str | None = None,
+                     error: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """The update that reports ``state`` (with the turn's stop reason and error at its end)."""
+        out: dict[str, Any] = {"sessionUpdate": self.state_kind, "state": state}
+        if stop_reason is not None:
+            out["stopReason"] = stop_reason
+        if error is not None:
+            out["error"] = dict(error)
+        return out
+
+    def echo_update(self, message_id: str, content: list[Any]) -> dict[str, Any] | None:
+        """The echo of an accepted prompt (None: this version does not echo)."""
+        if self.echo_kind is None:
+            return None
+        return {"sessionUpdate": self.echo_kind, "messageId": message_id, "content": content}
+
+    def receipt_result(self, message_id: str) -> dict[str, Any]:
+        """The answer to an accepted prompt (``answer == "receipt"``): the inserted message's id."""
+        return {"messageId": message_id}
+
 
 #: ACP v1: the prompt's response ends the turn; one turn per session
 V1_TURNS = TurnRules(

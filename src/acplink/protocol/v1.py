@@ -6,6 +6,7 @@ A second version goes beside this file (``protocol/v2.py``): its own models and 
 
 from __future__ import annotations
 
+from ..schema import methods as m
 from ..schema import v1 as _models
 from ..schema.v1._stubs import AgentMethods, ClientMethods
 from .base import Protocol, register_protocol
@@ -23,41 +24,41 @@ V1 = Protocol(
     client_stubs=ClientMethods,
     names={
         # handled by the agent: the hooks of AgentApp
-        "initialize": ("initialize", "request"),
-        "authenticate": ("authenticate", "request"),
-        "logout": ("logout", "request"),
-        "new_session": ("session/new", "request"),
-        "load_session": ("session/load", "request"),
-        "list_sessions": ("session/list", "request"),
-        "resume_session": ("session/resume", "request"),
-        "close_session": ("session/close", "request"),
-        "delete_session": ("session/delete", "request"),
-        "fork_session": ("session/fork", "request"),
-        "archive_session": ("session/archive", "request"),
-        "unarchive_session": ("session/unarchive", "request"),
-        "session_status": ("session/status", "request"),
-        "set_title": ("session/set_title", "request"),
-        "set_mode": ("session/set_mode", "request"),
-        "set_config_option": ("session/set_config_option", "request"),
-        "set_model": ("session/set_model", "request"),
-        "prompt": ("session/prompt", "request"),
-        "cancel": ("session/cancel", "notification"),
-        "stop": ("session/stop", "request"),
+        "initialize": (m.INITIALIZE, "request"),
+        "authenticate": (m.AUTHENTICATE, "request"),
+        "logout": (m.LOGOUT, "request"),
+        "new_session": (m.SESSION_NEW, "request"),
+        "load_session": (m.SESSION_LOAD, "request"),
+        "list_sessions": (m.SESSION_LIST, "request"),
+        "resume_session": (m.SESSION_RESUME, "request"),
+        "close_session": (m.SESSION_CLOSE, "request"),
+        "delete_session": (m.SESSION_DELETE, "request"),
+        "fork_session": (m.SESSION_FORK, "request"),
+        "archive_session": (m.SESSION_ARCHIVE, "request"),
+        "unarchive_session": (m.SESSION_UNARCHIVE, "request"),
+        "session_status": (m.SESSION_STATUS, "request"),
+        "set_title": (m.SESSION_SET_TITLE, "request"),
+        "set_mode": (m.SESSION_SET_MODE, "request"),
+        "set_config_option": (m.SESSION_SET_CONFIG_OPTION, "request"),
+        "set_model": (m.SESSION_SET_MODEL, "request"),
+        "prompt": (m.SESSION_PROMPT, "request"),
+        "cancel": (m.SESSION_CANCEL, "notification"),
+        "stop": (m.SESSION_STOP, "request"),
         # handled by the client: the handlers of Client
-        "session_update": ("session/update", "notification"),
-        "request_permission": ("session/request_permission", "request"),
-        "read_text_file": ("fs/read_text_file", "request"),
-        "write_text_file": ("fs/write_text_file", "request"),
-        "create_terminal": ("terminal/create", "request"),
-        "terminal_output": ("terminal/output", "request"),
-        "wait_for_terminal_exit": ("terminal/wait_for_exit", "request"),
-        "kill_terminal": ("terminal/kill", "request"),
-        "release_terminal": ("terminal/release", "request"),
-        "create_elicitation": ("elicitation/create", "request"),
+        "session_update": (m.SESSION_UPDATE, "notification"),
+        "request_permission": (m.SESSION_REQUEST_PERMISSION, "request"),
+        "read_text_file": (m.FS_READ_TEXT_FILE, "request"),
+        "write_text_file": (m.FS_WRITE_TEXT_FILE, "request"),
+        "create_terminal": (m.TERMINAL_CREATE, "request"),
+        "terminal_output": (m.TERMINAL_OUTPUT, "request"),
+        "wait_for_terminal_exit": (m.TERMINAL_WAIT_FOR_EXIT, "request"),
+        "kill_terminal": (m.TERMINAL_KILL, "request"),
+        "release_terminal": (m.TERMINAL_RELEASE, "request"),
+        "create_elicitation": (m.ELICITATION_CREATE, "request"),
         # either side
-        "cancel_request": ("$/cancel_request", "notification"),
+        "cancel_request": (m.CANCEL_REQUEST, "notification"),
     },
-    before_initialize=frozenset({"initialize"}),
+    before_initialize=frozenset({m.INITIALIZE}),
     client_calls=(
         ("read_text_file", "fs.readTextFile"),
         ("request_permission", None),
@@ -66,8 +67,8 @@ V1 = Protocol(
     capability_flags=frozenset({"agent:loadSession", "agent:mcpCapabilities.acp", "client:fs.readTextFile",
                                 "client:fs.writeTextFile", "client:terminal"}),
     session_openers=frozenset({"new_session", "load_session", "resume_session", "fork_session"}),
-    long_running=frozenset({"session/prompt", "session/request_permission", "terminal/wait_for_exit",
-                            "elicitation/create"}),
+    long_running=frozenset({m.SESSION_PROMPT, m.SESSION_REQUEST_PERMISSION, m.TERMINAL_WAIT_FOR_EXIT,
+                            m.ELICITATION_CREATE}),
 )
 
 register_protocol(V1)

@@ -1,41 +1,46 @@
 """Trace analysis: records → a timeline (sessions, turns, tool calls, permissions, errors) and
 findings (schema violations and protocol-order violations).
 
-Used by ``acplink inspect`` and by the conformance checker, which maps finding codes to
+The session rules are not restated here: every record goes through the protocol's state
+machine (:class:`acplink.protocol.state.ConnectionState`, the version the trace's
+``initialize`` agreed on), whose verdicts give the findings, and whose events (session opened,
+turn started and ended, update, question asked and answered) build the timeline.
+
+Used by ``acplink inspect``, devtools and the conformance checker, which maps finding codes to
 requirement ids.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from ..connection.rules import TURN_UPDATE_KINDS, PromptTurns, missing_capability
-from ..protocol import V1
-from ..protocol.initialize import agent_info, agreed_version, client_info
-from ..rpc.messages import CallMatcher, message_kind
-from .validate import validate_message
+from ..protocol.base import get_protocol, known_versions
+from ..protocol.initialize import agent_info, client_info
+from ..protocol.state import (
+    FINDINGS,
+    ConnectionState,
+    Event,
+    QuestionAnswered,
+    QuestionAsked,
+    Ready,
+    SessionOpened,
+    TurnEnded,
+    TurnStarted,
+    Update,
+)
+from ..rpc.messages import message_kind
+from .validate import protocol_after, validate_message
 
-#: the protocol version traces are judged by (ACP v1)
-P = V1
+__all__ = ["FINDING_CODES", "Finding", "Timeline", "TraceSession", "TraceTurn", "analyze", "expected_error"]
 
-__all__ = ["TURN_UPDATE_KINDS", "Finding", "Timeline", "TraceSession", "TraceTurn", "analyze", "expected_error"]
-
-#: finding codes → what they mean
+#: finding codes → what they mean (the session rules' are the state machine's)
 FINDING_CODES = {
     "schema": "a message does not match the ACP schema",
     "schema-strict": "a message matches the schema only thanks to its leniency rules",
     "invalid-json": "a line that is not JSON",
-    "update-after-response": "a turn update after the prompt response (no turn running)",
-    "update-unknown-session": "a session/update for a session that does not exist",
-    "tool-update-unknown-id": "a tool_call_update for a tool call id never announced",
-    "response-unknown-id": "a response to a request id that is not pending",
-    "duplicate-response": "a second response to the same request",
-    "capability": "a request the peer's capabilities did not allow",
-    "before-initialize": "a request before the initialize response",
-    "prompt-while-running": "a session/prompt while the session's previous prompt is still running",
-    "unanswered": "a request that never got a response",
-    "update-after-close": "a session/update for a session after its session/close response (v2)",
+    **FINDINGS,
 }
 
 
@@ -49,7 +54,8 @@ def expected_error(method: str | None, error: Any) -> bool:
     """Whether an error response is an expected one, shown as informational rather than as an
     error: a ``fs/read_text_file`` of a file that does not exist (an agent looks before it
     writes a new file, or probes for an optional one). Every other error is an error."""
-    if method is None or not P.is_(method, "read_text_file") or not isinstance(error, dict):
+    if method is None or not isinstance(error, dict) or not any(
+            get_protocol(v).is_(method, "read_text_file") for v in known_versions()):
         return False
     if error.get("code") == _NOT_FOUND_CODE:
         return True
@@ -177,16 +183,18 @@ class Timeline:
 
 
 class _Analyzer:
+    """Feeds the records through the protocol's state machine and builds the timeline from its
+    events; its findings are the machine's, plus the schema checks of the records."""
+
     def __init__(self) -> None:
         self.t = Timeline()
-        #: requests in flight: (method, params, seq)
-        self.calls: CallMatcher[tuple[str, Any, int]] = CallMatcher()
-        #: the session rules' turn state: the running turn of each session
-        self.turns: PromptTurns[TraceTurn] = PromptTurns()
-        #: (session id, request id) → the turn of each prompt still unanswered
+        self.state = ConnectionState()
+        #: (session id, request id key) → the turn of each prompt not ended yet
         self.prompts: dict[tuple[str, Any], TraceTurn] = {}
-        self.loading: dict[str, int] = {}  # session id → pending session/load|resume count
-        self.initialized = False
+        #: the protocol the records' schema is judged by (follows initialize)
+        self.protocol = self.state.protocol
+        #: the trace's header says its messages were checked as they were recorded
+        self.checked = False
 
     def find(self, code: str, message: str, rec: dict[str, Any]) -> None:
         self.t.findings.append(Finding(code, message, rec.get("seq"), rec.get("dir"), rec.get("mono")))
@@ -195,23 +203,27 @@ class _Analyzer:
         t = self.t
         for rec in records:
             typ = rec.get("type")
-            if typ == "header":
+            if typ == "message":
+                self.message(rec)
+            elif typ == "header":
                 t.header = {k: v for k, v in rec.items() if k not in ("type",)}
                 t.start = float(rec.get("mono") or 0.0)
+                # (recorded with schema checks: a record without violations has none)
+                self.checked = rec.get("validated") is True
             elif typ == "exit":
                 t.exit_code = rec.get("code")
             elif typ == "cut":
                 t.cut = {"line": rec.get("line"), "size": rec.get("size")}
-            elif typ == "message":
-                self.message(rec)
-            if isinstance(rec.get("mono"), (int, float)):
-                t.end = max(t.end, float(rec["mono"]))
+            mono = rec.get("mono")
+            if isinstance(mono, (int, float)) and mono > t.end:
+                t.end = float(mono)
         if not t.start and records:
             t.start = min((float(r["mono"]) for r in records if isinstance(r.get("mono"), (int, float))), default=0.0)
         for sess in t.sessions.values():
             for turn in sess.turns:
                 turn.settle()
-        for d, rid, (method, _params, seq) in self.calls.unanswered():
+        for role, rid, method, seq in self.state.unanswered():
+            d = _DIR[role]
             t.findings.append(Finding("unanswered", f"{method} request {rid!r} ({d}) never answered", seq, d))
         return t
 
@@ -220,158 +232,116 @@ class _Analyzer:
         t.messages += 1
         d = str(rec.get("dir"))
         t.by_dir[d] = t.by_dir.get(d, 0) + 1
-        msg = rec.get("msg")
         if "msg" not in rec:
             self.find("invalid-json", f"not JSON: {str(rec.get('raw', ''))[:80]!r}", rec)
             return
+        msg = rec["msg"]
+        role = _ROLE.get(d, "agent")
         kind = message_kind(msg)
-        answered_method = None
-        if kind == "response" and isinstance(msg, dict):
-            call = self.calls.peek(d, msg.get("id"))
-            answered_method = call[0] if call is not None else None
+        answered = self.state.answering(role, msg.get("id")) if kind == "response" else None
         violations = rec.get("violations")
-        if violations is None:
-            violations = validate_message(msg, answered_method)
-        for v in violations or []:
+        if violations is None and not self.checked:  # (a record without schema checks: checked here)
+            self.protocol = protocol_after(msg, answered, self.protocol)
+            violations = validate_message(msg, answered, self.protocol)
+        for v in violations or ():
             code = "schema-strict" if v.get("strict_only") else ("invalid-json" if "invalid JSON" in
                                                                  str(v.get("message")) else "schema")
             self.find(code, f"{v.get('path')}: {v.get('message')}", rec)
         if not isinstance(msg, dict):
             return
+        verdict = self.state.process(role, msg, int(rec.get("seq") or 0))
+        for f in verdict.findings:
+            self.find(f.id, f.message, rec)
         if kind == "request":
-            self.request(rec, d, msg, msg["method"])
-        elif kind == "notification":
-            self.notification(rec, d, msg, msg["method"])
-        elif kind == "response":
-            self.response(rec, d, msg)
-        elif "method" in msg and "id" in msg:  # an invalid request (method not a string): still answerable
-            self.calls.sent(d, msg.get("id"), ("(invalid request)", None, int(rec.get("seq") or 0)))
-
-    # -- requests ------------------------------------------------------------------------------
-
-    def request(self, rec: dict[str, Any], d: str, msg: dict[str, Any], method: str) -> None:
-        rid = msg.get("id")
-        params = msg.get("params")
-        mono = float(rec.get("mono") or 0.0)
-        self.calls.sent(d, rid, (method, params, int(rec.get("seq") or 0)))
-        if not self.initialized and not P.may_precede_initialize(method) and d == "c2a":
-            self.find("before-initialize", f"{method} sent before the initialize response", rec)
-        if P.is_(method, "initialize") and isinstance(params, dict):
-            self.t.client_capabilities = params.get(P.capabilities_field[1])
-            self.t.client_info = client_info(params)
-        missing = missing_capability(method, self.t.client_capabilities, self.t.agent_capabilities, P.table)
-        if missing is not None and self.initialized:
-            who, path = missing
-            self.find("capability", f"{method} called but the {who} did not advertise {path!r}", rec)
-        if P.is_(method, "prompt") and isinstance(params, dict):
-            sid = str(params.get("sessionId"))
-            turn = TraceTurn(sid, rid, mono)
-            turn.prompt = _blocks_text(params.get("prompt"))
-            turn.add("prompt", turn.prompt)
-            refused = self.turns.start(sid, turn)
-            if refused is not None:
-                self.find("prompt-while-running", refused, rec)
-            if _hashable(rid):
-                self.prompts[(sid, rid)] = turn
-            sess = self.t.sessions.get(sid)
-            if sess is not None:
-                sess.turns.append(turn)
-        if method in P.wires("load_session", "resume_session") and isinstance(params, dict):
-            sid = str(params.get("sessionId"))
-            self.loading[sid] = self.loading.get(sid, 0) + 1
-        if P.is_(method, "request_permission") and isinstance(params, dict):
-            opts = [str(o.get("optionId")) for o in params.get("options") or [] if isinstance(o, dict)]
-            tool = _obj(params.get("toolCall"))
-            self.t.permissions.append(Permission(params.get("sessionId"), tool.get("toolCallId"), opts, mono))
-
-    def response(self, rec: dict[str, Any], d: str, msg: dict[str, Any]) -> None:
-        rid = msg.get("id")
-        mono = float(rec.get("mono") or 0.0)
-        call = self.calls.answer(d, rid)
-        if call is None:
-            if self.calls.answered(d, rid):
-                self.find("duplicate-response", f"second response to request {rid!r}", rec)
-            elif "error" in msg and rid is None:
-                err = _obj(msg.get("error"))
-                self.t.errors.append({"seq": rec.get("seq"), "dir": d, "method": None, "code": err.get("code"),
-                                      "message": err.get("message"), "severity": "error"})
-            else:
-                self.find("response-unknown-id", f"response to unknown request id {rid!r}", rec)
-            return
-        method, params, _seq = call
-        result = msg.get("result")
-        error = msg.get("error") if "error" in msg else None
-        if error is not None:
-            err = error if isinstance(error, dict) else {}
-            self.t.errors.append({"seq": rec.get("seq"), "dir": d, "method": method, "code": err.get("code"),
+            self.request(rec, msg, verdict.events)
+        elif kind == "response" and "error" in msg and (answered is not None or msg.get("id") is None):
+            err = _obj(msg.get("error"))
+            self.t.errors.append({"seq": rec.get("seq"), "dir": d, "method": answered, "code": err.get("code"),
                                   "message": err.get("message"),
-                                  "severity": "info" if expected_error(method, error) else "error"})
-        sid = params.get("sessionId") if isinstance(params, dict) else None
-        if P.is_(method, "initialize") and isinstance(result, dict):
-            self.initialized = True
-            self.t.protocol_version = agreed_version(result) or result.get("protocolVersion")  # (an echo: 1)
-            self.t.agent_capabilities = result.get(P.capabilities_field[0])
-            self.t.agent_info = agent_info(result)
-        elif method in P.wires("new_session", "fork_session") and isinstance(result, dict) and result.get("sessionId"):
-            new = str(result["sessionId"])
-            cwd = params.get("cwd") if isinstance(params, dict) else None
-            self.t.sessions.setdefault(new, TraceSession(new, mono, method.split("/")[1], cwd))
-        elif method in P.wires("load_session", "resume_session") and sid is not None:
-            sid = str(sid)
-            self.loading[sid] = max(0, self.loading.get(sid, 0) - 1)
-            if error is None:
-                cwd = params.get("cwd") if isinstance(params, dict) else None
-                self.t.sessions.setdefault(sid, TraceSession(sid, mono, method.split("/")[1], cwd))
-        elif P.is_(method, "prompt") and sid is not None:
-            turn = self.prompts.pop((str(sid), rid), None)
-            if turn is not None:
-                turn.end = mono
-                if isinstance(result, dict):
-                    turn.stop_reason = result.get("stopReason")
-                elif error is not None:
-                    turn.error = str(error.get("message") if isinstance(error, dict) else error)
-                self.turns.end(str(sid), turn)
-        elif P.is_(method, "request_permission"):
-            for p in reversed(self.t.permissions):
-                if p.answer is None and isinstance(params, dict) and p.session_id == params.get("sessionId"):
-                    outcome = result.get("outcome") if isinstance(result, dict) else None
-                    if isinstance(outcome, dict):
-                        p.answer = (str(outcome.get("optionId")) if outcome.get("outcome") == "selected"
-                                    else str(outcome.get("outcome")))
-                    else:
-                        p.answer = "error" if error is not None else "?"
-                    p.answered = mono
-                    break
+                                  "severity": "info" if expected_error(answered, msg.get("error")) else "error"})
+        for ev in verdict.events:
+            on = _ON.get(type(ev))
+            if on is not None:
+                on(self, rec, msg, ev)
 
-    # -- notifications -------------------------------------------------------------------------
+    # -- what the machine's events mean for the timeline -------------------------------------
 
-    def notification(self, rec: dict[str, Any], d: str, msg: dict[str, Any], method: str) -> None:
-        params = msg.get("params")
-        if not P.is_(method, "session_update") or not isinstance(params, dict):
+    def request(self, rec: dict[str, Any], msg: dict[str, Any], events: tuple[Event, ...]) -> None:
+        proto = self.state.protocol
+        if proto.is_(msg["method"], "initialize"):
+            self.t.client_capabilities = self.state.client_capabilities
+            self.t.client_info = client_info(msg.get("params"))
+
+    def ready(self, rec: dict[str, Any], msg: dict[str, Any], ev: Ready) -> None:
+        result = msg["result"]
+        self.t.protocol_version = ev.agreed
+        self.t.agent_capabilities = self.state.agent_capabilities
+        self.t.client_capabilities = self.state.client_capabilities
+        self.t.agent_info = agent_info(result)
+
+    def opened(self, rec: dict[str, Any], msg: dict[str, Any], ev: SessionOpened) -> None:
+        self.t.sessions.setdefault(ev.session_id, TraceSession(ev.session_id, _mono(rec), ev.method.split("/")[-1],
+                                                               ev.cwd))
+
+    def started(self, rec: dict[str, Any], msg: dict[str, Any], ev: TurnStarted) -> None:
+        turn = TraceTurn(ev.session_id, ev.request_id, _mono(rec))
+        turn.prompt = _blocks_text(_obj(msg.get("params")).get("prompt"))
+        turn.add("prompt", turn.prompt)
+        if _hashable(ev.request_id):
+            self.prompts[(ev.session_id, ev.request_id)] = turn
+        sess = self.t.sessions.get(ev.session_id)
+        if sess is not None:
+            sess.turns.append(turn)
+
+    def ended(self, rec: dict[str, Any], msg: dict[str, Any], ev: TurnEnded) -> None:
+        turn = self.prompts.pop((ev.session_id, ev.request_id), None) if _hashable(ev.request_id) else None
+        if turn is None:
             return
-        sid = str(params.get("sessionId"))
-        upd = _obj(params.get("update"))
-        kind = str(upd.get("sessionUpdate"))
-        mono = float(rec.get("mono") or 0.0)
+        turn.end = _mono(rec)
+        if ev.error is not None:
+            turn.error = str(ev.error.get("message"))
+        turn.stop_reason = ev.stop_reason
+
+    def update(self, rec: dict[str, Any], msg: dict[str, Any], ev: Update) -> None:
+        sid, kind = ev.session_id, ev.kind
+        upd = _obj(msg["params"].get("update"))
         sess = self.t.sessions.get(sid)
-        if sess is None and not self.loading.get(sid):
-            self.find("update-unknown-session", f"{kind} for unknown session {sid!r}", rec)
         if sess is not None:
             sess.updates[kind] = sess.updates.get(kind, 0) + 1
-        turn = self.turns.get(sid)
+        turn = self.prompts.get((sid, ev.turn)) if ev.turn is not None and _hashable(ev.turn) else None
         if turn is not None:
             turn.updates[kind] = turn.updates.get(kind, 0) + 1
             if kind in _TEXT_KINDS:
                 turn.add(_TEXT_KINDS[kind], _blocks_text([upd.get("content")]))
-        elif self.turns.update_after_response(sid, kind) and not self.loading.get(sid):
-            self.find("update-after-response", f"{kind} for session {sid!r} after its prompt response", rec)
-        if kind in ("tool_call", "tool_call_update"):
+        announce, change = self.state.protocol.tool_call_kinds
+        if kind in announce or kind in change:
             tid = str(upd.get("toolCallId"))
-            tc = self.t.tool_calls.get(tid)
-            if kind == "tool_call" or tc is not None:
-                self.tool_call(tid, sid, mono, turn, upd, upd.get("status") or ("pending" if kind == "tool_call" else None))
-            else:
-                self.find("tool-update-unknown-id", f"tool_call_update for unknown tool call {tid!r}", rec)
+            if kind in announce or tid in self.t.tool_calls:
+                status = upd.get("status") or ("pending" if kind not in change else None)
+                self.tool_call(tid, sid, _mono(rec), turn, upd, status)
+
+    def asked(self, rec: dict[str, Any], msg: dict[str, Any], ev: QuestionAsked) -> None:
+        if not self.state.protocol.is_(ev.method, "request_permission"):
+            return
+        params = ev.params
+        opts = [str(o.get("optionId")) for o in params.get("options") or [] if isinstance(o, dict)]
+        # (the tool call it is about: ``toolCall``, or inside its ``subject``)
+        tool = _obj(params.get("toolCall")) or _obj(_obj(params.get("subject")).get("toolCall"))
+        self.t.permissions.append(Permission(params.get("sessionId"), tool.get("toolCallId"), opts, _mono(rec)))
+
+    def answered(self, rec: dict[str, Any], msg: dict[str, Any], ev: QuestionAnswered) -> None:
+        if not self.state.protocol.is_(ev.method, "request_permission"):
+            return
+        for p in reversed(self.t.permissions):
+            if p.answer is None and p.session_id == ev.session_id:
+                outcome = _obj(ev.result).get("outcome")
+                if isinstance(outcome, dict):
+                    p.answer = (str(outcome.get("optionId")) if outcome.get("outcome") == "selected"
+                                else str(outcome.get("outcome")))
+                else:
+                    p.answer = "error" if ev.error is not None else "?"
+                p.answered = _mono(rec)
+                break
 
     def tool_call(self, tid: str, sid: str, mono: Any, turn: TraceTurn | None, upd: dict[str, Any],
                   status: Any) -> None:
@@ -387,6 +357,19 @@ class _Analyzer:
         if status and (not tc.statuses or tc.statuses[-1] != status):
             tc.statuses.append(str(status))
         tc.last = mono
+
+
+_ROLE = {"c2a": "client", "a2c": "agent"}
+_DIR = {"client": "c2a", "agent": "a2c"}
+_ON: dict[type, Callable[[_Analyzer, dict[str, Any], dict[str, Any], Any], None]] = {
+    Ready: _Analyzer.ready, SessionOpened: _Analyzer.opened, TurnStarted: _Analyzer.started,
+    TurnEnded: _Analyzer.ended, Update: _Analyzer.update, QuestionAsked: _Analyzer.asked,
+    QuestionAnswered: _Analyzer.answered,
+}
+
+
+def _mono(rec: dict[str, Any]) -> float:
+    return float(rec.get("mono") or 0.0)
 
 
 _TEXT_KINDS = {"agent_message_chunk": "reply", "agent_thought_chunk": "thought"}
@@ -419,7 +402,7 @@ def _hashable(x: Any) -> bool:
 
 
 def analyze(records: list[dict[str, Any]]) -> Timeline:
-    """Build the timeline and findings of a trace's records (v2 traffic: :mod:`.analysis_v2`)."""
-    from .analysis_v2 import V2Analyzer, speaks_v2
-
-    return (V2Analyzer() if speaks_v2(records) else _Analyzer()).run(records)
+    """Build the timeline and findings of a trace's records: the session rules' findings come
+    from the protocol's state machine (:class:`acplink.protocol.state.ConnectionState`), the
+    version the trace's ``initialize`` agreed on, the schema findings from the records' checks."""
+    return _Analyzer().run(records)

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..protocol import V1
+from ..protocol.base import Protocol
+from ..protocol.state import default_protocol
 
 __all__ = ["REDACT_ALL", "REDACT_KEEP", "redact_message", "redacted"]
 
@@ -52,15 +53,17 @@ def _redact(node: Any, keep: bool, everything: bool = False) -> Any:
     return node
 
 
-def redact_message(msg: Any, method: str | None = None) -> Any:
+def redact_message(msg: Any, method: str | None = None, protocol: Protocol | None = None) -> Any:
     """A copy of ``msg`` with every free-text value replaced by its size: message and prompt
     text, file contents (``fs/*``, diffs, resources, tool call content), terminal output, tool
     input and output, environment values, ``_meta``. Kept: the structure, numbers and booleans,
     and the strings of the :data:`REDACT_KEEP` keys (ids, methods, kinds, statuses, names,
-    titles, paths). ``method``: the method a response answers."""
+    titles, paths). ``method``: the method a response answers; ``protocol``: the version the
+    connection agreed on (it names the elicitation method; None: the first version)."""
     out = _redact(msg, False)
     result = out.get("result") if isinstance(out, dict) else None
-    if isinstance(result, dict) and V1.is_(msg.get("method") or method or "", "create_elicitation") \
+    if isinstance(result, dict) and (protocol or default_protocol()).is_(
+            msg.get("method") or method or "", "create_elicitation") \
             and "content" in result:
         result["content"] = _redact(msg["result"]["content"], False, True)  # the user's answers, whatever their keys
     return out

@@ -25,10 +25,11 @@ from typing import IO, Any
 
 import orjson
 
+from ..protocol.state import default_protocol
 from ..rpc.framing import LineDecoder, Oversized
 from ..rpc.messages import CallMatcher, message_kind
 from .redact import redact_message, redacted
-from .validate import agreed_version, validate_message
+from .validate import protocol_after, validate_message
 
 __all__ = ["TRACE_FORMAT", "TRACE_VERSION", "TraceListener", "TraceRecord", "TraceWriter", "read_trace"]
 
@@ -56,7 +57,7 @@ class TraceWriter:
         self.redact = redact
         self.validate = validate
         #: the ACP version of the traffic (from the initialize response): picks the schema
-        self.version = 1
+        self.protocol = default_protocol()
         self.listeners = list(listeners)
         self._own_file = False
         self._file: IO[bytes] | None
@@ -142,12 +143,12 @@ class TraceWriter:
                 rec["method"] = answered
             if "error" in msg:
                 rec["error"] = True
-        self.version = agreed_version(msg, answered, self.version)  # (the version the peers agreed on)
+        self.protocol = protocol_after(msg, answered, self.protocol)  # (the version the peers agreed on)
         if self.validate:
-            errs = validate_message(msg, answered, self.version)
+            errs = validate_message(msg, answered, self.protocol)
             if errs:
                 rec["violations"] = errs
-        rec["msg"] = redact_message(msg, answered) if self.redact else msg
+        rec["msg"] = redact_message(msg, answered, self.protocol) if self.redact else msg
         self._emit(rec)
 
     def flush(self) -> None:

@@ -7,12 +7,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..errors import SchemaValidationError
+from ..protocol.base import Protocol
 from ..protocol.initialize import agreed_version as agreed
+from ..protocol.state import default_protocol, protocol_of_version
 from ..rpc.messages import message_kind, usable_id
 from ..schema._parse import parse
-from ..schema.registry import method_info as _v1_method_info
 
-__all__ = ["agreed_version", "validate_message"]
+__all__ = ["agreed_version", "protocol_after", "validate_message"]
 
 
 def _envelope_errors(msg: Any) -> list[dict[str, Any]]:
@@ -63,30 +64,37 @@ def _schema_errors(tp: Any, data: Any, prefix: str, name: str) -> list[dict[str,
     return out
 
 
-def agreed_version(msg: Any, answered: str | None, current: int = 1) -> int:
+def agreed_version(msg: Any, answered: str | None, current: int | None = None) -> int:
     """The ACP version in effect from ``msg`` on: the ``protocolVersion`` of an ``initialize``
     result (``answered``: the method the message answers; the response itself already follows
     that version's schema), 1 for an agent that echoed a newer version with a v1 answer (see
     :mod:`acplink.protocol.initialize`), else ``current``."""
+    first = default_protocol().version
     if answered == "initialize" and isinstance(msg, dict) and isinstance(msg.get("result"), dict):
         version = agreed(msg["result"])
-        return 1 if version is None else version
+        return first if version is None else version
+    return first if current is None else current
+
+
+def protocol_after(msg: Any, answered: str | None, current: Protocol) -> Protocol:
+    """The protocol whose schema applies from ``msg`` on (see :func:`agreed_version`): the one
+    an ``initialize`` result agrees on, the first version for one acplink does not know."""
+    if answered == "initialize" and isinstance(msg, dict) and isinstance(msg.get("result"), dict):
+        return protocol_of_version(agreed(msg["result"])) or default_protocol()
     return current
 
 
-def validate_message(msg: Any, method: str | None = None, version: int = 1) -> list[dict[str, Any]]:
+def validate_message(msg: Any, method: str | None = None,
+                     version: int | Protocol | None = None) -> list[dict[str, Any]]:
     """Schema problems of one decoded message (``[]`` when it is valid).
 
     ``method`` is the method of the request a response answers (needed to check a result).
-    ``version``: the ACP version the connection agreed on (2: the v2 draft's schema).
+    ``version``: the protocol (or the version number) the connection agreed on, whose method
+    table and models judge the payloads (None: the first version's).
     Extension (``_``) methods and unknown methods' payloads are not checked.
     """
-    if version >= 2:
-        from ..schema import v2
-
-        method_info = v2.method_info
-    else:
-        method_info = _v1_method_info
+    proto = version if isinstance(version, Protocol) else protocol_of_version(version) or default_protocol()
+    method_info = proto.info
     errs = _envelope_errors(msg)
     if errs or not isinstance(msg, dict):
         return errs

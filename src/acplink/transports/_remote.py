@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
+from .._extras import require
 from ..errors import ConnectionClosed, MessageTooLarge, TransportError, UsageError
 from .base import Transport
 
 __all__ = ["AuthRejected", "CookieJar", "RemoteOptions", "http_refusal", "is_remote_url", "refused", "remote_description",
-           "remote_transport"]
+           "remote_transport", "require_libraries"]
 
 HEADER_CONNECTION_ID = "Acp-Connection-Id"
 HEADER_SESSION_ID = "Acp-Session-Id"
@@ -37,6 +38,17 @@ def is_remote_url(text: str) -> bool:
     """Whether ``text`` is a URL a remote transport serves (``ws://``, ``wss://``, ``http://``, ``https://``)."""
     head, sep, _ = text.partition("://")
     return bool(sep) and head.lower() in _SCHEMES
+
+
+def require_libraries(url: str, *, http2: bool = True) -> None:
+    """Raise :class:`~acplink.errors.MissingDependency` unless the libraries of the transport
+    for ``url`` (the ``remote`` extra) are installed: websockets for ``ws(s)://``; httpx,
+    httpx-sse and, for HTTP/2, h2 for ``http(s)://``."""
+    if url.lower().startswith(("ws://", "wss://")):
+        require("a WebSocket connection (ws://, wss://)", "remote", "websockets")
+    else:
+        require("a streamable-HTTP connection (http://, https://)", "remote", "httpx", "httpx_sse",
+                *(("h2",) if http2 else ()))
 
 
 def normalize_url(url: str) -> str:

@@ -41,6 +41,7 @@ from ._remote import (
     http_refusal,
     refused,
     remote_description,
+    require_libraries,
     too_large,
 )
 from .base import MessageMeta, Transport, TransportSink
@@ -103,6 +104,7 @@ class HttpTransport(Transport):
 
     def __init__(self, options: RemoteOptions, *, max_message_size: int = _DEFAULT_MAX_MESSAGE,
                  http2: bool = True, connect_timeout: float = 30.0) -> None:
+        require_libraries(options.url, http2=http2)
         self.options = options
         self.max_message_size = max_message_size
         self.http2 = http2

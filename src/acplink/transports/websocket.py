@@ -18,6 +18,7 @@ from ._remote import (
     http_refusal,
     refused,
     remote_description,
+    require_libraries,
     too_large,
 )
 from .base import MessageMeta, Transport, TransportSink
@@ -46,6 +47,7 @@ class WebSocketTransport(Transport):
 
     def __init__(self, options: RemoteOptions, *, max_message_size: int = _DEFAULT_MAX_MESSAGE,
                  open_timeout: float = 30.0) -> None:
+        require_libraries(options.url)
         self.options = options
         self.max_message_size = max_message_size
         self.open_timeout = open_timeout

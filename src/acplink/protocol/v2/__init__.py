@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
+from ...schema import methods as m
 from ..base import Protocol, register_protocol
 from ..turns import V2_TURNS
 
@@ -40,72 +41,70 @@ UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
 
 
 class Method:
-    """The v2 wire method names (one attribute per method)."""
+    """The v2 wire names under their former spelling (``Method.SESSION_NEW``): a thin alias of
+    the generated constants of :mod:`acplink.schema.methods` (one name per method), kept while
+    modules still spell them this way; new code imports the constants."""
 
-    # client → agent requests
-    INITIALIZE: Final = "initialize"
-    AUTH_LOGIN: Final = "auth/login"
-    AUTH_LOGOUT: Final = "auth/logout"
-    AUTH_STATUS: Final = "auth/status"
-    PROVIDERS_LIST: Final = "providers/list"
-    PROVIDERS_SET: Final = "providers/set"
-    PROVIDERS_DISABLE: Final = "providers/disable"
-    SESSION_NEW: Final = "session/new"
-    SESSION_LIST: Final = "session/list"
-    SESSION_RESUME: Final = "session/resume"
-    SESSION_CLOSE: Final = "session/close"
-    SESSION_DELETE: Final = "session/delete"
-    SESSION_FORK: Final = "session/fork"
-    SESSION_ARCHIVE: Final = "session/archive"
-    SESSION_UNARCHIVE: Final = "session/unarchive"
-    SESSION_STATUS: Final = "session/status"
-    SESSION_SET_TITLE: Final = "session/set_title"
-    SESSION_SET_CONFIG_OPTION: Final = "session/set_config_option"
-    SESSION_PROMPT: Final = "session/prompt"
-    TOOL_CALL_CANCEL: Final = "tool_call/cancel"
-    TERMINAL_CANCEL: Final = "terminal/cancel"
-    # client → agent notifications
-    SESSION_CANCEL: Final = "session/cancel"
-    # agent → client requests
-    REQUEST_PERMISSION: Final = "session/request_permission"
-    ELICITATION_CREATE: Final = "elicitation/create"
-    MCP_MESSAGE: Final = "mcp/message"
-    # agent → client notifications
-    SESSION_UPDATE: Final = "session/update"
-    ELICITATION_COMPLETE: Final = "elicitation/complete"
-    AUTH_STATUS_UPDATE: Final = "auth/status_update"
-    # both ways
-    CANCEL_REQUEST: Final = "$/cancel_request"
+    INITIALIZE: Final = m.INITIALIZE
+    AUTH_LOGIN: Final = m.AUTH_LOGIN
+    AUTH_LOGOUT: Final = m.AUTH_LOGOUT
+    AUTH_STATUS: Final = m.AUTH_STATUS
+    PROVIDERS_LIST: Final = m.PROVIDERS_LIST
+    PROVIDERS_SET: Final = m.PROVIDERS_SET
+    PROVIDERS_DISABLE: Final = m.PROVIDERS_DISABLE
+    SESSION_NEW: Final = m.SESSION_NEW
+    SESSION_LIST: Final = m.SESSION_LIST
+    SESSION_RESUME: Final = m.SESSION_RESUME
+    SESSION_CLOSE: Final = m.SESSION_CLOSE
+    SESSION_DELETE: Final = m.SESSION_DELETE
+    SESSION_FORK: Final = m.SESSION_FORK
+    SESSION_ARCHIVE: Final = m.SESSION_ARCHIVE
+    SESSION_UNARCHIVE: Final = m.SESSION_UNARCHIVE
+    SESSION_STATUS: Final = m.SESSION_STATUS
+    SESSION_SET_TITLE: Final = m.SESSION_SET_TITLE
+    SESSION_SET_CONFIG_OPTION: Final = m.SESSION_SET_CONFIG_OPTION
+    SESSION_PROMPT: Final = m.SESSION_PROMPT
+    TOOL_CALL_CANCEL: Final = m.TOOL_CALL_CANCEL
+    TERMINAL_CANCEL: Final = m.TERMINAL_CANCEL
+    SESSION_CANCEL: Final = m.SESSION_CANCEL
+    #: (the constant is ``SESSION_REQUEST_PERMISSION``, after the wire name)
+    REQUEST_PERMISSION: Final = m.SESSION_REQUEST_PERMISSION
+    ELICITATION_CREATE: Final = m.ELICITATION_CREATE
+    MCP_MESSAGE: Final = m.MCP_MESSAGE
+    SESSION_UPDATE: Final = m.SESSION_UPDATE
+    ELICITATION_COMPLETE: Final = m.ELICITATION_COMPLETE
+    AUTH_STATUS_UPDATE: Final = m.AUTH_STATUS_UPDATE
+    CANCEL_REQUEST: Final = m.CANCEL_REQUEST
 
 
 #: methods the agent handles: name → "request" or "notification"
 AGENT_METHODS: Final[dict[str, str]] = {
     **{m: "request" for m in (
-        Method.INITIALIZE, Method.AUTH_LOGIN, Method.AUTH_LOGOUT, Method.AUTH_STATUS,
-        Method.PROVIDERS_LIST, Method.PROVIDERS_SET, Method.PROVIDERS_DISABLE,
-        Method.SESSION_NEW, Method.SESSION_LIST, Method.SESSION_RESUME, Method.SESSION_CLOSE,
-        Method.SESSION_DELETE, Method.SESSION_FORK, Method.SESSION_ARCHIVE, Method.SESSION_UNARCHIVE,
-        Method.SESSION_STATUS, Method.SESSION_SET_TITLE, Method.SESSION_SET_CONFIG_OPTION,
-        Method.SESSION_PROMPT, Method.TOOL_CALL_CANCEL, Method.TERMINAL_CANCEL)},
-    Method.SESSION_CANCEL: "notification",
-    Method.MCP_MESSAGE: "notification",
+        m.INITIALIZE, m.AUTH_LOGIN, m.AUTH_LOGOUT, m.AUTH_STATUS,
+        m.PROVIDERS_LIST, m.PROVIDERS_SET, m.PROVIDERS_DISABLE,
+        m.SESSION_NEW, m.SESSION_LIST, m.SESSION_RESUME, m.SESSION_CLOSE,
+        m.SESSION_DELETE, m.SESSION_FORK, m.SESSION_ARCHIVE, m.SESSION_UNARCHIVE,
+        m.SESSION_STATUS, m.SESSION_SET_TITLE, m.SESSION_SET_CONFIG_OPTION,
+        m.SESSION_PROMPT, m.TOOL_CALL_CANCEL, m.TERMINAL_CANCEL)},
+    m.SESSION_CANCEL: "notification",
+    m.MCP_MESSAGE: "notification",
 }
 
 #: methods the client handles: name → "request" or "notification"
 CLIENT_METHODS: Final[dict[str, str]] = {
-    Method.REQUEST_PERMISSION: "request",
-    Method.ELICITATION_CREATE: "request",
-    Method.MCP_MESSAGE: "request",
-    Method.SESSION_UPDATE: "notification",
-    Method.ELICITATION_COMPLETE: "notification",
-    Method.AUTH_STATUS_UPDATE: "notification",
+    m.SESSION_REQUEST_PERMISSION: "request",
+    m.ELICITATION_CREATE: "request",
+    m.MCP_MESSAGE: "request",
+    m.SESSION_UPDATE: "notification",
+    m.ELICITATION_COMPLETE: "notification",
+    m.AUTH_STATUS_UPDATE: "notification",
 }
 
 #: v1 methods v2 removed or renamed: a v2 peer answers them -32601
 V1_ONLY_METHODS: Final = frozenset({
-    "authenticate", "logout", "session/load", "session/set_mode", "session/set_model",
-    "fs/read_text_file", "fs/write_text_file", "terminal/create", "terminal/output",
-    "terminal/release", "terminal/wait_for_exit", "terminal/kill",
+    m.AUTHENTICATE, m.LOGOUT, m.SESSION_LOAD, m.SESSION_SET_MODE, m.SESSION_SET_MODEL,
+    m.FS_READ_TEXT_FILE, m.FS_WRITE_TEXT_FILE, m.TERMINAL_CREATE, m.TERMINAL_OUTPUT,
+    m.TERMINAL_RELEASE, m.TERMINAL_WAIT_FOR_EXIT, m.TERMINAL_KILL,
 })
 
 
@@ -155,37 +154,37 @@ STOP_REASONS: Final = ("end_turn", "max_tokens", "max_turn_requests", "refusal",
 #: acplink's name of each v2 method → (wire method, kind)
 NAMES: Final[dict[str, tuple[str, str]]] = {
     # handled by the agent: the hooks of AgentApp (v1 hook names where the method survived)
-    "initialize": (Method.INITIALIZE, "request"),
-    "authenticate": (Method.AUTH_LOGIN, "request"),
-    "logout": (Method.AUTH_LOGOUT, "request"),
-    "auth_status": (Method.AUTH_STATUS, "request"),
-    "list_providers": (Method.PROVIDERS_LIST, "request"),
-    "set_provider": (Method.PROVIDERS_SET, "request"),
-    "disable_provider": (Method.PROVIDERS_DISABLE, "request"),
-    "new_session": (Method.SESSION_NEW, "request"),
-    "list_sessions": (Method.SESSION_LIST, "request"),
-    "resume_session": (Method.SESSION_RESUME, "request"),
-    "close_session": (Method.SESSION_CLOSE, "request"),
-    "delete_session": (Method.SESSION_DELETE, "request"),
-    "fork_session": (Method.SESSION_FORK, "request"),
-    "archive_session": (Method.SESSION_ARCHIVE, "request"),
-    "unarchive_session": (Method.SESSION_UNARCHIVE, "request"),
-    "session_status": (Method.SESSION_STATUS, "request"),
-    "set_title": (Method.SESSION_SET_TITLE, "request"),
-    "set_config_option": (Method.SESSION_SET_CONFIG_OPTION, "request"),
-    "prompt": (Method.SESSION_PROMPT, "request"),
-    "cancel": (Method.SESSION_CANCEL, "notification"),
-    "cancel_tool_call": (Method.TOOL_CALL_CANCEL, "request"),
-    "cancel_terminal": (Method.TERMINAL_CANCEL, "request"),
+    "initialize": (m.INITIALIZE, "request"),
+    "authenticate": (m.AUTH_LOGIN, "request"),
+    "logout": (m.AUTH_LOGOUT, "request"),
+    "auth_status": (m.AUTH_STATUS, "request"),
+    "list_providers": (m.PROVIDERS_LIST, "request"),
+    "set_provider": (m.PROVIDERS_SET, "request"),
+    "disable_provider": (m.PROVIDERS_DISABLE, "request"),
+    "new_session": (m.SESSION_NEW, "request"),
+    "list_sessions": (m.SESSION_LIST, "request"),
+    "resume_session": (m.SESSION_RESUME, "request"),
+    "close_session": (m.SESSION_CLOSE, "request"),
+    "delete_session": (m.SESSION_DELETE, "request"),
+    "fork_session": (m.SESSION_FORK, "request"),
+    "archive_session": (m.SESSION_ARCHIVE, "request"),
+    "unarchive_session": (m.SESSION_UNARCHIVE, "request"),
+    "session_status": (m.SESSION_STATUS, "request"),
+    "set_title": (m.SESSION_SET_TITLE, "request"),
+    "set_config_option": (m.SESSION_SET_CONFIG_OPTION, "request"),
+    "prompt": (m.SESSION_PROMPT, "request"),
+    "cancel": (m.SESSION_CANCEL, "notification"),
+    "cancel_tool_call": (m.TOOL_CALL_CANCEL, "request"),
+    "cancel_terminal": (m.TERMINAL_CANCEL, "request"),
     # handled by the client: the handlers of Client
-    "session_update": (Method.SESSION_UPDATE, "notification"),
-    "request_permission": (Method.REQUEST_PERMISSION, "request"),
-    "create_elicitation": (Method.ELICITATION_CREATE, "request"),
-    "complete_elicitation": (Method.ELICITATION_COMPLETE, "notification"),
-    "auth_status_update": (Method.AUTH_STATUS_UPDATE, "notification"),
-    "mcp_message": (Method.MCP_MESSAGE, "request"),
+    "session_update": (m.SESSION_UPDATE, "notification"),
+    "request_permission": (m.SESSION_REQUEST_PERMISSION, "request"),
+    "create_elicitation": (m.ELICITATION_CREATE, "request"),
+    "complete_elicitation": (m.ELICITATION_COMPLETE, "notification"),
+    "auth_status_update": (m.AUTH_STATUS_UPDATE, "notification"),
+    "mcp_message": (m.MCP_MESSAGE, "request"),
     # either side
-    "cancel_request": (Method.CANCEL_REQUEST, "notification"),
+    "cancel_request": (m.CANCEL_REQUEST, "notification"),
 }
 
 
@@ -195,6 +194,7 @@ def protocol() -> Protocol:
     if _V2 is None:
         from ...schema import v2 as models
         from ...schema.v2._stubs import AgentMethods, ClientMethods
+        from .agent_codec import V2AgentCodec
         from .client_codec import CODEC
 
         _V2 = Protocol(
@@ -204,12 +204,17 @@ def protocol() -> Protocol:
             agent_stubs=AgentMethods,
             client_stubs=ClientMethods,
             names=NAMES,
-            before_initialize=frozenset({Method.INITIALIZE}),
+            before_initialize=frozenset({m.INITIALIZE}),
             client_calls=(("request_permission", None),),  # (no fs or terminal methods in v2)
             session_openers=frozenset({"new_session", "resume_session", "fork_session"}),
             capabilities_field=("capabilities", "capabilities"),
-            long_running=frozenset({Method.SESSION_PROMPT, Method.REQUEST_PERMISSION, Method.ELICITATION_CREATE}),
+            long_running=frozenset({m.SESSION_PROMPT, m.SESSION_REQUEST_PERMISSION, m.ELICITATION_CREATE}),
             turns=V2_TURNS,
+            # (tool_call_update is an upsert: it announces the call)
+            tool_call_kinds=(frozenset({Update.TOOL_CALL_UPDATE}), frozenset({Update.TOOL_CALL_UPDATE})),
+            requirement_set="acp-v2-draft",
+            agent_codec=V2AgentCodec(),
+            features=frozenset({"agent_terminals"}),
             info_field=("info", "info"),
             client_codec=CODEC,
         )
