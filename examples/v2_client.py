@@ -13,9 +13,7 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from acplink import AcpError, connect, schema
-from acplink.client.v2.session import V2Session
-from acplink.schema import v2
+from acplink import AcpError, connect
 
 
 async def main(prompt: str, agent: list[str]) -> int:
@@ -24,14 +22,13 @@ async def main(prompt: str, agent: list[str]) -> int:
         session = await client.new_session()
         turn = session.prompt(prompt)
         async for item in turn:
-            if isinstance(item, v2.PromptResponse):  # v2: the receipt comes first
-                print(f"[inserted as {item.message_id}]")
-            elif isinstance(item, (v2.AgentMessageChunk, schema.AgentMessageChunk)):
-                if isinstance(item.content, (v2.TextContent, schema.TextContent)):
-                    print(item.content.text, end="", flush=True)
+            if item is turn.receipt:  # v2: the receipt comes first
+                print(f"[inserted as {turn.message_id}]")
+            elif getattr(item, "session_update", None) == "agent_message_chunk" and item.content.type == "text":
+                print(item.content.text, end="", flush=True)
         print()
-        if isinstance(session, V2Session):  # the v2 state: upserts folded by id
-            for call in session.v2_state.tool_calls.values():
+        if session.native_state is not None:  # v2's own state: upserts folded by id
+            for call in session.native_state.tool_calls.values():
                 print(f"[tool] {call.title}: {call.status}")
         print(f"[stop reason: {turn.stop_reason}]")
         return 0 if turn.stop_reason == "end_turn" else 1

@@ -15,9 +15,16 @@ from typing import Any
 import pytest
 
 from acplink import PermissionPolicy, connect
-from acplink.client import Client
-from acplink.client.v2.session import V2PromptTurn, V2Session
-from acplink.errors import MethodNotFound, ProtocolError, RequestError, SchemaValidationError, UsageError
+from acplink.client import Client, PromptTurn
+from acplink.errors import (
+    CapabilityError,
+    MethodNotFound,
+    ProtocolError,
+    RequestError,
+    SchemaValidationError,
+    UsageError,
+)
+from acplink.protocol.v2.client_state import V2SessionState
 from acplink.schema import v2 as m
 from acplink.transports.memory import memory_pair
 
@@ -38,13 +45,13 @@ def ts(name: str) -> list[str]:
 
 async def test_v2_turn_receipt_first_then_updates_until_idle(tmp_path: Path) -> None:
     async with connect(script("normal"), protocol=2) as client:
-        assert client.protocol_version == 2 and client.v2 is not None
+        assert client.protocol_version == 2 and client.connection.protocol.version == 2
         assert client.agent_info is not None and client.agent_info.name == "script-v2"
         assert client.supports("session.delete") and not client.supports("session.fork")
         session = await client.new_session(tmp_path)
-        assert isinstance(session, V2Session)
+        assert isinstance(session.native_state, V2SessionState)
         turn = session.prompt("hello")
-        assert isinstance(turn, V2PromptTurn)
+        assert isinstance(turn, PromptTurn) and turn.receipt is None  # (until it comes)
         items = [item async for item in turn]
         assert isinstance(items[0], m.PromptResponse) and items[0].message_id == "u1" == turn.message_id
         kinds = [getattr(i, "session_update", None) or i.model_extra.get("sessionUpdate") for i in items[1:]]
@@ -129,7 +136,7 @@ async def test_protocol_2_refuses_an_agent_answering_1() -> None:
 
 async def test_auto_retries_v1_when_the_agent_refuses_2() -> None:
     async with connect(script("refuse"), protocol="auto") as client:
-        assert client.protocol_version == 1 and client.v2 is None
+        assert client.protocol_version == 1 and client.connection.protocol.version == 1
         assert client.agent_info is not None and client.agent_info.name == "script-v1"
     with pytest.raises(RequestError) as info:
         async with connect(script("refuse"), protocol=2):
@@ -152,11 +159,11 @@ async def test_auto_goes_on_with_v1_when_the_agent_echoes_2_with_a_v1_answer(
         tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="acplink.client")
     async with connect(script("echo"), protocol="auto") as client:
-        assert client.protocol_version == 1 and client.v2 is None
+        assert client.protocol_version == 1 and client.connection.protocol.version == 1
         assert client.agent_info is not None and client.agent_info.name == "script-echo"
         assert client.connection.protocol.version == 1
         session = await client.new_session(tmp_path)
-        assert not isinstance(session, V2Session)
+        assert session.native_state is None
     said = [r.getMessage() for r in caplog.records if "echoes the version" in r.getMessage()]
     assert len(said) == 1 and "continuing on v1" in said[0]
     with pytest.raises(ProtocolError, match="answered 2 with a v1 initialize response"):
@@ -177,7 +184,7 @@ PY_ECHO_AGENT = [str(HERE.parents[1] / ".peers-venv" / "bin" / "python"),
 @pytest.mark.parametrize("shape", [[], ["--with-info"]], ids=["bare", "with-info"])
 async def test_auto_against_the_official_python_sdks_echo_agent(tmp_path: Path, shape: list[str]) -> None:
     async with connect([*PY_ECHO_AGENT, *shape], protocol="auto") as client:
-        assert client.protocol_version == 1 and client.v2 is None
+        assert client.protocol_version == 1 and client.connection.protocol.version == 1
         assert await _hello(client, tmp_path) == "hello"
 
 
@@ -216,7 +223,7 @@ async def test_ts_agents(tmp_path: Path, agent: str, protocol: Any, version: int
 async def test_ts_v2_agent_turns(tmp_path: Path) -> None:
     async with connect(ts("v2_agent.mjs"), protocol=2) as client:
         session = await client.new_session(tmp_path)
-        assert isinstance(session, V2Session)
+        assert isinstance(session.native_state, V2SessionState)
         await session.prompt("tools")
         call = session.v2_state.tool_calls["t1"]
         assert (call.title, call.status, len(call.content)) == ("Read file", "completed", 1)
@@ -237,6 +244,41 @@ async def test_auto_goes_on_with_v1_against_a_v1_only_app(tmp_path: Path) -> Non
     # as v1's clientInfo, no fs), answered with protocolVersion 1, and the client goes on with v1
     agent = [sys.executable, str(HERE / "v1_only_agent.py")]
     async with connect(agent, protocol="auto") as client:
-        assert client.protocol_version == 1 and client.v2 is None
+        assert client.protocol_version == 1 and client.connection.protocol.version == 1
         assert client.agent_info is not None and client.agent_info.name == "v1-only"
         assert await _hello(client, tmp_path) == "client=acplink fs=True"  # (its v1 fields kept)
+
+
+async def test_v2_calls_are_checked_against_the_agents_capabilities_as_v1_calls_are(tmp_path: Path) -> None:
+    # every call of a v2 session goes through the connection's one typed path: a method the
+    # agent did not advertise fails before anything is sent, as it does on v1
+    errors: dict[int, CapabilityError] = {}
+    for protocol, mode in ((2, "normal"), (1, "v1")):
+        async with connect(script(mode), protocol=protocol) as client:
+            session = await client.new_session(tmp_path)
+            with pytest.raises(CapabilityError) as info:
+                await client.fork_session(session.session_id, tmp_path)
+            errors[protocol] = info.value
+            with pytest.raises(CapabilityError):  # (the low-level call too)
+                await client.connection.call("session/fork", {"sessionId": session.session_id, "cwd": str(tmp_path)})
+            assert client.supports("session.delete") == (protocol == 2)
+            if protocol == 2:
+                await client.delete_session(session.session_id)  # (advertised: it goes out and is answered)
+                assert session.session_id not in client.sessions
+    assert errors[2].capability == "agent:session.fork"
+    assert errors[1].capability == "agent:sessionCapabilities.fork"
+    for error in errors.values():
+        assert "session/fork needs the agent capability" in str(error) and "did not advertise" in str(error)
+
+
+async def test_v2_session_calls_v1_lacks_and_v1_calls_v2_lacks(tmp_path: Path) -> None:
+    async with connect(script("normal"), protocol=2) as client:
+        session = await client.new_session(tmp_path)
+        with pytest.raises(UsageError, match="ACP v2 has no session modes: they are config options"):
+            await session.set_mode("code")
+    async with connect(script("v1"), protocol=1) as client:
+        session = await client.new_session(tmp_path)
+        with pytest.raises(UsageError, match="ACP v1 has no 'cancel_tool_call' method"):
+            await session.cancel_tool_call("t1")
+        with pytest.raises(UsageError, match="cannot replay"):
+            await client.resume_session(session.session_id, tmp_path, replay=True)

@@ -1,4 +1,4 @@
-"""The v2 reducer (``acplink.client.v2.state``): every v2 update kind, upserts by id, and the
+"""The v2 reducer (``acplink.protocol.v2.client_state``): every v2 update kind, upserts by id, and the
 patch rule of each patch field (omitted: unchanged, ``null``: cleared, a value: replaced)."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from acplink.client.v2.state import V2SessionState, state_of, stop_reason_of
 from acplink.protocol.v2 import UPDATE_KINDS
+from acplink.protocol.v2.client_state import V2SessionState, state_of, stop_reason_of
 from acplink.schema import parse
 from acplink.schema import v2 as m
 

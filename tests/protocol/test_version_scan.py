@@ -33,15 +33,7 @@ EXEMPT: dict[str, str] = {
 #: module is moved onto the protocol object; the test fails on any offence not listed here, and on an
 #: entry that no longer offends (so the list only shrinks).
 PENDING: dict[str, int] = {
-    "cli/prompt.py": 2,
-    "client/client.py": 1,
-    "client/v2/compat.py": 1,
-    "client/v2/handshake.py": 7,
-    "client/v2/link.py": 2,
-    "client/v2/session.py": 1,
-    "client/v2/state.py": 1,
     "conformance/v2_checks.py": 1,
-    "connection/client_side.py": 1,
 }
 
 

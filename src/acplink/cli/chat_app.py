@@ -241,8 +241,7 @@ class ChatApp(LocalCommands, Questions):
         if renderer is None or session is not self.session:
             return
         try:
-            # (a v2 session: its updates are shown through their v1 views, see client/v2/compat.py)
-            for shown in getattr(session, "v1_views", ()) if self.client and self.client.v2 else (update,):
+            for shown in session.views:  # (the update in acplink's vocabulary: its views)
                 renderer.feed(shown)
         except Exception:  # a rendering bug must not break the connection
             log.exception("could not render %s", type(update).__name__)

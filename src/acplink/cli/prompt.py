@@ -143,15 +143,15 @@ async def _stream(args: argparse.Namespace, client: Client, progress: _Progress)
     out = sys.stdout
     session = await start_session(client, args)
     turn = progress.turn = session.prompt(args.text)
-    shown = SessionState()  # (v2: what was displayed so far, as v1 updates)
+    shown = SessionState()  # (what was displayed so far, in acplink's vocabulary)
     try:
         async for item in turn:
             if args.json:
-                key = "receipt" if item is getattr(turn, "receipt", None) else "update"  # (v2: the receipt first)
+                key = "receipt" if item is turn.receipt else "update"  # (a receipt version: the receipt first)
                 out.write(orjson.dumps({"sessionId": session.session_id, key: dump(item)}).decode() + "\n")
                 out.flush()
                 continue
-            if item is getattr(turn, "receipt", None):
+            if item is turn.receipt:
                 continue
             for update in _shown(item, session, shown):
                 _show(update, session, progress)
@@ -163,30 +163,22 @@ async def _stream(args: argparse.Namespace, client: Client, progress: _Progress)
         what = "sent an invalid update" if isinstance(exc, SchemaValidationError) else "failed the prompt"
         return fail(f"the agent {what}: {exc}")
     if args.json:
-        out.write(orjson.dumps({"sessionId": session.session_id, "stopReason": response.stop_reason}).decode()
+        out.write(orjson.dumps({"sessionId": session.session_id, "stopReason": turn.stop_reason}).decode()
                   + "\n")
     elif not progress.ended_with_newline:
         out.write("\n")
     out.flush()
-    if response.stop_reason != "end_turn":
-        error = getattr(response, "error", None)  # (v2: an idle "error" may say why)
+    if turn.stop_reason != "end_turn":
+        error = getattr(response, "error", None)  # (a turn ended by an update: its "error" may say why)
         why = f": {error.message}" if error is not None and getattr(error, "message", None) else ""
-        return fail(f"the turn ended with stop reason {response.stop_reason!r}, not 'end_turn'{why}")
+        return fail(f"the turn ended with stop reason {turn.stop_reason!r}, not 'end_turn'{why}")
     return 0
 
 
 def _shown(item: Any, session: Session, shown: SessionState) -> list[Any]:
-    """The v1 updates to display for one update of a turn (on v2: its v1 view; ``shown``
-    folds what was displayed)."""
-    if session.client.v2 is None:
-        return [item]
-    from ..client.v2.compat import as_v1
-    from ..client.v2.session import V2Session
-
-    views = as_v1(item, session.v2_state, shown) if isinstance(session, V2Session) else []
-    for view in views:
-        shown.apply(view)
-    return views
+    """The updates to display for one update of a turn, in acplink's vocabulary (the session's
+    views of it; ``shown`` folds what was displayed)."""
+    return session.views_of(item, shown)
 
 
 def _show(update: Any, session: Session, progress: _Progress) -> None:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..connection.peer import PeerLimits
 from ..errors import AcpError, ConnectionClosed, PeerOutputNotJson, ProtocolError, TransportError, UsageError
 from ..protocol import PROTOCOL_VERSION
+from ..protocol.initialize import ProtocolChoice
 from ..schema import _generated as s
 from ..transports._remote import CookieJar, RemoteOptions, is_remote_url, remote_transport, require_libraries
 from ..transports.base import Transport
@@ -21,7 +22,6 @@ from ..transports.subprocess import SubprocessTransport
 from ._questions import Elicitor
 from .permissions import PermissionPolicy
 from .terminal import TerminalHandler
-from .v2 import ProtocolChoice
 
 if TYPE_CHECKING:
     from ..agent.app import AgentBase

@@ -17,8 +17,9 @@ from .._version import __version__
 from ..connection.base import Router, advertises
 from ..connection.client_side import ClientSideConnection
 from ..connection.peer import PeerLimits
-from ..errors import MethodNotFound, PeerOutputNotJson, ResourceNotFound, UsageError
+from ..errors import InvalidParams, MethodNotFound, PeerOutputNotJson, ResourceNotFound, UsageError
 from ..protocol import PROTOCOL_VERSION, Protocol
+from ..protocol.initialize import Handshake, ProtocolChoice, check_choice
 from ..schema import _generated as s
 from ..transports.base import Transport
 from ..transports.subprocess import SubprocessTransport
@@ -30,11 +31,9 @@ from .fs import FileBudget, FileSystemHandler
 from .permissions import PermissionPolicy, cancelled_answer, with_known
 from .session import Session, session_cwd
 from .terminal import TerminalHandler
-from .v2 import ProtocolChoice
 
 if TYPE_CHECKING:
     from ..connection.agent_side import AgentSideConnection
-    from .v2.link import V2Link
 
 __all__ = ["Client", "QuestionObserver", "connect"]
 
@@ -43,53 +42,8 @@ F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 UpdateObserver = Callable[[Session, Any], None]
 
 
-def _session_of(params: Any, fields: dict[str, Any]) -> str | None:
-    """The ``sessionId`` of a call's params (a model, a wire dict, or keyword fields)."""
-    sid = fields.get("session_id", fields.get("sessionId"))
-    if sid is None and params is not None:
-        sid = params.get("sessionId") if isinstance(params, dict) else getattr(params, "session_id", None)
-    return sid if isinstance(sid, str) else None
-
-
-class _Connection(ClientSideConnection):
-    """The client's connection: tells its :class:`Client` when a turn is cancelled or a new
-    one starts, whichever way the call is made (``Session.cancel``, ``connection.session_cancel``,
-    ``connection.notify(<the cancel method>, ...)``)."""
-
-    def __init__(self, owner: Client, *args: Any, **kw: Any) -> None:
-        super().__init__(*args, **kw)
-        self._owner = owner
-
-    async def _notify(self, method: str, params: Any, fields: dict[str, Any]) -> None:
-        if self.protocol.is_(self.protocol.send_name(method), "cancel"):
-            sid = _session_of(params, fields)
-            if sid is not None:
-                self._owner._questions.cancel(sid)
-        await super()._notify(method, params, fields)
-
-    # once initialize agreed on v2, the v2 link routes what the agent sends
-    def handle_notification(self, method: str, params: Any, typed: bool = False) -> Awaitable[None]:
-        v2 = self._owner.v2
-        if v2 is not None:
-            return v2.handle_notification(method, params, typed)
-        return super().handle_notification(method, params, typed)
-
-    async def handle_request(self, method: str, params: Any) -> bytes:
-        v2 = self._owner.v2
-        if v2 is not None:
-            return await v2.handle_request(method, params)
-        return await super().handle_request(method, params)
-
-    async def _call(self, method: str, params: Any, fields: dict[str, Any], *, timeout: float | None = None) -> Any:
-        if self.protocol.is_(self.protocol.send_name(method), "prompt"):
-            sid = _session_of(params, fields) or ""
-            sess = self._owner.sessions.get(sid)
-            turn = sess._turn if sess is not None else None
-            # (the turn of a Session.prompt started when it was made: a session/cancel since
-            # then must stand)
-            if turn is None or turn.request is not params:
-                self._owner._questions.turn_started(sid)
-        return await super()._call(method, params, fields, timeout=timeout)
+def _wire(value: Any) -> Any:
+    return value.to_wire() if hasattr(value, "to_wire") else value
 
 
 class Client(ClientOn):
@@ -109,12 +63,9 @@ class Client(ClientOn):
         debug: bool = False,
         protocol: ProtocolChoice = 1,
     ) -> None:
-        if protocol not in (1, 2, "auto"):
-            raise UsageError(f'protocol must be 1, 2 or "auto", not {protocol!r}')
-        #: the ACP version asked for at initialize: 1, 2 (the v2 draft) or "auto" (2, else 1)
-        self.protocol: ProtocolChoice = protocol
-        #: the v2 traffic of the connection, once initialize agreed on version 2 (else None)
-        self.v2: V2Link | None = None
+        #: the ACP version asked for at initialize: 1, 2 (the v2 draft), another registered
+        #: version, or "auto" (2, else 1): see :class:`acplink.protocol.initialize.Handshake`
+        self.protocol: ProtocolChoice = check_choice(protocol)
         self.transport = transport
         self.permission = permission or PermissionPolicy()
         # what is advertised is what is served: a confining policy (PermissionPolicy.deny_all)
@@ -140,16 +91,19 @@ class Client(ClientOn):
         #: handlers registered with :meth:`on`: (wire method, kind) -> handler
         self.handlers: dict[tuple[str, str], Callable[[Any], Awaitable[Any]]] = {}
         #: the connection to the agent (``conn`` is the same, its older name)
-        self.connection = _Connection(self, transport, self._router, limits=limits,
-                                      check_capabilities=check_capabilities, debug=debug)
+        self.connection = ClientSideConnection(transport, self._router, limits=limits,
+                                               check_capabilities=check_capabilities, debug=debug)
         self.connection.on_session_opened = self._session_opened
+        self.connection.on_prompt = self._prompt_sent
+        self.connection.on_cancel = self._cancel_sent
+        self.connection.on_invalid_update = self._invalid_update
         #: the questions the agent asks (permission, elicitation) and their cancellation
         self._questions = Questions(self.connection.tasks)
         #: called when a pending question is answered "cancelled" by a session/cancel
         self.question_observers: list[QuestionObserver] = self._questions.observers
 
     @property
-    def conn(self) -> _Connection:
+    def conn(self) -> ClientSideConnection:
         """The connection to the agent: an alias of :attr:`connection` (the older name)."""
         return self.connection
 
@@ -194,12 +148,11 @@ class Client(ClientOn):
     @property
     def protocol_version(self) -> int | None:
         """The ACP version agreed at initialize (None before)."""
-        return 2 if self.v2 is not None else self.connection.protocol_version
+        return self.connection.protocol_version
 
     @property
     def agent_info(self) -> s.Implementation | None:
-        if self.v2 is not None:
-            return s.Implementation.model_validate(self.v2.init.info.to_wire())
+        """The agent's name and version (from either version's ``initialize`` answer)."""
         return self.connection.agent_info
 
     @property
@@ -209,7 +162,7 @@ class Client(ClientOn):
 
     @property
     def auth_methods(self) -> list[Any]:
-        return list(self.v2.init.auth_methods or []) if self.v2 is not None else self.connection.auth_methods
+        return self.connection.auth_methods
 
     def client_capabilities(self) -> s.ClientCapabilities:
         caps: dict[str, Any] = {
@@ -232,15 +185,12 @@ class Client(ClientOn):
         return self
 
     async def initialize(self, *, protocol_version: int = PROTOCOL_VERSION) -> Any:
-        """``initialize``: a v1 ``InitializeResponse``, or the v2 one when :attr:`protocol`
-        asked for 2 and the agent agreed (see :mod:`acplink.client.v2.handshake`)."""
-        if self.protocol != 1:
-            from .v2.handshake import initialize
-
-            return await initialize(self, self.protocol)
-        return await self.connection.initialize(protocol_version=protocol_version,
-                                          client_capabilities=self.client_capabilities(),
-                                          client_info=self.client_info)
+        """``initialize`` as :attr:`protocol` chooses (:class:`acplink.protocol.initialize.Handshake`:
+        the version asked for, what the agent's answer or error leads to); the typed answer of
+        the version agreed. ``protocol_version``: the number a v1 request asks for."""
+        handshake = Handshake(self.protocol, info=self.client_info.to_wire(),
+                              capabilities=self.client_capabilities().to_wire(), protocol_version=protocol_version)
+        return await self.connection.handshake(handshake)
 
     async def aclose(self) -> None:
         """Close the connection (the agent process is shut down) and release everything."""
@@ -266,20 +216,53 @@ class Client(ClientOn):
     # -- capabilities ----------------------------------------------------------------------------
 
     def supports(self, path: str) -> bool:
-        """Whether the agent advertised the capability at ``path`` (e.g. "sessionCapabilities.list";
-        on v2, paths of the v2 ``capabilities``, e.g. "session.delete")."""
-        if self.v2 is not None:
-            return advertises(self.v2.init.capabilities, path)
-        return advertises(self.agent_capabilities, path)
+        """Whether the agent advertised the capability at ``path`` of the version's capabilities
+        (e.g. "sessionCapabilities.list"; on v2 "session.delete")."""
+        return advertises(self.connection.peer_capabilities, path)
+
+    def offers(self, name: str) -> bool:
+        """Whether the protocol in use has the method acplink calls ``name`` (``"close_session"``,
+        ``"cancel_tool_call"``, ...) and the agent advertised the capability that gates it."""
+        proto = self.connection.protocol
+        if not proto.has(name):
+            return False
+        info = proto.info(*proto.names[name])
+        cap = info.capability if info is not None else None
+        return cap is None or not cap.startswith("agent:") or self.supports(cap.split(":", 1)[1])
 
     # -- sessions --------------------------------------------------------------------------------
 
     def _register(self, session_id: str, cwd: str, additional: Sequence[str], setup: Any) -> Session:
         sess = Session(self, session_id, cwd, additional_directories=additional)
         if setup is not None:
-            sess.state.apply_session_setup(setup)
+            sess._setup(setup)
         self.sessions[session_id] = sess
         return sess
+
+    # -- what the connection reports -------------------------------------------------------------
+
+    def _prompt_sent(self, session_id: str, params: Any) -> None:
+        """A prompt goes out (``Session.prompt`` or a direct call on the connection)."""
+        sess = self.sessions.get(session_id)
+        turn = sess._turn if sess is not None else None
+        # (the turn of a Session.prompt started when it was made: a session/cancel since
+        # then must stand)
+        if turn is None or turn.request is not params:
+            self._questions.turn_started(session_id)
+
+    def _cancel_sent(self, session_id: str) -> None:
+        """A cancel goes out (however it is sent): the turn's pending questions are answered."""
+        self._questions.cancel(session_id)
+
+    def _invalid_update(self, params: Any, exc: InvalidParams) -> None:
+        """A ``session/update`` that does not match the schema (it is logged and dropped): in a
+        version where an update ends the turn (it may have been that one), the running turn of
+        its session fails with the error (it names the path)."""
+        sid = params.get("sessionId") if isinstance(params, dict) else None
+        sess = self.sessions.get(sid) if isinstance(sid, str) else None
+        turn = sess._turn if sess is not None else None
+        if turn is not None and not turn.done and self.connection.protocol.turns.receipt:
+            turn._fail(exc)
 
     def _session_opened(self, method: str, request: Any, result: Any) -> None:
         """The connection processed the result of a session-opening call (whoever made it):
@@ -287,7 +270,7 @@ class Client(ClientOn):
         if method in self.connection.protocol.wires("load_session", "resume_session"):
             sess = self.sessions.get(request.session_id)
             if sess is not None:  # registered when the call was made (see _reopen)
-                sess.state.apply_session_setup(result)
+                sess._setup(result)
                 return
             sid = request.session_id
         else:
@@ -295,10 +278,13 @@ class Client(ClientOn):
         self._register(sid, request.cwd, request.additional_directories or [], result)
 
     async def authenticate(self, method_id: str) -> Any:
-        """``authenticate`` (v1) or ``auth/login`` (v2)."""
-        if self.v2 is not None:
-            return await self.v2.login(method_id)
-        return await self.connection.authenticate(method_id=method_id)
+        """``authenticate`` (v1) or ``auth/login`` (v2): the protocol's ``authenticate``."""
+        return await self._call("authenticate", method_id=method_id)
+
+    async def _call(self, name: str, **fields: Any) -> Any:
+        """The protocol's request ``name`` (UsageError when the version has none)."""
+        conn = self.connection
+        return await conn.call(conn.protocol.wire(name), **fields)
 
     def _opened(self, session_id: str) -> Session:
         sess = self.sessions.get(session_id)  # registered by _session_opened
@@ -310,29 +296,34 @@ class Client(ClientOn):
                           additional_directories: Sequence[str] = ()) -> Session:
         path = session_cwd(cwd)
         extra = [session_cwd(d) for d in additional_directories]
-        if self.v2 is not None:
-            return await self.v2.new_session(path, mcp_servers=mcp_servers, additional_directories=extra)
-        fields: dict[str, Any] = {"cwd": path, "mcp_servers": list(mcp_servers)}
+        fields: dict[str, Any] = {"cwd": path, "mcp_servers": [_wire(x) for x in mcp_servers]}
         if extra:
             fields["additional_directories"] = extra
-        resp = await self.connection.session_new(**fields)
+        resp = await self._call("new_session", **fields)
         return self._opened(resp.session_id)
 
     async def load_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None, *,
                            mcp_servers: Sequence[Any] = ()) -> Session:
         """``session/load``: the agent replays the conversation into the new session's state."""
         path = session_cwd(cwd)
-        return await self._reopen(session_id, path, lambda: self.connection.session_load(
-            session_id=session_id, cwd=path, mcp_servers=list(mcp_servers)))
+        return await self._reopen(session_id, path, lambda: self._call(
+            "load_session", session_id=session_id, cwd=path, mcp_servers=[_wire(x) for x in mcp_servers]))
 
     async def resume_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None, *,
                              replay: bool = False) -> Session:
-        """``session/resume``; on v2, ``replay=True`` has the agent replay the conversation
-        first (``replayFrom: start``) into the session's state."""
+        """``session/resume``; ``replay=True``, in a version whose request has ``replayFrom``
+        (v2), has the agent replay the conversation first (``replayFrom: start``) into the
+        session's state (elsewhere UsageError)."""
         path = session_cwd(cwd)
-        if self.v2 is not None:
-            return await self.v2.resume_session(session_id, path, replay=replay)
-        return await self._reopen(session_id, path, lambda: self.connection.session_resume(session_id=session_id, cwd=path))
+        fields: dict[str, Any] = {"session_id": session_id, "cwd": path}
+        if replay:
+            proto = self.connection.protocol
+            info = proto.info(proto.wire("resume_session"))
+            model = info.params_type if info is not None else None
+            if "replay_from" not in getattr(model, "model_fields", {}):
+                raise UsageError(f"ACP v{proto.version}'s session/resume cannot replay the conversation")
+            fields["replay_from"] = {"type": "start"}
+        return await self._reopen(session_id, path, lambda: self._call("resume_session", **fields))
 
     async def _reopen(self, session_id: str, cwd: str, call: Callable[[], Awaitable[Any]]) -> Session:
         """``session/load`` / ``session/resume`` of a known id: the session is registered before
@@ -349,13 +340,16 @@ class Client(ClientOn):
 
     async def fork_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None) -> Session:
         path = session_cwd(cwd)
-        resp = await self.connection.session_fork(session_id=session_id, cwd=path)
+        resp = await self._call("fork_session", session_id=session_id, cwd=path)
         return self._opened(resp.session_id)
 
+    async def delete_session(self, session_id: str) -> None:
+        """``session/delete`` (where the agent advertises it); the session is forgotten here."""
+        self.sessions.pop(session_id, None)
+        await self._call("delete_session", session_id=session_id)
+
     async def list_sessions(self, cwd: str | os.PathLike[str] | None = None) -> list[s.SessionInfo]:
-        """Every session the agent lists (follows ``nextCursor``; on v2, v2 ``SessionInfo``)."""
-        if self.v2 is not None:
-            return await self.v2.list_sessions(session_cwd(cwd) if cwd is not None else None)
+        """Every session the agent lists (follows ``nextCursor``; the version's ``SessionInfo``)."""
         out: list[s.SessionInfo] = []
         cursor: str | None = None
         while True:
@@ -364,7 +358,7 @@ class Client(ClientOn):
                 fields["cwd"] = session_cwd(cwd)
             if cursor:
                 fields["cursor"] = cursor
-            resp = await self.connection.session_list(**fields)
+            resp = await self._call("list_sessions", **fields)
             out.extend(resp.sessions)
             cursor = resp.next_cursor
             if not cursor:
@@ -403,13 +397,17 @@ class Client(ClientOn):
             for obs in self.observers:
                 obs(sess, p.update)
 
-        async def on_permission(p: s.RequestPermissionRequest) -> s.RequestPermissionResponse:
+        codec = protocol.client_codec
+
+        async def on_permission(p: Any) -> Any:
             sess = self.sessions.get(p.session_id)  # (what the session knows of the tool call: its diff...)
-            q = with_known(p, sess.state.tool_calls.get(p.tool_call.tool_call_id) if sess is not None else None)
+            known: Callable[[str], Any] = sess.state.tool_calls.get if sess is not None else _nothing
+            request: s.RequestPermissionRequest = codec.permission_request(p, known) if codec is not None else p
+            q = with_known(request, known(request.tool_call.tool_call_id))
             answer: s.RequestPermissionResponse = await self._questions.ask(
                 p.session_id, protocol.wire("request_permission"), p, lambda: self.permission.decide(q),
                 cancelled_answer())
-            return answer
+            return codec.permission_answer(answer) if codec is not None else answer
 
         async def read(p: s.ReadTextFileRequest) -> s.ReadTextFileResponse:
             return await self._session_fs(p.session_id).read_text_file(p)
@@ -442,4 +440,19 @@ class Client(ClientOn):
                 r.add_request(method, fn)
             else:
                 r.add_notification(method, fn)
+        for method, hint in (codec.unsupported.items() if codec is not None else ()):
+            if method not in r.requests:
+                r.add_request(method, _unsupported(method, hint))
         return r
+
+
+def _nothing(_key: str) -> None:
+    return None
+
+
+def _unsupported(method: str, hint: str) -> Callable[[Any], Awaitable[Any]]:
+    """The handler of a method this version's client does not have: -32601 saying where its role went."""
+    async def refuse(_params: Any) -> Any:
+        raise MethodNotFound(f"Method not found: {method}{hint}", {"method": method})
+
+    return refuse

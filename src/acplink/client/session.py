@@ -1,4 +1,12 @@
-"""Client-side sessions: ``prompt()`` streams typed updates and ends with the stop reason."""
+"""Client-side sessions: ``prompt()`` streams typed updates and ends with the stop reason.
+
+One :class:`Session` and one :class:`PromptTurn` for every protocol version: what differs is
+asked of the protocol in use (``client.connection.protocol``): its method names and table
+(which calls exist, their shapes and the capabilities that gate them), its turn rules
+(``protocol.turns``: the response ends the turn, or a receipt comes first and a state update
+ends it) and its client codec (``protocol.client_codec``: a native reducer and the views of its
+updates in acplink's vocabulary, for a version whose updates are not v1's).
+"""
 
 from __future__ import annotations
 
@@ -13,9 +21,10 @@ from typing import TYPE_CHECKING, Any
 
 from .._tasks import TaskSet
 from ..connection.rules import prompt_refusal
-from ..errors import AcpError, RequestCancelled, RequestTimeout, UsageError
+from ..errors import AcpError, ProtocolError, RequestCancelled, RequestTimeout, UsageError
+from ..protocol import Protocol
+from ..protocol.turns import TurnEnd
 from ..schema import _generated as s
-from ..schema._parse import parse
 from .state import SessionState
 
 if TYPE_CHECKING:
@@ -29,14 +38,26 @@ log = logging.getLogger("acplink.client")
 CANCEL_WAIT = 5.0
 
 
-def _content(prompt: str | Sequence[Any]) -> list[Any]:
-    if isinstance(prompt, str):
-        return [s.TextContent(text=prompt)]
-    return list(prompt)
+#: per protocol object (by id, the object kept alive): its prompt's wire method, params model
+#: and text block model (looked up once: a versioned models module resolves names lazily)
+_PROMPT_TYPES: dict[int, tuple[Protocol, str, Any, Any]] = {}
+
+
+def _prompt_types(protocol: Protocol) -> tuple[Protocol, str, Any, Any]:
+    found = _PROMPT_TYPES.get(id(protocol))
+    if found is None or found[0] is not protocol:
+        wire = protocol.wire("prompt")
+        info = protocol.info(wire)
+        assert info is not None and info.params_type is not None
+        found = _PROMPT_TYPES[id(protocol)] = (protocol, wire, info.params_type, protocol.models.TextContent)
+    return found
 
 
 class Session:
-    """One ACP session as a client sees it. :attr:`state` folds every update received."""
+    """One ACP session as a client sees it. :attr:`state` folds every update received, in
+    acplink's vocabulary (:class:`SessionState`, whatever the version); a version with a client
+    codec also folds its own updates into :attr:`native_state` (ACP v2: a
+    :class:`~acplink.protocol.v2.client_state.V2SessionState`)."""
 
     #: seconds a cancelled prompt turn waits for the agent's ``cancelled`` answer (see
     #: :class:`PromptTurn`); ``prompt(..., cancel_wait=...)`` overrides it for one turn
@@ -51,17 +72,68 @@ class Session:
         self.state = SessionState()
         self.closed = False
         self._turn: PromptTurn | None = None
+        codec = self._codec = client.connection.protocol.client_codec
+        #: the version's own state of the session (None for a version speaking acplink's vocabulary)
+        self.native_state: Any = None
+        if codec is not None:
+            self.native_state = codec.new_state(session_id)
+            self.state.session_id = session_id
+        self._views: list[Any] = []
 
     def __repr__(self) -> str:
         return f"<Session {self.session_id} cwd={self.cwd!r}>"
+
+    @property
+    def protocol(self) -> Protocol:
+        """The protocol version in use."""
+        return self.client.connection.protocol
+
+    @property
+    def v2_state(self) -> Any:
+        """The older name of :attr:`native_state` (an ACP v2 session's ``V2SessionState``)."""
+        return self.native_state
+
+    @property
+    def views(self) -> list[Any]:
+        """The update delivered last in acplink's vocabulary (what :attr:`state` folded for it):
+        the update itself, or its views (none, one or several) for a version with a client codec."""
+        return self._views
+
+    def views_of(self, update: Any, shown: SessionState) -> list[Any]:
+        """``update`` in acplink's vocabulary, as :attr:`views` (for a reader that consumes the
+        updates later, e.g. by iterating a turn): ``shown`` is that reader's own state of what it
+        displayed, folded here (it tells a new message from one already seen)."""
+        codec = self._codec
+        if codec is None:
+            return [update]
+        views = codec.views(update, self.native_state, shown)
+        for view in views:
+            shown.apply(view)
+        return views
 
     @property
     def roots(self) -> list[str]:
         """The directories the client lets the agent touch in this session."""
         return [self.cwd, *self.additional_directories]
 
+    def _setup(self, response: Any) -> None:
+        """The result of the call that opened (or reopened) the session."""
+        codec = self._codec
+        if codec is None:
+            self.state.apply_session_setup(response)
+        else:
+            codec.apply_setup(self.native_state, response)
+
     def _deliver(self, update: Any) -> None:
-        self.state.apply(update)
+        codec = self._codec
+        if codec is None:
+            self.state.apply(update)
+            self._views = [update]
+        else:
+            self.native_state.apply(update)
+            views = self._views = codec.views(update, self.native_state, self.state)
+            for view in views:
+                self.state.apply(view)
         if self._turn is not None:
             self._turn._push(update)
 
@@ -73,7 +145,8 @@ class Session:
 
     def prompt(self, prompt: str | Sequence[Any], *, timeout: float | None = None,
                cancel_wait: float | None = None, **fields: Any) -> PromptTurn:
-        """Send ``session/prompt``. Iterate the result for updates; await it for the response.
+        """Send ``session/prompt``. Iterate the result for updates; await it for the end of the
+        turn (see :class:`PromptTurn`).
 
         ``timeout``: seconds the turn may take; then it is cancelled at the agent and waiting
         on it raises :class:`RequestTimeout`. ``cancel_wait``: see :class:`PromptTurn`.
@@ -85,13 +158,20 @@ class Session:
         wait = self.cancel_wait if cancel_wait is None else cancel_wait
         if (timeout is not None and not timeout > 0) or not wait >= 0:
             raise UsageError(f"timeout must be positive and cancel_wait not negative (got {timeout!r}, {wait!r})")
-        request = s.PromptRequest(session_id=self.session_id, prompt=_content(prompt), **fields)
-        # the user's message is part of the conversation (agents do not echo it back): record
-        # it, so the agent's reply starts a new message in :attr:`state` (a local id keeps two
-        # prompts in a row apart; it is not sent)
-        local_id = f"local-{uuid.uuid4().hex}"
-        for block in request.prompt:
-            self.state.apply(s.UserMessageChunk(content=block, message_id=local_id))
+        proto, _wire, params_type, text_type = _prompt_types(self.client.connection.protocol)
+        blocks = [text_type(text=prompt)] if isinstance(prompt, str) else list(prompt)
+        codec = self._codec
+        refused = codec.prompt_refusal(blocks) if codec is not None else None
+        if refused is not None:
+            raise UsageError(refused)
+        request = params_type(session_id=self.session_id, prompt=blocks, **fields)
+        if proto.turns.echo_kind is None and codec is None:
+            # the user's message is part of the conversation (the agent does not echo it back):
+            # record it, so the agent's reply starts a new message in :attr:`state` (a local id
+            # keeps two prompts in a row apart; it is not sent)
+            local_id = f"local-{uuid.uuid4().hex}"
+            for block in request.prompt:
+                self.state.apply(s.UserMessageChunk(content=block, message_id=local_id))
         # the turn starts now, not when its task sends the prompt: a cancel in between must
         # not be undone by it (see cancel())
         self.client._questions.turn_started(self.session_id)
@@ -102,7 +182,8 @@ class Session:
     async def cancel(self) -> None:
         """Send ``session/cancel``; the running turn ends with stopReason ``cancelled``."""
         if await self._prompt_out():
-            await self.client.conn.session_cancel(session_id=self.session_id)
+            conn = self.client.connection
+            await conn.notify(conn.protocol.wire("cancel"), session_id=self.session_id)
 
     async def _prompt_out(self) -> bool:
         """Before a cancel: wait until the running turn's prompt was written (its task may not
@@ -115,9 +196,20 @@ class Session:
             await turn._out.wait()
         return not self.client.closed
 
-    async def set_mode(self, mode_id: str) -> None:
+    async def _session_call(self, name: str, **fields: Any) -> Any:
+        """The protocol's ``name`` request for this session (UsageError when it has none)."""
         self._check_open()
-        await self.client.conn.session_set_mode(session_id=self.session_id, mode_id=mode_id)
+        conn = self.client.connection
+        return await conn.call(conn.protocol.wire(name), session_id=self.session_id, **fields)
+
+    def _instead(self, name: str, what: str) -> None:
+        proto = self.client.connection.protocol
+        if not proto.has(name):
+            raise UsageError(f"ACP v{proto.version} has no {what}: they are config options (set_config_option)")
+
+    async def set_mode(self, mode_id: str) -> None:
+        self._instead("set_mode", "session modes")
+        await self._session_call("set_mode", mode_id=mode_id)
         self.state.set_current_mode(mode_id)
 
     async def set_config_option(self, config_id: str, value: Any) -> Any:
@@ -125,25 +217,45 @@ class Session:
         params: dict[str, Any] = {"sessionId": self.session_id, "configId": config_id, "value": value}
         if isinstance(value, bool):
             params["type"] = "boolean"
-        resp = await self.client.conn.session_set_config_option(parse(s.SetSessionConfigOptionRequest, params))
+        conn = self.client.connection
+        resp = await conn.call(conn.protocol.wire("set_config_option"), params)
         if resp.config_options is not None:
-            self.state.set_config_options(list(resp.config_options))
+            codec = self._codec
+            if codec is None:
+                self.state.set_config_options(list(resp.config_options))
+            else:
+                codec.set_config_options(self.native_state, list(resp.config_options))
         return resp
 
     async def set_model(self, model_id: str) -> None:
         """Legacy model selector (``session/set_model``, schema 0.10.3)."""
-        self._check_open()
-        await self.client.conn.session_set_model(session_id=self.session_id, model_id=model_id)
+        self._instead("set_model", "session/set_model: models")
+        await self._session_call("set_model", model_id=model_id)
         self.state.set_current_model(model_id)
 
+    async def cancel_tool_call(self, tool_call_id: str) -> Any:
+        """``tool_call/cancel`` where the version has it (ACP v2; the agent confirms with a final
+        ``tool_call_update``); UsageError where it has not."""
+        return await self._session_call("cancel_tool_call", tool_call_id=tool_call_id)
+
+    async def cancel_terminal(self, terminal_id: str) -> Any:
+        """``terminal/cancel`` where the version has it (ACP v2; the agent confirms with a
+        ``terminal_update`` setting ``exitStatus``); UsageError where it has not."""
+        return await self._session_call("cancel_terminal", terminal_id=terminal_id)
+
     async def close(self) -> None:
-        """``session/close`` when the agent supports it; the session is unusable afterwards."""
+        """``session/close`` when the agent offers it (a version where it is not gated by a
+        capability: always); the session is unusable afterwards."""
         if self.closed:
             return
         self.closed = True
         self.client.sessions.pop(self.session_id, None)
-        if self.client.supports("sessionCapabilities.close") and not self.client.closed:
-            await self.client.conn.session_close(session_id=self.session_id)
+        if self.client.offers("close_session") and not self.client.closed:
+            conn = self.client.connection
+            await conn.call(conn.protocol.wire("close_session"), session_id=self.session_id)
+        turn = self._turn
+        if turn is not None and not turn.done:  # (a turn only a state update ends: none came before the answer)
+            turn._fail(ProtocolError(f"session {self.session_id} was closed before its turn ended"))
 
 
 class PromptTurn:
@@ -152,6 +264,15 @@ class PromptTurn:
     ``async for update in turn`` streams the agent's updates (:data:`schema.SessionUpdate`);
     ``await turn`` gives the :class:`PromptResponse`; ``await turn.text()`` the agent's reply
     as a string; ``turn.text_chunks()`` streams the reply's text pieces.
+
+    How the turn ends is the protocol's (``protocol.turns``): in v1 the prompt's response
+    ends it. In a version whose prompt is answered with a *receipt* (ACP v2), iterating gives
+    the receipt first (:attr:`receipt`; in v2 its ``message_id`` is the inserted message's id),
+    then the session's updates up to and including the state update that ends the turn (v2:
+    ``state_update`` ``idle``), which ``await turn`` gives (``stop_reason``, ``usage``,
+    ``error``). Updates that arrive before the receipt wait behind it; the turn ends at the
+    first ending update after the receipt or, when the receipt comes late, at one that followed
+    the echo of its message (v2's ``user_message`` with the receipt's id).
 
     The turn follows asyncio cancellation: when the task waiting on it (iterating, awaiting,
     ``text()``) is cancelled, e.g. by ``asyncio.timeout`` or ``asyncio.wait_for``, when an
@@ -166,9 +287,16 @@ class PromptTurn:
 
     def __init__(self, session: Session, request: s.PromptRequest, *, timeout: float | None = None,
                  cancel_wait: float = CANCEL_WAIT) -> None:
-        #: the reply text of an update, else None (v2 turns read v2 updates)
-        self._text_of = _reply_text
         self.session = session
+        rules = session.client.connection.protocol.turns
+        self._rules = rules
+        #: the prompt's answer in a version where a receipt answers it (else None)
+        self.receipt: Any = None
+        #: the update that ends the turn, in such a version (its future; None: the response ends it)
+        self._end: asyncio.Future[Any] | None = \
+            asyncio.get_running_loop().create_future() if rules.receipt else None
+        self._early_ends: dict[str | None, Any] = {}
+        self._last_echo: str | None = None
         self.request = request
         #: seconds a cancelled turn waits for the agent's answer
         self.cancel_wait = cancel_wait
@@ -203,15 +331,57 @@ class PromptTurn:
             self._wakeup.set()
 
     async def _exchange(self) -> Any:
-        """The prompt's exchange with the agent; what ends the turn (v1: the response)."""
-        return await self.session.client.conn.session_prompt(self.request)
+        """The prompt's exchange with the agent; what ends the turn: the response, or (after
+        a receipt) the update that ends it."""
+        conn = self.session.client.connection
+        wire = _prompt_types(conn.protocol)[1]
+        end = self._end
+        if end is None:
+            return await conn.call(wire, self.request)
+        receipt = await conn.call(wire, self.request)
+        self.receipt = receipt
+        self._updates.appendleft(receipt)  # (the receipt goes first)
+        self._wakeup.set()
+        early = self._early_ends.get(getattr(receipt, "message_id", None) if self._rules.echo_kind else None)
+        if early is not None and not end.done():
+            end.set_result(early)
+        return await end
 
     def _push(self, update: Any) -> None:
+        end = self._end
+        if end is not None and end.done():
+            return
         self._updates.append(update)
-        text = self._text_of(update)
+        text = _reply_text(update)
         if text is not None:
             self._text.append(text)
         self._wakeup.set()
+        if end is None:
+            return
+        rules = self._rules
+        if rules.is_echo(update):
+            self._last_echo = getattr(update, "message_id", None)
+        if rules.end_of(update) is None:
+            return
+        if self.receipt is not None:
+            end.set_result(update)
+        elif rules.echo_kind is None:  # (the receipt is late; no echo to tell turns apart: ours)
+            self._early_ends.setdefault(None, update)
+        elif self._last_echo is not None:  # the receipt is late: this end may be ours
+            self._early_ends.setdefault(self._last_echo, update)
+
+    def _fail(self, exc: BaseException) -> None:
+        """End a turn that an update ends with an error (an invalid update, a session closed
+        under it)."""
+        end = self._end
+        if end is not None and not end.done():
+            end.set_exception(exc)
+            self._wakeup.set()
+
+    @property
+    def message_id(self) -> str | None:
+        """The id of the inserted user message (once the receipt arrived), where a receipt says it."""
+        return getattr(self.receipt, "message_id", None)
 
     @property
     def done(self) -> bool:
@@ -219,7 +389,14 @@ class PromptTurn:
 
     @property
     def stop_reason(self) -> str | None:
-        return self.response.stop_reason if self.response is not None else None
+        response = self.response
+        if response is None:
+            return None
+        if self._end is None:
+            reason: str | None = response.stop_reason
+            return reason
+        ended: TurnEnd | None = self._rules.end_of(response)
+        return ended.stop_reason if ended is not None else None
 
     async def cancel(self) -> None:
         """Ask the agent to cancel this turn (``session/cancel``); returns at once, the turn
@@ -231,7 +408,10 @@ class PromptTurn:
     def __aiter__(self) -> PromptTurn:
         return self
 
-    async def __anext__(self) -> s.SessionUpdate:
+    async def __anext__(self) -> Any:
+        if self._end is not None:  # the receipt comes first: updates that arrived before it wait behind it
+            while self.receipt is None and not self._task.done():
+                await self._next_event()
         updates = self._updates
         while not updates:
             if self._task.done():
@@ -273,7 +453,7 @@ class PromptTurn:
     async def text_chunks(self) -> AsyncIterator[str]:
         """The text of the agent's reply as it streams (the turn's other updates are skipped)."""
         async for update in self:
-            text = self._text_of(update)
+            text = _reply_text(update)
             if text is not None:
                 yield text
 
@@ -348,11 +528,12 @@ class PromptTurn:
 
 
 def _reply_text(update: Any) -> str | None:
-    """The text of an ``agent_message_chunk`` update, else None."""
-    if isinstance(update, s.AgentMessageChunk):
+    """The text of an ``agent_message_chunk`` update (any version's model), else None."""
+    if getattr(update, "session_update", None) == "agent_message_chunk":
         content = update.content
-        if isinstance(content, s.TextContent):
-            return content.text
+        if getattr(content, "type", None) == "text":
+            text: str = content.text
+            return text
     return None
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from ..errors import UsageError
 from ..schema._table import MethodInfo, MethodTable
 from . import rules
+from .codec import ClientCodec
 from .turns import V1_TURNS, TurnRules
 
 __all__ = ["Protocol", "get_protocol", "known_versions", "negotiate", "register_protocol", "unregister_protocol"]
@@ -74,6 +75,9 @@ class Protocol:
     #: where each side's implementation info is: the agent's in the ``initialize`` result, the
     #: client's in its params
     info_field: tuple[str, str] = ("agentInfo", "clientInfo")
+    #: how the client side of this version maps onto acplink's (v1) vocabulary: a
+    #: :class:`~acplink.protocol.codec.ClientCodec`, or None for a version that speaks it
+    client_codec: ClientCodec | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", MappingProxyType(dict(self.names)))

@@ -195,6 +195,7 @@ def protocol() -> Protocol:
         from ...schema import v2 as models
         from ...schema.v2._stubs import AgentMethods, ClientMethods
         from .agent_codec import V2AgentCodec
+        from .client_codec import CODEC
 
         _V2 = Protocol(
             version=PROTOCOL_VERSION,
@@ -215,6 +216,7 @@ def protocol() -> Protocol:
             agent_codec=V2AgentCodec(),
             features=frozenset({"agent_terminals"}),
             info_field=("info", "info"),
+            client_codec=CODEC,
         )
         register_protocol(_V2)
     return _V2

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ...schema import v2 as m
-from ..state import (
+from ..entities import (
     CompactionState,
     PlanState,
     SessionMessageState,
