@@ -38,7 +38,7 @@ async def test_a_toy_99_turn_ends_at_its_done_status_with_its_stop_reason(tmp_pa
         turn = session.prompt("hi")
         items = [item async for item in turn]
         # the receipt first (also when it came after the done), then the updates up to the done
-        assert isinstance(items[0], ToyReceipt) and items[0] is turn.receipt and turn.receipt.turn_id == "t-hi"
+        assert isinstance(items[0], ToyReceipt) and items[0] is turn.receipt and turn.receipt.message_id == "t-hi"
         states = [(item.model_extra or {}).get("state") for item in items[1:]]
         assert states == ["busy", None, "done"]
         ended = await turn

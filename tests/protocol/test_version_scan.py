@@ -23,18 +23,8 @@ COMPARE = re.compile(
     r"\b\w*(?:version|protocol|selected)\w*(?:\.\w+)*\s*(?:==|!=|>=|<=|<|>)\s*\d+\b"
     r"|\b\d+\s+(?:not\s+)?in\s+[\w.]*(?:protocols|versions)\b")
 
-#: what is allowed outside protocol/ and schema/, and why
-EXEMPT: dict[str, str] = {
-    # the command line parses ``--protocol 1|2|auto`` into a choice it hands to the library
-    # (argparse choices), it never branches on the version
-}
-
-#: NOT YET DONE (issue 25, in progress): modules that still know a version. Each entry goes when its
-#: module is moved onto the protocol object; the test fails on any offence not listed here, and on an
-#: entry that no longer offends (so the list only shrinks).
-PENDING: dict[str, int] = {
-    "conformance/v2_checks.py": 1,
-}
+#: what is allowed outside protocol/ and schema/, and why (nothing, today)
+EXEMPT: dict[str, str] = {}
 
 
 def offences(root: Path) -> dict[str, list[str]]:
@@ -57,11 +47,8 @@ def offences(root: Path) -> dict[str, list[str]]:
 
 def test_no_module_outside_protocol_knows_a_version() -> None:
     found = offences(SRC)
-    new = {rel: hits for rel, hits in found.items() if len(hits) > PENDING.get(rel, 0)}
-    assert not new, "version-specific code outside protocol/ and schema/:\n" + "\n".join(
-        f"  {rel}: {hits}" for rel, hits in new.items())
-    stale = {rel: n for rel, n in PENDING.items() if len(found.get(rel, ())) < n}
-    assert not stale, f"PENDING lists more than is left (lower or remove these entries): {stale}"
+    assert not found, "version-specific code outside protocol/ and schema/:\n" + "\n".join(
+        f"  {rel}: {hits}" for rel, hits in found.items())
 
 
 def test_the_scan_finds_what_it_forbids(tmp_path: Path) -> None:

@@ -13,23 +13,45 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sys
+import types
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 import orjson
+from pydantic import BaseModel, ConfigDict, Field
 
 from acplink import AgentApp, PromptContext
 from acplink.protocol import V1, register_protocol, unregister_protocol
 from acplink.protocol.turns import TurnRules
+from acplink.schema import v1 as v1_models
 
 VERSION = 99
 
 TURNS99 = TurnRules(answer="receipt", busy="refuse", state_kind="status", idle_state="done", running_state="busy",
                     waiting_state="asking", echo_kind=None, default_stop_reason="end_turn")
 
-#: v1 with the lifecycle above (and nothing else changed)
-TOY99 = dataclasses.replace(V1, version=VERSION, turns=TURNS99)
+class ToyReceipt(BaseModel):
+    """The toy's answer to ``session/prompt``: the id of the message the prompt became."""
+
+    model_config = ConfigDict(populate_by_name=True)
+    message_id: str = Field(alias="messageId")
+
+
+class _ToyModels(types.ModuleType):
+    """v1's models, with the toy's receipt as the prompt's result."""
+
+    PromptResponse = ToyReceipt
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(v1_models, name)
+
+
+TOY_MODELS = _ToyModels("toy99_models")
+
+#: v1 with the lifecycle above and the receipt as the prompt's result (nothing else changed)
+TOY99 = dataclasses.replace(V1, version=VERSION, turns=TURNS99, models=TOY_MODELS,
+                            table=V1.table.renamed({}, TOY_MODELS))
 
 
 @contextmanager

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import AcpError
-from ..protocol.v2 import STOP_REASONS
 from ..schema import parse
 from .checks import Check
 from .probe import CheckAbort, Probe, _short, text_block
@@ -148,7 +147,7 @@ def _judge_turn(p: Probe, turn: Turn, *, echo: bool = True) -> None:
     else:
         p.fail("V2-PROMPT-003", f"no `running` state_update before the idle one (states: {states})")
     reason = turn.idle.get("stopReason")
-    if isinstance(reason, str) and (reason in STOP_REASONS or reason.startswith("_")):
+    if isinstance(reason, str) and (reason in p.protocol.turns.stop_reasons or reason.startswith("_")):
         p.ok("V2-PROMPT-004", f"idle with stopReason {reason!r}")
     else:
         p.fail("V2-PROMPT-004", f"the idle state_update has no valid stopReason: {_short(turn.idle)}")

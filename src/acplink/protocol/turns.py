@@ -79,6 +79,8 @@ class TurnRules:
     turn_update_kinds: frozenset[str] = frozenset()
     #: the stop reason of a turn the handler ended without one, and of a cancelled one
     default_stop_reason: str = "end_turn"
+    #: the known stop reasons (``_``-prefixed ones are custom, where the version allows them)
+    stop_reasons: frozenset[str] = frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"})
 
     @property
     def receipt(self) -> bool:
@@ -151,6 +153,7 @@ V1_TURNS = TurnRules(
 #: during a turn are held
 V2_TURNS = TurnRules(
     answer="receipt",
+    stop_reasons=frozenset({"end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", "error"}),
     busy="hold",
     state_kind="state_update",
     echo_kind="user_message",

@@ -143,7 +143,7 @@ UPDATE_KINDS: Final = frozenset(v for k, v in vars(Update).items() if k.isupper(
 STATES: Final = ("running", "requires_action", "idle", "unknown")
 
 #: the known stop reasons of an idle ``state_update`` (open: ``_``-prefixed ones are custom)
-STOP_REASONS: Final = ("end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled", "error")
+STOP_REASONS: Final = tuple(sorted(V2_TURNS.stop_reasons))
 
 
 # -- the protocol object ------------------------------------------------------------------------
