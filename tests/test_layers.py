@@ -18,6 +18,7 @@ RANK = {
     "_tasks": 0,
     "_lazy": 0,
     "_extras": 0,
+    "_record": 0,
     "schema": 1,
     "methods": 1,  # the public home of schema/methods.py's constants
     "protocol": 1.5,  # the protocol object of each version: between schema and rpc

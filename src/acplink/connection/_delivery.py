@@ -39,9 +39,9 @@ import enum
 from collections.abc import Sequence
 from typing import Any, Final
 
+from .._record import Record
 from ..errors import InternalError, RequestCancelled, RequestError
 from ..rpc.engine import IncomingRequest, IncomingResponse
-from ..rpc.framing import Record
 
 __all__ = [
     "END_OF_INPUT", "HOLD", "IDLE", "PAUSE_READING", "QUEUED", "QUEUE_FULL", "RELEASE", "RESUME_READING", "SETTLE",

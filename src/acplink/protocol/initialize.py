@@ -12,9 +12,9 @@ not a valid v2 one: the agent speaks v1, and the connection goes on as v1.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
+from .._record import Record
 from ..errors import SchemaValidationError, UsageError
 from .base import Protocol, get_protocol, known_versions
 
@@ -110,32 +110,42 @@ def check_choice(choice: Any) -> ProtocolChoice:
     raise UsageError(f'protocol must be one of {listed} or "auto", not {choice!r}')
 
 
-@dataclass(frozen=True)
-class Agreed:
+class Agreed(Record):
     """Go on with ``protocol``: ``result`` is the typed ``InitializeResponse``, ``capabilities``
     what the client advertised, ``note`` a line for the debug log, ``version`` the version
     number the connection reports (the protocol's, unless a v1 answer said another one)."""
 
-    protocol: Protocol
-    result: Any
-    capabilities: Any
-    note: str | None = None
-    version: int | None = None
+    __match_args__ = ("protocol", "result", "capabilities", "note", "version")
+    __slots__ = ("capabilities", "note", "protocol", "result", "version")
+
+    def __init__(self, protocol: Protocol, result: Any, capabilities: Any, note: str | None = None,
+                 version: int | None = None) -> None:
+        self.protocol = protocol
+        self.result = result
+        self.capabilities = capabilities
+        self.note = note
+        self.version = version
 
 
-@dataclass(frozen=True)
-class Retry:
+class Retry(Record):
     """Send another ``initialize`` request: ``body`` (``note``: why, for the debug log)."""
 
-    body: dict[str, Any]
-    note: str
+    __match_args__ = ("body", "note")
+    __slots__ = ("body", "note")
+
+    def __init__(self, body: dict[str, Any], note: str) -> None:
+        self.body = body
+        self.note = note
 
 
-@dataclass(frozen=True)
-class Refused:
+class Refused(Record):
     """The connection cannot go on as asked: ``message`` says why (a ``ProtocolError``)."""
 
-    message: str
+    __match_args__ = ("message",)
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
 
 
 class Handshake:

@@ -13,6 +13,7 @@ from typing import Any
 
 import orjson
 
+from .._record import Record
 from ..errors import (
     AcpError,
     InvalidRequest,
@@ -22,7 +23,7 @@ from ..errors import (
     RequestError,
     UsageError,
 )
-from .framing import _KEEP, DEFAULT_MAX_MESSAGE_SIZE, LineDecoder, Oversized, Record
+from .framing import _KEEP, DEFAULT_MAX_MESSAGE_SIZE, LineDecoder, Oversized
 from .messages import message_kind, usable_id
 
 __all__ = [
