@@ -204,7 +204,7 @@ class ClientSideConnection(Connection):
         if p.is_(method, "initialize"):
             return await self._initialize(method, params, fields, timeout)
         hook = self.on_session_opened
-        if hook is not None and method in p.wires(*p.session_openers):
+        if hook is not None and method in p.opener_wires:
             info = p.info(method, "request")
             self._check_capability(info, method)
             request = self._params_value(info, method, params, fields)

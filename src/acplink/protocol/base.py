@@ -85,6 +85,12 @@ class Protocol:
         # the lookups of every message, one dict each (wire() and info() run per update sent)
         object.__setattr__(self, "_wire_of", {k: v[0] for k, v in self.names.items()})
         object.__setattr__(self, "_info_of", {(m.method, m.kind): m for m in self.table.methods})
+        object.__setattr__(self, "_opener_wires", self.wires(*self.session_openers))
+
+    @property
+    def opener_wires(self) -> frozenset[str]:
+        """The wire methods whose result opens a session (``session_openers``), computed once."""
+        return self._opener_wires  # type: ignore[attr-defined,no-any-return]
 
     # -- names ---------------------------------------------------------------------------------
 
