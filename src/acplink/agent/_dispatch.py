@@ -22,7 +22,7 @@ from ..connection.base import RawJSON, Router
 from ..errors import InvalidParams, UsageError
 from ..protocol import Protocol, negotiate
 from ..schema import _generated as s
-from .context import Context, PromptContext
+from .context import AgentSession, Context, PromptContext
 
 if TYPE_CHECKING:
     from ..connection.agent_side import AgentSideConnection
@@ -152,26 +152,31 @@ class Dispatcher:
         raise UsageError(f"the prompt handler returned {type(res).__name__}; "
                          "return None, a stop reason string or a PromptResponse")
 
-    async def set_mode(self, ref: Ref, p: s.SetSessionModeRequest) -> Any:
+    async def _session_hook(self, hook: str, ref: Ref, p: Any) -> tuple[AgentSession, bool, Any]:
+        """The session ``p`` names, whether the app has ``hook`` (then the built-in checks are
+        its own), and its answer (None: the built-in behaviour goes on)."""
         app = self.app
         sess = app.get_session(p.session_id)
-        if "set_mode" in app.handlers:
-            res = await self._hook("set_mode", Context(app, ref[0], p, sess))
-            if res is not None:
-                return res
-        elif app.modes and p.mode_id not in {m.id for m in app.modes}:
+        if hook not in app.handlers:
+            return sess, False, None
+        return sess, True, await self._hook(hook, Context(app, ref[0], p, sess))
+
+    async def set_mode(self, ref: Ref, p: s.SetSessionModeRequest) -> Any:
+        app = self.app
+        sess, own, res = await self._session_hook("set_mode", ref, p)
+        if res is not None:
+            return res
+        if not own and app.modes and p.mode_id not in {m.id for m in app.modes}:
             raise InvalidParams(f"unknown mode {p.mode_id!r}")
         sess.mode_id = p.mode_id
         return s.SetSessionModeResponse()
 
     async def set_config_option(self, ref: Ref, p: Any) -> Any:
         app = self.app
-        sess = app.get_session(p.session_id)
-        if "set_config_option" in app.handlers:
-            res = await self._hook("set_config_option", Context(app, ref[0], p, sess))
-            if res is not None:
-                return res
-        else:
+        sess, own, res = await self._session_hook("set_config_option", ref, p)
+        if res is not None:
+            return res
+        if not own:
             opt = next((o for o in app.config_options if o.id == p.config_id), None)
             if opt is None:
                 raise InvalidParams(f"unknown config option {p.config_id!r}")
@@ -185,12 +190,10 @@ class Dispatcher:
 
     async def set_model(self, ref: Ref, p: s.SetSessionModelRequest) -> Any:
         app = self.app
-        sess = app.get_session(p.session_id)
-        if "set_model" in app.handlers:
-            res = await self._hook("set_model", Context(app, ref[0], p, sess))
-            if res is not None:
-                return res
-        elif app.models and p.model_id not in {m.model_id for m in app.models}:
+        sess, own, res = await self._session_hook("set_model", ref, p)
+        if res is not None:
+            return res
+        if not own and app.models and p.model_id not in {m.model_id for m in app.models}:
             raise InvalidParams(f"unknown model {p.model_id!r}")
         sess.model_id = p.model_id
         if app.model_option_id is not None:
