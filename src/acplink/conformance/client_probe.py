@@ -25,7 +25,7 @@ from typing import Any, BinaryIO
 import orjson
 
 from .._tasks import TaskSet
-from ..rpc.messages import message_kind
+from ..protocol.messages import message_kind
 from ..tools.validate import validate_message
 
 __all__ = ["main"]

@@ -9,8 +9,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from ..protocol.base import Protocol
+from ..protocol.messages import message_kind
 from ..protocol.state import default_protocol
-from ..rpc.messages import message_kind
 
 __all__ = ["undeclared_root_keys"]
 

@@ -29,7 +29,7 @@ import orjson
 
 from ..errors import AcpError
 from ..protocol.initialize import agent_info, client_info
-from ..rpc.messages import CallMatcher
+from ..protocol.messages import CallMatcher
 from ..tools.analysis import expected_error
 from ..tools.spool import claim_spool, read_spool, spool_dir
 from ..tools.trace import TraceWriter

@@ -1,7 +1,7 @@
 """What a decoded JSON-RPC message is, and which request a response answers.
 
 The one classifier (:func:`message_kind`) and the one id matcher (:class:`CallMatcher`) of
-acplink: the engine (``acplink.rpc.messages`` re-exports them), the protocol's state machine,
+acplink: the engine, the protocol's state machine,
 the trace writer, the trace analyser and the conformance checker all use these, so a message is
 never a request to one of them and a response to another. Sans-I/O.
 """

@@ -23,8 +23,8 @@ from ..errors import (
     RequestError,
     UsageError,
 )
+from ..protocol.messages import message_kind, usable_id
 from .framing import _KEEP, DEFAULT_MAX_MESSAGE_SIZE, LineDecoder, Oversized
-from .messages import message_kind, usable_id
 
 __all__ = [
     "Engine",

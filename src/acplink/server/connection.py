@@ -23,7 +23,7 @@ import orjson
 
 from .._tasks import TaskSet
 from ..errors import ConnectionClosed
-from ..rpc.messages import message_kind
+from ..protocol.messages import message_kind
 from .backends import AgentBackend, AgentChannel
 from .limits import ServerLimits
 

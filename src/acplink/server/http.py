@@ -9,7 +9,7 @@ import orjson
 
 from .._tasks import TaskSet
 from ..errors import AcpError
-from ..rpc.messages import message_kind
+from ..protocol.messages import message_kind
 from .asgi import Receive, Scope, Send, TooLarge, answer, header_map, peer_of, read_body
 from .connection import Mailbox, Registry, RemoteConnection, pump
 

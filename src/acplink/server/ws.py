@@ -9,7 +9,7 @@ import orjson
 
 from .._tasks import TaskSet
 from ..errors import AcpError
-from ..rpc.messages import message_kind
+from ..protocol.messages import message_kind
 from .access import Refusal
 from .asgi import Receive, Scope, Send, answer, peer_of
 from .connection import Registry, RemoteConnection, pump

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..protocol.base import get_protocol, known_versions
 from ..protocol.initialize import agent_info, client_info
+from ..protocol.messages import message_kind
 from ..protocol.state import (
     FINDINGS,
     ConnectionState,
@@ -30,7 +31,6 @@ from ..protocol.state import (
     TurnStarted,
     Update,
 )
-from ..rpc.messages import message_kind
 from .validate import protocol_after, validate_message
 
 __all__ = ["FINDING_CODES", "Finding", "Timeline", "TraceSession", "TraceTurn", "analyze", "expected_error"]

@@ -25,9 +25,9 @@ from typing import IO, Any
 
 import orjson
 
+from ..protocol.messages import CallMatcher, message_kind
 from ..protocol.state import default_protocol
 from ..rpc.framing import LineDecoder, Oversized
-from ..rpc.messages import CallMatcher, message_kind
 from .redact import redact_message, redacted
 from .validate import protocol_after, validate_message
 

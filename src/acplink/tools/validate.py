@@ -9,8 +9,8 @@ from typing import Any
 from ..errors import SchemaValidationError
 from ..protocol.base import Protocol
 from ..protocol.initialize import agreed_version as agreed
+from ..protocol.messages import message_kind, usable_id
 from ..protocol.state import default_protocol, protocol_of_version
-from ..rpc.messages import message_kind, usable_id
 from ..schema._parse import parse
 
 __all__ = ["agreed_version", "protocol_after", "validate_message"]

@@ -1,4 +1,4 @@
-"""One message classifier and one id matcher (rpc/messages.py), used everywhere."""
+"""One message classifier and one id matcher (protocol/messages.py), used everywhere."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ from typing import Any
 import orjson
 import pytest
 
-from acplink.protocol import state
-from acplink.rpc import engine, messages
-from acplink.rpc.messages import CallMatcher, message_kind, usable_id
+from acplink.protocol import messages, state
+from acplink.protocol.messages import CallMatcher, message_kind, usable_id
+from acplink.rpc import engine
 from acplink.tools import analysis, trace, validate
 from acplink.tools.trace import TraceWriter
 
