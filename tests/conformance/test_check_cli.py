@@ -30,6 +30,15 @@ def test_an_agent_that_exits_at_once_is_one_line() -> None:
     assert proc.stderr == "acplink: error: the agent 'false' exited with code 1 before answering initialize\n"
 
 
+def test_an_agent_reaped_late_is_not_a_time_out() -> None:
+    # its output ends at once, its exit status comes 3 s later (a busy machine reaps late): not
+    # "did not answer initialize within 60 s", which it was not given the time to do
+    proc = _check("--", "sh", "-c", "exec 1>&-; sleep 3; exit 1")
+    assert proc.returncode == 2 and proc.stdout == ""
+    assert proc.stderr == "acplink: error: the agent \"sh -c 'exec 1>&-; sleep 3; exit 1'\" exited with code 1 " \
+        "before answering initialize\n"
+
+
 def test_an_agent_that_dies_says_why() -> None:
     script = "import sys; print('missing API key', file=sys.stderr); sys.exit(3)"
     proc = _check("--", sys.executable, "-c", script)

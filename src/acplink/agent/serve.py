@@ -127,8 +127,16 @@ def run_agent(app: AgentBase, *, debug: bool = False, log_level: int = logging.W
                 loop.add_signal_handler(sig, task.cancel)
         if by_hand:
             kw["transport"] = _TypedAtStdio(app.name)
-        with contextlib.suppress(asyncio.CancelledError):
-            await serve(app, debug=debug, **kw)
+        try:
+            with contextlib.suppress(asyncio.CancelledError):
+                await serve(app, debug=debug, **kw)
+        finally:
+            # asyncio.run's loop.close() closes the loop's self-pipe before it removes the signal
+            # handlers: a stop signal in between (an editor repeats them) is written to a closed
+            # fd and CPython prints "Exception ignored ... signal wakeup fd" on our stderr. Served
+            # and closed: unhook the wakeup fd first (a late signal reaches the no-op handler)
+            with contextlib.suppress(ValueError):  # (not the main thread: no handlers were set)
+                signal.set_wakeup_fd(-1)
 
     with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):
         asyncio.run(main())

@@ -363,7 +363,7 @@ async def describe_failure(client: Client | None, exc: BaseException) -> str:
     if isinstance(exc, PeerOutputNotJson):  # (it is still running: acplink stopped reading it)
         return f"the agent {transport.command_line!r}: {one_line(exc)}"
     try:  # the pipes close a moment before the exit status is known
-        code = await asyncio.wait_for(transport.wait(), 2.0)
+        code = await asyncio.wait_for(transport.wait(), 10.0)
     except (TimeoutError, AcpError):
         code = transport.returncode
     how = f"exited with code {code}" if code is not None and code >= 0 else (

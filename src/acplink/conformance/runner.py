@@ -260,10 +260,15 @@ async def preflight(opts: Options, startup_timeout: float) -> dict[str, Any] | N
         if answer is not None:
             info = agent_info(answer.get("result"))
             return {"name": info.get("name"), "version": info.get("version")} if isinstance(info, dict) else None
-        code = await transport.exit_code() if transport is not None else None
-        if transport is None or (code is None and probe.alive):
+        # None from the request: its output ended, or the time ran out. Only the second is a
+        # time-out: an agent that closed its output at once may take a moment to be reaped on
+        # a busy machine (its exit code is worth waiting for; the output's end is known now)
+        ended = transport is not None and probe.conn is not None and probe.conn.closed
+        if not ended:
             raise AgentDidNotStart(f"the agent {shlex.join(opts.command)!r} did not answer initialize within "
                                    f"{startup_timeout:g} s (--startup-timeout)")
+        assert transport is not None
+        code = await transport.exit_code(timeout=10.0)
         raise AgentDidNotStart(transport.start_failure(reason, code))
     finally:
         try:
