@@ -22,6 +22,7 @@ RANK = {
     "schema": 1,
     "methods": 1,  # the public home of schema/methods.py's constants
     "protocol": 1.5,  # the protocol object of each version: between schema and rpc
+    "mcp": 1.5,  # MCP-over-ACP's shared, I/O-free part (the call a handler gets, the binding)
     "rpc": 2,
     "transports": 3,
     "connection": 4,

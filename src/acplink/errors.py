@@ -19,6 +19,7 @@ The tree (every public error; ``acplink.X`` for each name; the wire code where t
     │   ├── PeerOutputNotJson
     │   └── MessageTooLarge         a message over the size limit (either direction)
     ├── RequestTimeout              (also a TimeoutError) no answer in time; the request was cancelled
+    ├── McpError                    an inner MCP error in MCP-over-ACP (``code``, ``message``, ``data``)
     └── RequestError                an error answer: ``code``, ``message``, ``data``
         ├── ParseError              -32700
         ├── InvalidRequest          -32600
@@ -46,6 +47,7 @@ __all__ = [
     "InternalError",
     "InvalidParams",
     "InvalidRequest",
+    "McpError",
     "MessageTooLarge",
     "MethodNotFound",
     "MissingDependency",
@@ -132,6 +134,29 @@ class MessageTooLarge(TransportError):
 
 class RequestTimeout(AcpError, TimeoutError):
     """An outbound request got no response in time (``$/cancel_request`` was sent)."""
+
+
+class McpError(AcpError):
+    """An MCP error inside MCP-over-ACP (the inner protocol's, not the ACP connection's): a
+    provider's handler raises it to answer ``mcp/message`` with the carrier
+    ``{"error": {code, message, data?}}``; a caller gets it back as a value. ``code`` is an
+    MCP (JSON-RPC) error code, e.g. -32602 for bad tool arguments."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_wire(self) -> dict[str, Any]:
+        """The inner error object: ``{"code", "message", "data"?}``."""
+        out: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            out["data"] = self.data
+        return out
+
+    def __repr__(self) -> str:
+        return f"McpError({self.code}, {self.message!r})"
 
 
 class RequestError(AcpError):
