@@ -7,8 +7,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from acplink.conformance import REQUIREMENTS
-from acplink.conformance.checks import CHECKS, MONITORED
+from acplink.conformance.probe import Options, Probe
+from acplink.conformance.suites import PROBES, suite_of
+from acplink.protocol.requirements import requirement_set
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -23,10 +27,38 @@ def test_ids_are_unique_and_well_formed() -> None:
         assert r.url.startswith("https://agentclientprotocol.com/protocol/v1/")
 
 
-def test_every_requirement_is_covered_by_a_check() -> None:
-    covered = {req for c in CHECKS for req in (*c.requirements, *c.vouches)} | set(MONITORED)
-    assert covered == {r.id for r in REQUIREMENTS}
-    assert len({c.name for c in CHECKS}) == len(CHECKS)
+@pytest.mark.parametrize("version", [1, 2])
+def test_every_requirement_is_covered_by_a_check(version: int) -> None:
+    suite = suite_of(version)
+    covered = {req for c in suite.checks for req in (*c.requirements, *c.vouches)} | set(suite.monitored)
+    assert covered == {r.id for r in suite.requirements}
+    assert len({c.name for c in suite.checks}) == len(suite.checks)
+    assert set(suite.monitored) <= covered
+
+
+def test_each_version_has_its_requirement_set_as_protocol_data() -> None:
+    # the rows and the check table are the protocol object's data; the probes are shared: one
+    # probe serves both versions where v1 has the same requirement in another form
+    v1, v2 = requirement_set("acp-v1"), requirement_set("acp-v2-draft")
+    assert v1.requirements == REQUIREMENTS and suite_of(2).rules is v2
+    probes = {v: {c.name: c.probe_name for c in s.checks} for v, s in ((1, v1), (2, v2))}
+    assert {*probes[1].values(), *probes[2].values()} <= set(PROBES)
+    shared = set(probes[1].values()) & set(probes[2].values())
+    assert shared == {"auth-methods", "shutdown"}
+    by_name = {c.name: c for c in v1.checks} | {c.name: c for c in v2.checks}
+    assert by_name["auth-methods"].roles["no_terminal"] == "AUTH-003"
+    assert by_name["v2-auth-methods"].roles["no_terminal"] == "V2-AUTH-003"
+    assert "types" not in by_name["auth-methods"].roles  # (v1 does not judge the auth method types)
+
+
+def test_a_probe_reports_roles_as_the_check_tables_ids() -> None:
+    probe = Probe(Options(command=["agent"]), "auth-methods")
+    probe.roles = {"no_terminal": "AUTH-003"}
+    probe.ok("no_terminal", "mapped")
+    probe.fail("types", "a role this requirement set does not judge")
+    probe.fail("RPC-010", "an id is reported as it is")
+    assert [(o.requirement, o.status) for o in probe.outcomes] == [("AUTH-003", "pass"), ("RPC-010", "fail")]
+    assert probe.reported("no_terminal") and not probe.reported("types")
 
 
 def test_docs_list_every_requirement() -> None:

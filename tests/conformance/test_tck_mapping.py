@@ -11,8 +11,10 @@ from pathlib import Path
 
 from acplink.conformance import REQUIREMENTS
 from acplink.conformance.requirements import tck_data, tck_requirements
-from acplink.conformance.v2_requirements import V2_REQUIREMENTS
+from acplink.conformance.suites import suite_of
 
+#: the requirements of ``--protocol 2`` (the v2 protocol object's requirement set)
+V2_REQUIREMENTS = suite_of(2).requirements
 ROOT = Path(__file__).resolve().parents[2]
 LEVEL = {"MANDATORY": "must", "CAPABILITY": "must", "ADVISORY": "should", "INFORMATIONAL": "informational"}
 

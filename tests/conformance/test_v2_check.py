@@ -14,8 +14,10 @@ import pytest
 from check_cases import fast
 
 from acplink.conformance import Report, run_checks
-from acplink.conformance.v2_requirements import V2_REQUIREMENTS
+from acplink.conformance.suites import suite_of
 
+#: the requirements of ``--protocol 2`` (the v2 protocol object's requirement set)
+V2_REQUIREMENTS = suite_of(2).requirements
 HERE = Path(__file__).resolve().parent
 BROKEN_V2 = HERE / "broken" / "v2_agent.py"
 JS = HERE.parent / "interop" / "js"

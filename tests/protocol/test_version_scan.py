@@ -1,7 +1,8 @@
 """No module outside ``protocol/`` (and the generated ``schema/``) knows which protocol versions
 exist: none imports a versioned protocol module (``protocol.v1``, ``protocol.v2``, ``schema.v2``,
-the versioned objects ``V1`` / ``V2``) or compares a version number. Everything that changes
-between versions is asked of the protocol object in use (docs/design.md, "The protocol object").
+the versioned objects ``V1`` / ``V2``) or compares a version number, and none is named after a
+version (``v2_checks.py``, ``client/v2/``). Everything that changes between versions is asked of
+the protocol object in use (docs/design.md, "The protocol object").
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ COMPARE = re.compile(
     r"\b\w*(?:version|protocol|selected)\w*(?:\.\w+)*\s*(?:==|!=|>=|<=|<|>)\s*\d+\b"
     r"|\b\d+\s+(?:not\s+)?in\s+[\w.]*(?:protocols|versions)\b")
 
+#: a file or folder named after a version (``v2``, ``v2_checks``, ``analysis_v2``, ``_v2_wire``)
+VERSIONED_NAME = re.compile(r"(?:^|_)v\d+(?:_|$)", re.I)
+
 #: what is allowed outside protocol/ and schema/, and why (nothing, today)
 EXEMPT: dict[str, str] = {}
 
@@ -34,7 +38,9 @@ def offences(root: Path) -> dict[str, list[str]]:
         if rel.startswith(("protocol/", "schema/")) or rel in EXEMPT:
             continue
         text = path.read_text()
-        hits = [m.group(0).strip() for m in IMPORT.finditer(text)]
+        hits = [f"named after a version: {rel}" for part in (*path.relative_to(root).parent.parts, path.stem)
+                if VERSIONED_NAME.search(part)][:1]
+        hits += [m.group(0).strip() for m in IMPORT.finditer(text)]
         for line in text.splitlines():
             code = line.split("#", 1)[0]
             if '"""' in line or code.strip().startswith(("'", '"')):
@@ -60,4 +66,14 @@ def test_the_scan_finds_what_it_forbids(tmp_path: Path) -> None:
     (pkg / "d.py").write_text("def f(app):\n    return 2 in app.protocols\n")
     (pkg / "e.py").write_text("from ..schema import v2 as m\n")
     (pkg / "f.py").write_text("from ..protocol import get_protocol\nx = len(y) == 2  # fine\n")
-    assert sorted(offences(tmp_path)) == ["agent/a.py", "agent/b.py", "agent/c.py", "agent/d.py", "agent/e.py"]
+    (pkg / "v2_checks.py").write_text("")
+    (pkg / "analysis_v2.py").write_text("")
+    (pkg / "uv2.py").write_text("")  # (fine: not a version)
+    (pkg / "v2").mkdir()
+    (pkg / "v2" / "link.py").write_text("")
+    for allowed in ("protocol/v2", "schema/v2"):
+        (tmp_path / allowed).mkdir(parents=True)
+        (tmp_path / allowed / "requirements.py").write_text("from ..v2 import x\n")
+    (tmp_path / "protocol" / "v1_requirements.py").write_text("")
+    assert sorted(offences(tmp_path)) == ["agent/a.py", "agent/analysis_v2.py", "agent/b.py", "agent/c.py",
+                                          "agent/d.py", "agent/e.py", "agent/v2/link.py", "agent/v2_checks.py"]

@@ -1,16 +1,18 @@
-"""The conformance checks: one async function per requirement group, each on a fresh agent.
+"""The probes of the v1 requirement set: one async function per requirement group, each on a
+fresh agent (the check table that names them is the protocol's data,
+:mod:`acplink.protocol.requirements`).
 
-A check reports outcomes for requirement ids (see :mod:`.requirements`). After each check the
-runner also analyses its transcript (schema, ordering, capability use, response ids) and turns
-findings into failures of the matching requirements.
+A probe reports outcomes for requirement ids (or for roles the check table maps to ids). After
+each check the runner also analyses its transcript (schema, ordering, capability use, response
+ids) and turns findings into failures of the matching requirements.
 """
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..connection.rules import advertises, missing_capability, required_capability
@@ -28,27 +30,28 @@ from .check_helpers import (
     attachments,
     context_prompt,
 )
-from .probe import CheckAbort, Probe, _short, prompt_params, text_block
+from .probe import Probe, _short, prompt_params, text_block
 
-__all__ = ["CHECKS", "MONITORED", "Check"]
+__all__ = ["PROBES", "Check", "ProbeFn"]
 
 UNKNOWN_VERSION = 60000  # a valid uint16 that no agent speaks
 #: the version these checks ask for (the first: every agent supports it)
 ASKED = default_protocol().version
 #: the valid protocol version numbers (a uint16)
 _UINT16 = range(65536)
-#: requirement ids judged from every check's transcript
-MONITORED = ("SCHEMA-001", "SCHEMA-002", "SCHEMA-003", "CAP-001", "CAP-002", "CAP-003", "PROMPT-002",
-             "PROMPT-003", "PROMPT-004", "RPC-010", "RPC-014", "SESS-003", "TRANS-001")
+#: a probe: what one check does with its fresh agent
+ProbeFn = Callable[[Probe], Awaitable[None]]
 
 
 @dataclass(frozen=True)
 class Check:
     name: str
-    fn: Callable[[Probe], Awaitable[None]]
+    fn: ProbeFn
     requirements: tuple[str, ...]
     #: monitored requirements this check exercises: passed when its transcript shows no violation
     vouches: tuple[str, ...] = ()
+    #: the probe's roles → the requirement ids they report (see :class:`~acplink.protocol.requirements.CheckSpec`)
+    roles: Mapping[str, str] = field(default_factory=dict)
 
 
 # -- initialization ------------------------------------------------------------------------------
@@ -494,14 +497,6 @@ def _lifecycle(method: str, req: str, build: Callable[[str, str], dict[str, Any]
     return check
 
 
-async def check_shutdown(p: Probe) -> None:
-    try:
-        await p.initialize()
-    except (AcpError, OSError) as exc:
-        raise CheckAbort(f"initialize failed: {exc}") from None
-    await judge_shutdown(p, "SHUT-001")
-
-
 async def judge_shutdown(p: Probe, req: str) -> None:
     """Close the agent's stdin: ``req`` passes when it exits within the shutdown bound."""
     took = await p.aclose()
@@ -517,46 +512,37 @@ def _build_load(sid: str, cwd: str) -> dict[str, Any]:
     return {"sessionId": sid, "cwd": cwd, "mcpServers": []}
 
 
-CHECKS: tuple[Check, ...] = (
-    Check("initialize", check_initialize, ("INIT-001", "INIT-002", "INIT-004", "AUTH-001"),
-          ("SCHEMA-001", "SCHEMA-002", "SCHEMA-003", "TRANS-001")),
-    Check("unknown-version", check_unknown_version, ("INIT-003",)),
-    Check("session-new", check_session_new, ("SESS-001", "SESS-002"), ("SESS-003",)),
-    Check("prompt", check_prompt, ("PROMPT-001", "PROMPT-005", "PROMPT-006", "TRANS-002"),
-          ("PROMPT-002", "PROMPT-003", "PROMPT-004", "SCHEMA-001", "SCHEMA-002", "SCHEMA-003", "RPC-010", "RPC-014",
-           "SESS-003", "TRANS-001")),
-    Check("capabilities", check_capability_honesty, ("CAP-004",), ("CAP-001", "CAP-002", "CAP-003")),
-    Check("content", check_content, ("CONTENT-001", "CONTENT-002", "CONTENT-003", "CONTENT-004")),
-    Check("cancel", check_cancel, ("CANCEL-001", "CANCEL-002"), ("PROMPT-002",)),
-    Check("cancel-request", check_cancel_request, ("CANCEL-003",)),
-    Check("unknown-method", check_unknown_method, ("RPC-001",), ("RPC-014",)),
-    Check("extensions", check_extensions, ("RPC-002", "RPC-003", "RPC-016")),
-    Check("notifications", check_notifications, ("RPC-013",)),
-    Check("invalid-json", check_invalid_json, ("RPC-004", "RPC-005")),
-    Check("not-jsonrpc", check_not_jsonrpc, ("RPC-004", "RPC-015")),
-    Check("batch", check_batch, ("RPC-006", "RPC-007")),
-    Check("invalid-params", check_invalid_params, ("RPC-008", "RPC-009"), ("RPC-014",)),
-    Check("invalid-request", check_invalid_request, ("RPC-012",)),
-    Check("ids", check_ids, ("RPC-010",)),
-    Check("meta", check_meta, ("RPC-011",)),
-    Check("shutdown", check_shutdown, ("SHUT-001",)),
-    Check("session-list", _lifecycle("session/list", "SESS-010", lambda sid, cwd: {"cwd": cwd}, needs_session=False,
-                                     after=kit.after_list), ("SESS-010", "SESS-019", "CAP-004")),
-    Check("session-load", _lifecycle("session/load", "SESS-011", _build_load, after=kit.after_load),
-          ("SESS-011", "SESS-016", "SESS-017", "CAP-004")),
-    Check("session-resume", _lifecycle("session/resume", "SESS-012", _build_load, after=kit.after_resume),
-          ("SESS-012", "SESS-018", "CAP-004")),
-    Check("session-close", _lifecycle("session/close", "SESS-013", lambda sid, cwd: {"sessionId": sid}),
-          ("SESS-013", "CAP-004")),
-    Check("session-delete", _lifecycle("session/delete", "SESS-014", lambda sid, cwd: {"sessionId": sid},
-                                       after=kit.after_delete), ("SESS-014", "SESS-020", "CAP-004")),
-    Check("session-fork", _lifecycle("session/fork", "SESS-015",
-                                     lambda sid, cwd: {"sessionId": sid, "cwd": cwd, "mcpServers": []}),
-          ("SESS-015", "CAP-004")),
-    Check("close-running", kit.check_close_running, ("SESS-021",)),
-    Check("additional-directories", kit.check_additional_directories, ("SESS-022",)),
-    Check("auth-methods", kit.check_auth_methods, ("AUTH-002", "AUTH-003", "AUTH-004")),
-    Check("logout", kit.check_logout, ("AUTH-005",)),
-    Check("modes", kit.check_modes, ("MODE-001", "MODE-002")),
-    Check("config-options", kit.check_config_options, ("CONFIG-001", "CONFIG-002", "CONFIG-003")),
-)
+PROBES: dict[str, ProbeFn] = {
+    "initialize": check_initialize,
+    "unknown-version": check_unknown_version,
+    "session-new": check_session_new,
+    "prompt": check_prompt,
+    "capabilities": check_capability_honesty,
+    "content": check_content,
+    "cancel": check_cancel,
+    "cancel-request": check_cancel_request,
+    "unknown-method": check_unknown_method,
+    "extensions": check_extensions,
+    "notifications": check_notifications,
+    "invalid-json": check_invalid_json,
+    "not-jsonrpc": check_not_jsonrpc,
+    "batch": check_batch,
+    "invalid-params": check_invalid_params,
+    "invalid-request": check_invalid_request,
+    "ids": check_ids,
+    "meta": check_meta,
+    "session-list": _lifecycle("session/list", "SESS-010", lambda sid, cwd: {"cwd": cwd}, needs_session=False,
+                               after=kit.after_list),
+    "session-load": _lifecycle("session/load", "SESS-011", _build_load, after=kit.after_load),
+    "session-resume": _lifecycle("session/resume", "SESS-012", _build_load, after=kit.after_resume),
+    "session-close": _lifecycle("session/close", "SESS-013", lambda sid, cwd: {"sessionId": sid}),
+    "session-delete": _lifecycle("session/delete", "SESS-014", lambda sid, cwd: {"sessionId": sid},
+                                 after=kit.after_delete),
+    "session-fork": _lifecycle("session/fork", "SESS-015", lambda sid, cwd: {"sessionId": sid, "cwd": cwd,
+                                                                           "mcpServers": []}),
+    "close-running": kit.check_close_running,
+    "additional-directories": kit.check_additional_directories,
+    "logout": kit.check_logout,
+    "modes": kit.check_modes,
+    "config-options": kit.check_config_options,
+}

@@ -1,5 +1,5 @@
 """The checks that cover the rest of the official kit's v1 requirements (acp-tck): session
-lifecycle details, modes, config options, auth methods, logout, additional directories."""
+lifecycle details, modes, config options, logout, additional directories."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ import uuid
 from typing import Any
 
 from ..connection.rules import advertises
-from .check_helpers import HISTORY_KINDS, _busy_turn_retrying, _error_code, _too_fast, repeated
+from .check_helpers import HISTORY_KINDS, _busy_turn_retrying, _too_fast
 from .probe import CheckAbort, Probe, _short
 
 __all__ = ["after_delete", "after_list", "after_load", "after_resume", "check_additional_directories",
-           "check_auth_methods", "check_close_running", "check_config_options", "check_logout", "check_modes"]
+           "check_close_running", "check_config_options", "check_logout", "check_modes"]
 
 _INIT = {"protocolVersion": 1, "clientCapabilities": {}, "clientInfo": {"name": "acplink-check", "version": "1"}}
 
@@ -142,34 +142,6 @@ async def check_additional_directories(p: Probe) -> None:
                f"{_short(resp) if resp else 'no response'}")
     else:
         p.ok("SESS-022", f"session/new with additionalDirectories [{extra!r}] accepted")
-
-
-async def check_auth_methods(p: Probe) -> None:
-    """Connect without auth.terminal: unique ids, no terminal method, no -32000 without methods."""
-    resp = await p.request("initialize", _INIT)
-    if resp is None or "error" in resp:
-        raise CheckAbort(f"initialize failed: {_short(resp) if resp else 'no response'}")
-    methods = [m for m in _result(resp).get("authMethods") or [] if isinstance(m, dict)]
-    ids = [m.get("id") for m in methods]
-    dup = repeated(ids)
-    if dup:
-        p.fail("AUTH-002", f"auth method id(s) offered more than once: {', '.join(dup)}")
-    else:
-        p.ok("AUTH-002", f"{len(ids)} auth method(s), distinct ids")
-    terminal = [str(m.get("id")) for m in methods if m.get("type") == "terminal"]
-    if terminal:
-        p.fail("AUTH-003", f"terminal auth method(s) {', '.join(terminal)} offered although the client did not "
-               "advertise auth.terminal")
-    else:
-        p.ok("AUTH-003", "no terminal auth method offered to a client without auth.terminal")
-    if methods:
-        p.skip("AUTH-004", f"the agent advertises auth methods ({', '.join(map(str, ids))})")
-        return
-    new = await p.request("session/new", {"cwd": p.workdir, "mcpServers": []})
-    if _error_code(new) == -32000:
-        p.fail("AUTH-004", f"no auth method advertised, yet session/new failed with -32000: {_short(new)}")
-    else:
-        p.ok("AUTH-004", "no auth methods, and session/new did not ask for authentication")
 
 
 async def check_logout(p: Probe) -> None:

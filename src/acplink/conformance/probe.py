@@ -7,7 +7,7 @@ import asyncio
 import itertools
 import os
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -17,6 +17,7 @@ from ..connection.base import Router
 from ..connection.client_side import ClientSideConnection
 from ..errors import AcpError
 from ..protocol.base import Protocol
+from ..protocol.requirements import RequirementSet, requirement_set
 from ..protocol.state import default_protocol, protocol_of_version
 from ..schema import _generated as s
 from ..tools.record import recording_transport
@@ -43,7 +44,7 @@ class Options:
     debug: bool = False
     cwd: str | None = None
     env: dict[str, str] = field(default_factory=dict)
-    #: the ACP version checked: 1, or 2 (the v2 draft's requirements, :mod:`.v2_checks`)
+    #: the ACP version checked: 1, or 2 (the v2 draft's requirements: the protocol's requirement set)
     protocol: int = 1
 
     @property
@@ -91,10 +92,23 @@ class Probe:
         self.raw_lines = 0
         #: the protocol checked (``opts.protocol``): the checks ask it for wire names, models, turn rules
         self.protocol: Protocol = protocol_of_version(opts.protocol) or default_protocol()
+        #: the check's roles → requirement ids (its row of the check table)
+        self.roles: Mapping[str, str] = {}
+
+    @property
+    def rules(self) -> RequirementSet:
+        """The requirement set of the protocol checked (its data: ``facts``, ``initialize``)."""
+        return requirement_set(self.protocol.requirement_set)
 
     # -- outcomes ------------------------------------------------------------------------------
 
     def report(self, req: str, status: str, detail: str) -> None:
+        """An outcome for requirement ``req``, or for the requirement the check table maps the
+        role ``req`` to (a role the table does not map is not judged by this requirement set)."""
+        if req in self.roles:
+            req = self.roles[req]
+        elif req.isidentifier():
+            return
         self.outcomes.append(Outcome(req, status, detail, self.check))
 
     def ok(self, req: str, detail: str = "") -> None:
@@ -107,6 +121,7 @@ class Probe:
         self.report(req, "skipped", detail)
 
     def reported(self, req: str) -> bool:
+        req = self.roles.get(req, req)
         return any(o.requirement == req for o in self.outcomes)
 
     # -- lifecycle -----------------------------------------------------------------------------

@@ -180,6 +180,7 @@ def select_checks(patterns: Sequence[str] | None, protocol: int = 1) -> list[Che
 
 async def _run_one(check: Check, opts: Options) -> tuple[CheckRun, dict[str, Any] | None]:
     probe = Probe(opts, check.name)
+    probe.roles = check.roles
     start = time.monotonic()
     error: str | None = None
     budget = 4 * opts.timeout + opts.cancel_bound + opts.shutdown_bound + 5

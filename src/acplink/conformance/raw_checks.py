@@ -1,9 +1,12 @@
-"""The ACP v2 (draft) checks of ``acplink check --protocol 2`` (requirements: :mod:`.v2_requirements`).
+"""The probes of a receipt lifecycle (ACP v2's: ``acplink check --protocol 2``), written once
+against the protocol object: its wire names, its turn rules, its requirement set's data.
 
-Every check runs on a fresh agent over the raw channel of a :class:`Probe`: a v2 turn is a
-``session/prompt`` answered with a receipt, then updates until an idle ``state_update``.
-After each check, its transcript is judged for the monitored requirements (the v2 schema of
-every message the agent sent, response ids).
+Every probe runs on a fresh agent over the raw channel of a :class:`Probe`: a turn is a
+``session/prompt`` answered with a receipt, then updates until the update the turn rules say
+ends it (``state_update`` idle in v2). A probe reports under roles (``"receipt"``); the check
+table of the requirement set (:mod:`acplink.protocol.requirements`) names the probes it runs
+and maps each role to one of its requirement ids. After each check, its transcript is judged
+for the set's monitored requirements (the schema of every message the agent sent, response ids).
 """
 
 from __future__ import annotations
@@ -14,21 +17,24 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import AcpError
+from ..protocol.initialize import agent_info
+from ..protocol.state import default_protocol
 from ..schema import parse
-from .checks import Check
+from .checks import ProbeFn
 from .probe import CheckAbort, Probe, _short, text_block
 
-__all__ = ["V2_CHECKS", "V2_MONITORED"]
+__all__ = ["PROBES", "Turn", "handshake", "run_turn", "setup"]
 
-V2_MONITORED = ("V2-SCHEMA-001", "V2-SCHEMA-002", "V2-IDS-001", "V2-RPC-008", "V2-TRANS-001", "V2-CAP-001")
-_INFO = {"name": "acplink-check", "version": "1"}
 INVALID_REQUEST = -32600
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
 #: ACP's error of an initialize asking for a version the agent does not speak
 UNSUPPORTED_PROTOCOL_VERSION = -32022
-#: methods of the first version that a later one may have removed (checked: -32601 when it has)
-_EARLIER_METHODS = ("authenticate", "session/load", "session/set_mode", "fs/read_text_file")
+
+
+def _init_params(p: Probe, version: int | None = None, **extra: Any) -> dict[str, Any]:
+    """The params of the checker's ``initialize`` (the requirement set's), for ``version``."""
+    return {"protocolVersion": p.protocol.version if version is None else version, **p.rules.initialize, **extra}
 
 
 def _code(resp: dict[str, Any] | None) -> int | None:
@@ -58,29 +64,32 @@ def _is_idle(p: Probe, rec: dict[str, Any], sid: str) -> bool:
     return _is_update(p, rec, sid) and p.protocol.turns.end_of(_update(rec)) is not None
 
 
-async def initialize_v2(p: Probe, **extra: Any) -> dict[str, Any]:
-    """A v2 ``initialize``; its result. Raises CheckAbort when the agent does not agree on 2."""
-    resp = await p.request(p.protocol.wire("initialize"), {"protocolVersion": p.protocol.version, "info": _INFO, "capabilities": {}, **extra})
+async def handshake(p: Probe, **extra: Any) -> dict[str, Any]:
+    """The checker's ``initialize`` for the protocol checked; its result. Raises CheckAbort when
+    the agent does not agree on that version."""
+    resp = await p.request(p.protocol.wire("initialize"), _init_params(p, **extra))
     result = _result(resp)
     if not isinstance(result, dict) or result.get("protocolVersion") != p.protocol.version:
-        raise CheckAbort(f"initialize with protocolVersion 2 failed: {_short(resp) if resp else 'no response'}")
+        raise CheckAbort(f"initialize with protocolVersion {p.protocol.version} failed: "
+                         f"{_short(resp) if resp else 'no response'}")
     return result
 
 
-async def setup_v2(p: Probe) -> tuple[dict[str, Any], str]:
-    """initialize (+ auth/login) + session/new: the initialize result and the session id."""
-    init = await initialize_v2(p)
+async def setup(p: Probe) -> tuple[dict[str, Any], str]:
+    """initialize (+ the login of ``--auth-method``) + session/new: the initialize result and
+    the session id."""
+    init = await handshake(p)
     if p.opts.auth_method:
         try:
             await p.raw_call(p.protocol.wire("authenticate"), {"methodId": p.opts.auth_method})
         except AcpError as exc:
-            raise CheckAbort(f"auth/login failed: {exc}") from None
+            raise CheckAbort(f"{p.protocol.wire('authenticate')} failed: {exc}") from None
     return init, await p.new_session()
 
 
 @dataclass
 class Turn:
-    """One v2 turn as seen on the wire."""
+    """One turn as seen on the wire."""
 
     response: dict[str, Any] | None
     updates: list[dict[str, Any]] = field(default_factory=list)  # the session's updates, idle included
@@ -118,103 +127,111 @@ async def run_turn(p: Probe, sid: str, text: str | list[dict[str, Any]], *, boun
 
 
 def _judge_turn(p: Probe, turn: Turn, *, echo: bool = True) -> None:
-    """V2-PROMPT-001/002/003/004 from one turn."""
+    """The roles receipt, echo, running and idle from one turn."""
     if turn.response is None:
-        p.fail("V2-PROMPT-001", f"session/prompt got no response within {p.opts.timeout} s")
+        p.fail("receipt", f"session/prompt got no response within {p.opts.timeout} s")
         return
     if "error" in turn.response:
-        p.fail("V2-PROMPT-001", f"the prompt was answered with an error: {_short(turn.response['error'])}")
+        p.fail("receipt", f"the prompt was answered with an error: {_short(turn.response['error'])}")
         return
     mid = turn.message_id
     if isinstance(mid, str) and mid:
-        p.ok("V2-PROMPT-001", f"receipt messageId {mid!r}")
+        p.ok("receipt", f"receipt messageId {mid!r}")
     else:
-        p.fail("V2-PROMPT-001", f"the receipt has no string messageId: {_short(turn.response)}")
+        p.fail("receipt", f"the receipt has no string messageId: {_short(turn.response)}")
     if echo:
         echoed = any(u.get("sessionUpdate") in (p.protocol.turns.echo_kind, "user_message_chunk")
                      and u.get("messageId") == mid for u in turn.updates)
         if echoed:
-            p.ok("V2-PROMPT-002", "the user message was echoed with the receipt's messageId")
+            p.ok("echo", "the user message was echoed with the receipt's messageId")
         else:
-            p.fail("V2-PROMPT-002", f"no user_message with messageId {mid!r} among {turn.kinds()}")
+            p.fail("echo", f"no user_message with messageId {mid!r} among {turn.kinds()}")
     if turn.idle is None:
-        p.fail("V2-PROMPT-004", f"no idle state_update within {p.opts.timeout} s (updates: {turn.kinds()})")
-        p.fail("V2-PROMPT-003", "the turn never ended idle")
+        p.fail("idle", f"no idle state_update within {p.opts.timeout} s (updates: {turn.kinds()})")
+        p.fail("running", "the turn never ended idle")
         return
     states = [u.get("state") for u in turn.updates if u.get("sessionUpdate") == p.protocol.turns.state_kind]
     if p.protocol.turns.running_state in states[:-1]:
-        p.ok("V2-PROMPT-003", "running before idle")
+        p.ok("running", "running before idle")
     else:
-        p.fail("V2-PROMPT-003", f"no `running` state_update before the idle one (states: {states})")
+        p.fail("running", f"no `running` state_update before the idle one (states: {states})")
     reason = turn.idle.get("stopReason")
     if isinstance(reason, str) and (reason in p.protocol.turns.stop_reasons or reason.startswith("_")):
-        p.ok("V2-PROMPT-004", f"idle with stopReason {reason!r}")
+        p.ok("idle", f"idle with stopReason {reason!r}")
     else:
-        p.fail("V2-PROMPT-004", f"the idle state_update has no valid stopReason: {_short(turn.idle)}")
+        p.fail("idle", f"the idle state_update has no valid stopReason: {_short(turn.idle)}")
 
 
-def _session_caps(init: dict[str, Any]) -> dict[str, Any]:
-    caps = init.get("capabilities")
-    session = caps.get("session") if isinstance(caps, dict) else None
-    return session if isinstance(session, dict) else {}
+def _session_caps(p: Probe, init: dict[str, Any]) -> dict[str, Any]:
+    """The session capabilities the agent advertised (where the requirement set says they are)."""
+    caps: Any = init
+    for key in p.rules.facts["session_capabilities"]:
+        caps = caps.get(key) if isinstance(caps, dict) else None
+    return caps if isinstance(caps, dict) else {}
 
 
 # -- checks ---------------------------------------------------------------------------------------
 
 
 async def check_initialize(p: Probe) -> None:
-    resp = await p.request(p.protocol.wire("initialize"), {"protocolVersion": p.protocol.version, "info": _INFO, "capabilities": {}})
+    version = p.protocol.version
+    resp = await p.request(p.protocol.wire("initialize"), _init_params(p))
     if resp is None or "error" in resp:
-        p.fail("V2-INIT-001", f"initialize failed: {_short(resp) if resp else 'no response'}")
+        p.fail("answer", f"initialize failed: {_short(resp) if resp else 'no response'}")
         return
     try:
         init = parse(p.protocol.models.InitializeResponse, _result(resp))
     except AcpError as exc:
-        p.fail("V2-INIT-001", f"invalid v2 InitializeResponse: {exc}")
+        p.fail("answer", f"invalid v{version} InitializeResponse: {exc}")
         return
-    if init.protocol_version == p.protocol.version:
-        p.ok("V2-INIT-001", f"protocolVersion 2, agent {init.info.name} {init.info.version}")
+    info = agent_info(_result(resp)) or {}
+    if init.protocol_version == version:
+        p.ok("answer", f"protocolVersion {version}, agent {info.get('name')} {info.get('version')}")
     else:
-        p.fail("V2-INIT-001", f"asked for 2, got protocolVersion {init.protocol_version}")
+        p.fail("answer", f"asked for {version}, got protocolVersion {init.protocol_version}")
         return
-    again = await p.request(p.protocol.wire("initialize"), {"protocolVersion": 1, "clientCapabilities": {}})
+    first = default_protocol()  # (a repeated initialize asking for the first version, in its shape)
+    again = await p.request(p.protocol.wire("initialize"), {"protocolVersion": first.version,
+                                                            first.capabilities_field[1]: {}})
     if _code(again) == INVALID_REQUEST:
-        p.ok("V2-INIT-004", "a repeated initialize asking for 1 got -32600")
+        p.ok("repeat", f"a repeated initialize asking for {first.version} got -32600")
     else:
-        p.fail("V2-INIT-004", f"a repeated initialize asking for 1 got {_short(again) if again else 'no response'}")
+        p.fail("repeat", f"a repeated initialize asking for {first.version} got "
+               f"{_short(again) if again else 'no response'}")
     if p.opts.auth_method:
         login = await p.request(p.protocol.wire("authenticate"), {"methodId": p.opts.auth_method})
         if login is not None and "result" in login:
-            p.ok("V2-AUTH-001", f"logged in with {p.opts.auth_method!r}")
+            p.ok("login", f"logged in with {p.opts.auth_method!r}")
         else:
-            p.fail("V2-AUTH-001", f"auth/login with {p.opts.auth_method!r}: {_short(login) if login else 'no response'}")
+            p.fail("login", f"auth/login with {p.opts.auth_method!r}: {_short(login) if login else 'no response'}")
     else:
-        p.skip("V2-AUTH-001", "no --auth-method given")
+        p.skip("login", "no --auth-method given")
 
 
 async def check_versions(p: Probe) -> None:
-    newer = await p.request(p.protocol.wire("initialize"), {"protocolVersion": p.protocol.version + 1, "info": _INFO, "capabilities": {}})
+    version = p.protocol.version
+    newer = await p.request(p.protocol.wire("initialize"), _init_params(p, version + 1))
     got = _result(newer).get("protocolVersion") if isinstance(_result(newer), dict) else None
     if got == p.protocol.version:
-        p.ok("V2-INIT-002", "asked for 3, got 2")
+        p.ok("newer", f"asked for {version + 1}, got {version}")
     else:
-        p.fail("V2-INIT-002", f"asked for 3, got {_short(newer) if newer else 'no response'}")
+        p.fail("newer", f"asked for {version + 1}, got {_short(newer) if newer else 'no response'}")
     # a fresh agent for the too-old version: the first initialize is settled now
     await p.aclose()
     await p.start()
-    old = await p.request(p.protocol.wire("initialize"), {"protocolVersion": 0, "info": _INFO, "capabilities": {}})
+    old = await p.request(p.protocol.wire("initialize"), _init_params(p, 0))
     err = old.get("error") if old else None
     data = err.get("data") if isinstance(err, dict) else None
     if _code(old) == UNSUPPORTED_PROTOCOL_VERSION and isinstance(data, dict) and data.get("requested") == 0 \
             and isinstance(data.get("supported"), list):
-        p.ok("V2-INIT-003", f"-32022 with supported {data['supported']}")
+        p.ok("too_old", f"-32022 with supported {data['supported']}")
     else:
-        p.fail("V2-INIT-003", f"protocolVersion 0 got {_short(old) if old else 'no response'}")
+        p.fail("too_old", f"protocolVersion 0 got {_short(old) if old else 'no response'}")
 
 
 async def check_prompt(p: Probe) -> None:
-    _, sid = await setup_v2(p)
-    p.ok("V2-SESS-001", f"session {sid}")
+    _, sid = await setup(p)
+    p.ok("session", f"session {sid}")
     _judge_turn(p, await run_turn(p, sid, "hello"))
     mark = len(p.records)
     empty = await p.request(p.protocol.wire("prompt"), {"sessionId": sid, "prompt": []})
@@ -222,67 +239,67 @@ async def check_prompt(p: Probe) -> None:
     inserted = [r for r in p.records[mark:] if _is_update(p, r, sid)
                 and _update(r).get("sessionUpdate") in (p.protocol.turns.echo_kind, "user_message_chunk")]
     if _code(empty) == INVALID_PARAMS and not inserted:
-        p.ok("V2-PROMPT-005", "an empty prompt got -32602")
+        p.ok("empty", "an empty prompt got -32602")
     else:
-        p.fail("V2-PROMPT-005", f"an empty prompt got {_short(empty) if empty else 'no response'}"
+        p.fail("empty", f"an empty prompt got {_short(empty) if empty else 'no response'}"
                + (f" and {len(inserted)} user message updates" if inserted else ""))
 
 
 async def check_cancel(p: Probe) -> None:
-    _, sid = await setup_v2(p)
+    _, sid = await setup(p)
 
     async def cancel() -> None:
         p.notify(p.protocol.wire("cancel"), {"sessionId": sid})
 
     turn = await run_turn(p, sid, p.opts.cancel_prompt, bound=p.opts.timeout + p.opts.cancel_bound, during=cancel)
     if turn.response is None or "error" in turn.response:
-        p.fail("V2-CANCEL-001", f"the prompt failed: {_short(turn.response) if turn.response else 'no response'}")
+        p.fail("cancelled", f"the prompt failed: {_short(turn.response) if turn.response else 'no response'}")
         return
     reason = turn.idle.get("stopReason") if turn.idle is not None else None
     if reason == "cancelled":
-        p.ok("V2-CANCEL-001", "idle cancelled")
+        p.ok("cancelled", "idle cancelled")
     else:
-        p.fail("V2-CANCEL-001", "after session/cancel: " + (f"idle with stopReason {reason!r}" if turn.idle
+        p.fail("cancelled", "after session/cancel: " + (f"idle with stopReason {reason!r}" if turn.idle
                                                              else f"no idle within {p.opts.cancel_bound} s"))
 
 
 async def check_close(p: Probe) -> None:
-    init, sid = await setup_v2(p)
+    init, sid = await setup(p)
     await run_turn(p, sid, "hello")
     resp = await p.request(p.protocol.wire("close_session"), {"sessionId": sid})
     if resp is None or "error" in resp:
-        p.fail("V2-CLOSE-001", f"session/close got {_short(resp) if resp else 'no response'}")
+        p.fail("answered", f"session/close got {_short(resp) if resp else 'no response'}")
         return
-    p.ok("V2-CLOSE-001", "closed")
+    p.ok("answered", "closed")
     mark = next(i for i in range(len(p.records) - 1, -1, -1) if p.records[i].get("msg") is resp) + 1
     await asyncio.sleep(max(p.opts.settle, 0.5))
     late = [_update(r).get("sessionUpdate") for r in p.records[mark:] if _is_update(p, r, sid)]
     if late:
-        p.fail("V2-CLOSE-002", f"{len(late)} session/update after the close response: {late[:5]}")
+        p.fail("quiet_after", f"{len(late)} session/update after the close response: {late[:5]}")
     else:
-        p.ok("V2-CLOSE-002", "no update after the close response")
+        p.ok("quiet_after", "no update after the close response")
     ghosts = {p.protocol.wire("close_session"): await p.request(p.protocol.wire("close_session"), {"sessionId": "no-such-session"})}
-    if _session_caps(init).get("delete") is not None:
+    if _session_caps(p, init).get("delete") is not None:
         ghosts[p.protocol.wire("delete_session")] = await p.request(p.protocol.wire("delete_session"), {"sessionId": "no-such-session"})
     bad = {k: _short(g) if g else "no response" for k, g in ghosts.items() if g is None or "result" not in g}
     if bad:
-        p.fail("V2-CLOSE-003", f"an unknown session: {bad}")
+        p.fail("unknown", f"an unknown session: {bad}")
     else:
-        p.ok("V2-CLOSE-003", f"{' and '.join(ghosts)} of an unknown session succeed")
+        p.ok("unknown", f"{' and '.join(ghosts)} of an unknown session succeed")
 
 
 async def check_sessions(p: Probe) -> None:
-    init, sid = await setup_v2(p)
+    init, sid = await setup(p)
     listed = await p.request(p.protocol.wire("list_sessions"), {})
     try:
         resp = parse(p.protocol.models.ListSessionsResponse, _result(listed))
         ids = [s.session_id for s in resp.sessions]
         if sid in ids:
-            p.ok("V2-SESS-002", f"{len(ids)} sessions listed")
+            p.ok("listed", f"{len(ids)} sessions listed")
         else:
-            p.fail("V2-SESS-002", f"session {sid} not in the list {ids[:10]}")
+            p.fail("listed", f"session {sid} not in the list {ids[:10]}")
     except AcpError as exc:
-        p.fail("V2-SESS-002", f"session/list: {_short(listed) if listed else 'no response'} ({exc})")
+        p.fail("listed", f"session/list: {_short(listed) if listed else 'no response'} ({exc})")
     await run_turn(p, sid, "hello")
     mark = len(p.records)
     resumed = await p.request(p.protocol.wire("resume_session"), {"sessionId": sid, "cwd": p.workdir,
@@ -292,65 +309,64 @@ async def check_sessions(p: Probe) -> None:
     replayed = [u for u in (_update(r) for r in p.records[mark:answer] if _is_update(p, r, sid))
                 if u.get("sessionUpdate") in (p.protocol.turns.echo_kind, "user_message_chunk")]
     if resumed is None or "error" in resumed:
-        p.fail("V2-SESS-003", f"session/resume got {_short(resumed) if resumed else 'no response'}")
+        p.fail("replay", f"session/resume got {_short(resumed) if resumed else 'no response'}")
     elif replayed:
-        p.ok("V2-SESS-003", f"{len(replayed)} user message updates replayed before the response")
+        p.ok("replay", f"{len(replayed)} user message updates replayed before the response")
     else:
-        p.fail("V2-SESS-003", "no user message of the history was replayed before the resume response")
-    if _session_caps(init).get("delete") is None:
-        p.skip("V2-SESS-004", "session.delete not advertised")
+        p.fail("replay", "no user message of the history was replayed before the resume response")
+    if _session_caps(p, init).get("delete") is None:
+        p.skip("delete", "session.delete not advertised")
         return
     deleted = await p.request(p.protocol.wire("delete_session"), {"sessionId": sid})
     if deleted is not None and "result" in deleted:
-        p.ok("V2-SESS-004", "deleted")
+        p.ok("delete", "deleted")
     else:
-        p.fail("V2-SESS-004", f"session/delete got {_short(deleted) if deleted else 'no response'}")
+        p.fail("delete", f"session/delete got {_short(deleted) if deleted else 'no response'}")
 
 
 async def check_rpc(p: Probe) -> None:
-    await initialize_v2(p, _meta={"acme": 1})
+    await handshake(p, _meta={"acme": 1})
     unknown = await p.request("acplink/no_such_method", {})
     if _code(unknown) == METHOD_NOT_FOUND:
-        p.ok("V2-RPC-001", "-32601")
+        p.ok("unknown_method", "-32601")
     else:
-        p.fail("V2-RPC-001", f"an unknown method got {_short(unknown) if unknown else 'no response'}")
+        p.fail("unknown_method", f"an unknown method got {_short(unknown) if unknown else 'no response'}")
     wrong = {}
-    for method in sorted(m for m in _EARLIER_METHODS if p.protocol.info(m) is None):
+    for method in sorted(m for m in p.rules.facts.get("removed_methods", ()) if p.protocol.info(m) is None):
         got = await p.request(method, {"sessionId": "s", "methodId": "m", "cwd": p.workdir, "path": p.workdir})
         if _code(got) != METHOD_NOT_FOUND:
             wrong[method] = _short(got) if got else "no response"
     if wrong:
-        p.fail("V2-RPC-002", f"v1 methods not answered -32601: {wrong}")
+        p.fail("removed", f"v1 methods not answered -32601: {wrong}")
     else:
-        p.ok("V2-RPC-002", "every v1-only method got -32601")
+        p.ok("removed", "every v1-only method got -32601")
     ext = await p.request("_acplink/check", {})
     if ext is not None:
-        p.ok("V2-RPC-003", "answered")
+        p.ok("extension", "answered")
     else:
-        p.fail("V2-RPC-003", "a `_` extension request got no response")
+        p.fail("extension", "a `_` extension request got no response")
     mark = len(p.records)
     p.send_raw({"jsonrpc": "2.0", "id": None, "method": p.protocol.wire("list_sessions"), "params": {}})
     rec = await p.wait_for(lambda r: r.get("dir") == "a2c" and r.get("kind") == "response", p.opts.timeout,
                            start=mark)
     msg = rec["msg"] if rec is not None else None
     if isinstance(msg, dict) and msg.get("id") is None and _code(msg) == INVALID_REQUEST:
-        p.ok("V2-RPC-004", "-32600 with id null")
+        p.ok("null_id", "-32600 with id null")
     else:
-        p.fail("V2-RPC-004", f"a request with id null got {_short(msg) if msg else 'no response'}")
+        p.fail("null_id", f"a request with id null got {_short(msg) if msg else 'no response'}")
     new = await p.request(p.protocol.wire("new_session"), {"cwd": p.workdir, "mcpServers": [], "_meta": {"acme": True}})
     if isinstance(_result(new), dict) and isinstance(_result(new).get("sessionId"), str):
-        p.ok("V2-EXT-001", "`_meta` tolerated")
+        p.ok("meta", "`_meta` tolerated")
     else:
-        p.fail("V2-EXT-001", f"session/new with _meta got {_short(new) if new else 'no response'}")
+        p.fail("meta", f"session/new with _meta got {_short(new) if new else 'no response'}")
 
 
-V2_CHECKS: tuple[Check, ...] = (
-    Check("v2-initialize", check_initialize, ("V2-INIT-001", "V2-INIT-004", "V2-AUTH-001"), V2_MONITORED),
-    Check("v2-versions", check_versions, ("V2-INIT-002", "V2-INIT-003")),
-    Check("v2-prompt", check_prompt, ("V2-SESS-001", "V2-PROMPT-001", "V2-PROMPT-002", "V2-PROMPT-003",
-                                      "V2-PROMPT-004", "V2-PROMPT-005"), V2_MONITORED),
-    Check("v2-cancel", check_cancel, ("V2-CANCEL-001",), V2_MONITORED),
-    Check("v2-close", check_close, ("V2-CLOSE-001", "V2-CLOSE-002", "V2-CLOSE-003"), V2_MONITORED),
-    Check("v2-sessions", check_sessions, ("V2-SESS-002", "V2-SESS-003", "V2-SESS-004"), V2_MONITORED),
-    Check("v2-rpc", check_rpc, ("V2-RPC-001", "V2-RPC-002", "V2-RPC-003", "V2-RPC-004", "V2-EXT-001")),
-)
+PROBES: dict[str, ProbeFn] = {
+    "handshake": check_initialize,
+    "negotiation": check_versions,
+    "receipt-turn": check_prompt,
+    "cancel-to-idle": check_cancel,
+    "close": check_close,
+    "list-resume-delete": check_sessions,
+    "rpc": check_rpc,
+}

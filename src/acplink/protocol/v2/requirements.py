@@ -1,4 +1,6 @@
-"""The ACP v2 (draft) requirements of ``acplink check --protocol 2``: id, level, spec, title.
+"""The ACP v2 (draft) requirement set of ``acplink check --protocol 2``: its requirements, its
+check table and how the findings of recorded traffic map onto it (data only: see
+:mod:`acplink.protocol.requirements`).
 
 Spec references are ``page#anchor`` under https://agentclientprotocol.com/protocol/v2/draft/
 (the v2 draft pages; the vendored schema, newer than them, wins where they differ).
@@ -8,20 +10,16 @@ from __future__ import annotations
 
 import functools
 
-from .requirements import Requirement, make_requirement
+from ..requirements import CheckSpec, Requirement, RequirementSet, make_requirement
 
-__all__ = ["V2_REQUIREMENTS", "V2_SPEC_BASE", "V2Requirement"]
+__all__ = ["REQUIREMENTS", "REQUIREMENT_SET", "SPEC_BASE"]
 
-V2_SPEC_BASE = "https://agentclientprotocol.com/protocol/v2/draft/"
+SPEC_BASE = "https://agentclientprotocol.com/protocol/v2/draft/"
 
-
-#: a v2 requirement: a :class:`Requirement` whose spec pages are the v2 draft's
-V2Requirement = Requirement
-
-_r = functools.partial(make_requirement, spec_base=V2_SPEC_BASE)
+_r = functools.partial(make_requirement, spec_base=SPEC_BASE)
 
 
-V2_REQUIREMENTS: tuple[V2Requirement, ...] = (
+REQUIREMENTS: tuple[Requirement, ...] = (
     # initialization and negotiation
     _r("V2-INIT-001", "must", "initialization",
        "initialize with protocolVersion 2 is answered with a valid v2 InitializeResponse for version 2",
@@ -141,4 +139,56 @@ V2_REQUIREMENTS: tuple[V2Requirement, ...] = (
     _r("V2-TRANS-001", "must", "transports",
        "every line the agent writes to stdout is valid UTF-8 JSON (one message a line)",
        "TRANSPORT-201", "TRANSPORT-002", "TRANSPORT-203"),
+)
+
+#: judged from every check's traffic
+MONITORED = ("V2-SCHEMA-001", "V2-SCHEMA-002", "V2-IDS-001", "V2-RPC-008", "V2-TRANS-001", "V2-CAP-001")
+
+CHECKS: tuple[CheckSpec, ...] = (
+    CheckSpec("v2-initialize", {"answer": "V2-INIT-001", "repeat": "V2-INIT-004", "login": "V2-AUTH-001"},
+              MONITORED, probe="handshake"),
+    CheckSpec("v2-versions", {"newer": "V2-INIT-002", "too_old": "V2-INIT-003"}, probe="negotiation"),
+    CheckSpec("v2-prompt", {"session": "V2-SESS-001", "receipt": "V2-PROMPT-001", "echo": "V2-PROMPT-002",
+                            "running": "V2-PROMPT-003", "idle": "V2-PROMPT-004", "empty": "V2-PROMPT-005"},
+              MONITORED, probe="receipt-turn"),
+    CheckSpec("v2-cancel", {"cancelled": "V2-CANCEL-001"}, MONITORED, probe="cancel-to-idle"),
+    CheckSpec("v2-close", {"answered": "V2-CLOSE-001", "quiet_after": "V2-CLOSE-002", "unknown": "V2-CLOSE-003"},
+              MONITORED, probe="close"),
+    CheckSpec("v2-sessions", {"listed": "V2-SESS-002", "replay": "V2-SESS-003", "delete": "V2-SESS-004"},
+              MONITORED, probe="list-resume-delete"),
+    CheckSpec("v2-rpc", {"unknown_method": "V2-RPC-001", "removed": "V2-RPC-002", "extension": "V2-RPC-003",
+                         "null_id": "V2-RPC-004", "meta": "V2-EXT-001"}, probe="rpc"),
+    # for parity with the official kit (acp-tck, v2)
+    CheckSpec("v2-session-ids", {"distinct": "V2-SESS-005", "mcp_omitted": "V2-SESS-006"}, MONITORED,
+              probe="session-ids"),
+    CheckSpec("v2-prompt-ids", {"distinct": "V2-PROMPT-006", "same_session": "V2-PROMPT-007", "meta": "V2-EXT-002"},
+              MONITORED, probe="message-ids"),
+    CheckSpec("v2-cancel-meta", {"honoured": "V2-CANCEL-002", "quiet_after": "V2-CANCEL-003"}, MONITORED,
+              probe="cancel-meta"),
+    CheckSpec("v2-close-running", {"cancelled": "V2-CLOSE-004"}, MONITORED, probe="close-running-turn"),
+    CheckSpec("v2-content", {"context": "V2-CONTENT-001", "image": "V2-CONTENT-002", "audio": "V2-CONTENT-003",
+                             "embedded": "V2-CONTENT-004"}, MONITORED, probe="content-turns"),
+    CheckSpec("v2-shutdown", {"exits": "V2-SHUT-001"}, probe="shutdown"),
+    CheckSpec("v2-notifications", {"unknown_extension": "V2-RPC-005", "unanswered": "V2-RPC-006",
+                                   "still_working": "V2-RPC-007"}, MONITORED, probe="unanswered-notifications"),
+    CheckSpec("v2-list", {"empty": "V2-LIST-001", "cwd": "V2-LIST-002", "deleted": "V2-SESS-007",
+                          "no_replay": "V2-SESS-008"}, MONITORED, probe="list-filters"),
+    CheckSpec("v2-auth-methods", {"unique_ids": "V2-AUTH-002", "no_terminal": "V2-AUTH-003", "types": "V2-AUTH-004",
+                                  "no_auth_required": "V2-AUTH-005"}, MONITORED, probe="auth-methods"),
+)
+
+REQUIREMENT_SET = RequirementSet(
+    "acp-v2-draft", REQUIREMENTS, CHECKS, MONITORED,
+    findings={"schema": "V2-SCHEMA-001", "schema-strict": "V2-SCHEMA-002", "invalid-json": "V2-TRANS-001",
+              "response-unknown-id": "V2-IDS-001", "duplicate-response": "V2-IDS-001", "capability": "V2-CAP-001"},
+    # (not update-after-close → V2-CLOSE-002 on every check: the idle that ends a turn still
+    # running at session/close may follow the close response, V2-CLOSE-004; v2-close judges it)
+    error_message="V2-RPC-008", foreign_call="V2-CAP-001",
+    initialize={"info": {"name": "acplink-check", "version": "1"}, "capabilities": {}}, tck_key="v2",
+    null_id_responses=False,
+    facts={"auth_method_id": "methodId", "auth_method_types": ("agent", "terminal"),
+           # methods of the first version this one removed (answered -32601)
+           "removed_methods": ("authenticate", "session/load", "session/set_mode", "fs/read_text_file"),
+           # where the session capabilities are in the initialize result, and the prompt ones in them
+           "session_capabilities": ("capabilities", "session"), "prompt_capabilities": "prompt"},
 )
