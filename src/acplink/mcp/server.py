@@ -39,6 +39,7 @@ import inspect
 import json
 import logging
 import re
+import types
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, Union, get_args, get_origin, get_type_hints
@@ -107,8 +108,7 @@ def _is_call(annotation: Any) -> bool:
         return True
     origin = get_origin(annotation)
     args = get_args(annotation)
-    return (origin is Union or type(annotation).__name__ == "UnionType") and McpCall in args and all(
-        a in (McpCall, type(None)) for a in args)
+    return origin in (Union, types.UnionType) and McpCall in args and all(a in (McpCall, type(None)) for a in args)
 
 
 @dataclass(frozen=True)
