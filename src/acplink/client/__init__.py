@@ -6,6 +6,7 @@ from .permissions import PermissionPolicy, PermissionRule
 from .session import PromptTurn, Session
 from .state import SessionState
 from .terminal import TerminalHandler
+from .workspace import WorkspaceServer, workspace_server
 
 __all__ = [
     "Client",
@@ -16,5 +17,7 @@ __all__ = [
     "Session",
     "SessionState",
     "TerminalHandler",
+    "WorkspaceServer",
     "connect",
+    "workspace_server",
 ]

@@ -10,6 +10,9 @@ request (``tools/list``, ``tools/call``, ...). What it returns is the inner resu
 :class:`acplink.McpError` answers with an inner MCP error; it may send notifications for the
 request while it runs (:meth:`McpCall.notify`, :meth:`McpCall.progress`); cancelling the
 request (``$/cancel_request``) cancels the handler's task.
+
+:class:`McpServer` is a ready-made handler: an in-process MCP server whose tools are Python
+functions (``@server.tool()``).
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ from ._call import (
     McpCall,
     McpHandler,
 )
+from .server import McpServer, ToolResult
 
 __all__ = [
     "MCP_CLIENT_CAPABILITIES",
@@ -30,4 +34,6 @@ __all__ = [
     "MCP_PROTOCOL_VERSION_KEY",
     "McpCall",
     "McpHandler",
+    "McpServer",
+    "ToolResult",
 ]
