@@ -1,6 +1,6 @@
 """A lean install: ``pip install acplink`` brings pydantic and orjson only; the command line's
 terminal UI, the remote transports and devtools are extras (``cli``, ``remote``, ``devtools``,
-``all``). Without an extra, the library still works over stdio and in-process, and what needs
+``mcp``, ``all``). Without an extra, the library still works over stdio and in-process, and what needs
 the extra says so in one line naming it (``MissingDependency``), never with a traceback.
 
 The subprocess tests make the optional libraries unimportable with a ``sitecustomize`` that
@@ -33,7 +33,8 @@ ECHO_AGENT = ROOT / "examples" / "echo_agent.py"
 CORE = {"pydantic", "pydantic_core", "orjson"}
 #: what the extras bring, with what those bring in turn: none of it is installed by ``pip install acplink``
 OPTIONAL = ("rich", "prompt_toolkit", "pygments", "markdown_it", "wcwidth", "uvicorn", "starlette", "websockets",
-            "httpx", "httpx_sse", "httpcore", "h2", "h11", "httptools", "sniffio", "anyio")
+            "httpx", "httpx_sse", "httpcore", "h2", "h11", "httptools", "sniffio", "anyio", "mcp", "mcp_types",
+            "httpx2")
 
 #: the modules that import an optional library when imported; each is imported only after
 #: ``require()`` checked its extra (the pytest plugin: only pytest loads it)
@@ -206,7 +207,8 @@ def test_the_core_dependencies_are_exactly_the_library_s() -> None:
     assert {"uvicorn", "websockets", "httpx", "httpx-sse"} <= {_name(r) for r in extras["remote"]}
     assert "httpx[http2]" in "".join(extras["remote"])
     assert {"starlette", "uvicorn"} <= {_name(r) for r in extras["devtools"]}
-    assert extras["all"] == ["acplink[cli,remote,devtools]"]
+    assert {"mcp"} <= {_name(r) for r in extras["mcp"]}
+    assert extras["all"] == ["acplink[cli,remote,devtools,mcp]"]
     assert "acplink[all]" in extras["test"] and "acplink[test]" in extras["dev"]  # CI installs .[dev]: everything
 
 

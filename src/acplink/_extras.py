@@ -5,7 +5,8 @@ library (pydantic, orjson); the extras bring the rest (pyproject.toml, ``[projec
 - ``remote``: websockets, httpx (HTTP/2), httpx-sse, uvicorn, for the WebSocket and
   streamable-HTTP transports and ``acplink serve``;
 - ``devtools``: Starlette and uvicorn, for ``acplink devtools``'s web UI;
-- ``all``: the three.
+- ``mcp``: the Python ``mcp`` package 2.x, for bridges to real MCP servers (``McpBridge``, ``--mcp``);
+- ``all``: the four.
 
 Every place that imports one of them first calls :func:`require`, so that a missing
 extra is one :class:`~acplink.errors.MissingDependency` naming it, not an ``ImportError``

@@ -9,6 +9,7 @@ from .store import MemoryStore, SessionStore
 
 if TYPE_CHECKING:
     from ._conn import DualAgentConnection
+    from .mcp_http import HttpEndpoint, McpHttpBridge
 
 __all__ = [
     "HOOKS",
@@ -18,6 +19,8 @@ __all__ = [
     "AgentSession",
     "Context",
     "DualAgentConnection",
+    "HttpEndpoint",
+    "McpHttpBridge",
     "MemoryStore",
     "PermissionAnswer",
     "PromptContext",
@@ -36,4 +39,12 @@ def __getattr__(name: str) -> Any:
         from ._conn import DualAgentConnection
 
         return DualAgentConnection
+    if name == "HttpEndpoint":  # (MCP-over-ACP for HTTP-only MCP clients: imported on first use)
+        from .mcp_http import HttpEndpoint
+
+        return HttpEndpoint
+    if name == "McpHttpBridge":
+        from .mcp_http import McpHttpBridge
+
+        return McpHttpBridge
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -2,6 +2,7 @@
 
 from .client import Client, connect
 from .fs import FileSystemHandler
+from .mcp_bridge import McpBridge, McpBridgeError
 from .permissions import PermissionPolicy, PermissionRule
 from .session import PromptTurn, Session
 from .state import SessionState
@@ -11,6 +12,8 @@ from .workspace import WorkspaceServer, workspace_server
 __all__ = [
     "Client",
     "FileSystemHandler",
+    "McpBridge",
+    "McpBridgeError",
     "PermissionPolicy",
     "PermissionRule",
     "PromptTurn",

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from ..tools.analysis import FINDING_CODES, analyze
+from ..tools.mcp_traffic import McpExchange
 from .cache import cached
 from .html import DETAIL_LIMIT, esc, fmt_ms, fmt_size, page, pretty_json
 from .store import EXPECTED_ERROR, ConnectionRow, Store, row_record
@@ -228,7 +229,24 @@ def _findings(store: Store, c: ConnectionRow) -> str:
         body = (f'<p>{len(t.findings)} findings (the analysis of <code>acplink inspect</code>).</p>'
                 f'<table class="list" id="findings"><thead><tr><th>message</th><th>dir</th><th>finding</th>'
                 f"<th>detail</th></tr></thead><tbody>{rows}</tbody></table>")
-    return body
+    return body + _mcp_table(c.id, t.mcp) if t.mcp else body
+
+
+def _mcp_table(conn: int, exchanges: list[McpExchange]) -> str:
+    """MCP-over-ACP as tool traffic: each ``mcp/message`` with its server, inner method, tool,
+    latency and outcome (an inner error is the MCP server's; an outer error the binding's)."""
+    rows = []
+    for e in exchanges:
+        outcome = ("(no answer)" if e.outcome is None else e.outcome if e.outcome == "result"
+                   else f"{e.outcome} {e.code} {e.message or ''}")
+        server = e.server if e.server is not None else "(never declared)"
+        rows.append(f'<tr><td>{f"<a href=/c/{conn}?at={e.seq}>#{e.seq}</a>" if e.seq else ""}</td>'
+                    f"<td>{esc(server)} <span class=dim>{esc(e.server_id or '')}</span></td>"
+                    f"<td>{esc(e.method or '?')}</td><td>{esc(e.tool or '')}</td>"
+                    f"<td>{fmt_ms(e.latency)}</td><td>{esc(outcome)}</td><td>{e.notifications or ''}</td></tr>")
+    return (f"<h2>MCP over ACP</h2><p>{len(exchanges)} <code>mcp/message</code> requests.</p>"
+            '<table class="list" id="mcp"><thead><tr><th>message</th><th>server</th><th>method</th><th>tool</th>'
+            f"<th>latency</th><th>outcome</th><th>notifications</th></tr></thead><tbody>{''.join(rows)}</tbody></table>")
 
 
 def export_lines(store: Store, conn: int) -> Iterator[bytes]:

@@ -31,6 +31,7 @@ from ..protocol.state import (
     TurnStarted,
     Update,
 )
+from .mcp_traffic import MCP_FINDINGS, McpExchange, McpTraffic
 from .validate import protocol_after, validate_message
 
 __all__ = ["FINDING_CODES", "Finding", "Timeline", "TraceSession", "TraceTurn", "analyze", "expected_error"]
@@ -41,6 +42,7 @@ FINDING_CODES = {
     "schema-strict": "a message matches the schema only thanks to its leniency rules",
     "invalid-json": "a line that is not JSON",
     **FINDINGS,
+    **MCP_FINDINGS,
 }
 
 
@@ -168,6 +170,8 @@ class Timeline:
     #: :func:`expected_error`, else "error")
     errors: list[dict[str, Any]] = field(default_factory=list)
     findings: list[Finding] = field(default_factory=list)
+    #: MCP-over-ACP: each ``mcp/message`` exchange (server, inner method, tool, latency, outcome)
+    mcp: list[McpExchange] = field(default_factory=list)
     exit_code: Any = None
     #: the trace's last line was cut off (a killed recorder): ``{"line": N, "size": BYTES}``
     cut: dict[str, Any] | None = None
@@ -179,6 +183,8 @@ class Timeline:
                 t["duration"] = None if t["end"] is None else t["end"] - t["start"]
         out["sessions"] = list(out["sessions"].values())
         out["tool_calls"] = list(out["tool_calls"].values())
+        for ex, data in zip(self.mcp, out["mcp"], strict=True):
+            data["latency"] = ex.latency
         return out
 
 
@@ -195,6 +201,7 @@ class _Analyzer:
         self.protocol = self.state.protocol
         #: the trace's header says its messages were checked as they were recorded
         self.checked = False
+        self.mcp = McpTraffic()
 
     def find(self, code: str, message: str, rec: dict[str, Any]) -> None:
         self.t.findings.append(Finding(code, message, rec.get("seq"), rec.get("dir"), rec.get("mono")))
@@ -222,6 +229,7 @@ class _Analyzer:
         for sess in t.sessions.values():
             for turn in sess.turns:
                 turn.settle()
+        t.mcp = self.mcp.exchanges
         for role, rid, method, seq in self.state.unanswered():
             d = _DIR[role]
             t.findings.append(Finding("unanswered", f"{method} request {rid!r} ({d}) never answered", seq, d))
@@ -252,6 +260,8 @@ class _Analyzer:
         verdict = self.state.process(role, msg, int(rec.get("seq") or 0))
         for f in verdict.findings:
             self.find(f.id, f.message, rec)
+        for code, text in self.mcp.message(d, msg, _mono(rec), rec.get("seq")):
+            self.find(code, text, rec)
         if kind == "request":
             self.request(rec, msg, verdict.events)
         elif kind == "response" and "error" in msg and (answered is not None or msg.get("id") is None):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+from collections.abc import Callable
 from typing import Any
 
 from rich.console import Console
@@ -15,6 +16,7 @@ from rich.text import Text
 from .._text import sanitize_for_terminal
 from .analysis import FINDING_CODES, Timeline, analyze
 from .console import PipeConsole
+from .mcp_traffic import McpExchange
 from .trace import read_trace
 
 __all__ = ["inspect_trace", "load_timeline", "render_text"]
@@ -121,6 +123,8 @@ def render_text(t: Timeline, console: Console, *, show_text: bool = False) -> No
             wait = None if p.answered is None else p.answered - p.asked
             say(f"  {_at(t, p.asked)} tool call {p.tool_call_id}: options {', '.join(p.options)}"
                           f" → {p.answer or '(no answer)'} after {_dur(wait)}")
+    if t.mcp:
+        _render_mcp(t, say)
     for severity, title, style in (("error", "errors", "bold red"),
                                    ("info", "expected errors (informational: a read of a file that does not "
                                             "exist)", "dim")):
@@ -150,6 +154,44 @@ def render_text(t: Timeline, console: Console, *, show_text: bool = False) -> No
         for f in items:
             table.add_row(*(_text(x) for x in (str(f.seq or ""), f.dir or "", f.code, f.message)))
         console.print(table)
+
+
+#: the MCP-over-ACP exchanges listed one by one per server (the rest are counted)
+_MCP_SHOWN = 20
+
+
+def _render_mcp(t: Timeline, say: Callable[..., None]) -> None:
+    """MCP-over-ACP as tool traffic: per declared server, its inner methods, latencies and outcomes."""
+    say()
+    say(_text(f"MCP over ACP ({len(t.mcp)} mcp/message requests)", style="bold"))
+    servers: dict[str | None, list[McpExchange]] = {}
+    for ex in t.mcp:
+        servers.setdefault(ex.server_id, []).append(ex)
+    for server_id, exchanges in servers.items():
+        first = exchanges[0]
+        name = first.server if first.server is not None else "(never declared)"
+        where = f", session {first.session_id}" if first.session_id else ""
+        provider = "the client" if first.dir == "a2c" else "the agent"
+        counts: dict[str, int] = {}
+        for ex in exchanges:
+            counts[ex.method or "?"] = counts.get(ex.method or "?", 0) + 1
+        done = sorted(ex.latency for ex in exchanges if ex.latency is not None)
+        speed = f"; median {_dur(done[len(done) // 2])}, slowest {_dur(done[-1])}" if done else ""
+        say(f"  server {name} ({server_id}{where}; provided by {provider}): "
+            + ", ".join(f"{m} \u00d7{n}" for m, n in counts.items()) + speed)
+        for ex in exchanges[:_MCP_SHOWN]:
+            what = f"{ex.method or '?'}" + (f" {ex.tool}" if ex.tool else "")
+            if ex.outcome is None:
+                end = "(no answer)"
+            elif ex.outcome == "result":
+                end = "result"
+            else:
+                end = f"{ex.outcome.replace('-', ' ')} {ex.code} {ex.message or ''}".rstrip()
+            extra = f" ({ex.notifications} notifications)" if ex.notifications else ""
+            say(f"      #{ex.seq} {what}  {_dur(ex.latency):>10}  → {end}{extra}",
+                style="" if ex.outcome in ("result", None) else "yellow")
+        if len(exchanges) > _MCP_SHOWN:
+            say(f"      … and {len(exchanges) - _MCP_SHOWN} more", style="dim")
 
 
 def inspect_trace(trace: str | os.PathLike[str] | Timeline, *, as_json: bool = False, show_text: bool = False,
