@@ -233,7 +233,7 @@ async def _client_replay(name: str, caplog: pytest.LogCaptureFixture) -> tuple[l
     async def next_request(method: str) -> Any:
         nonlocal seen
         while True:
-            await agent.until(lambda: len(agent.log) > seen)
+            await agent.until(lambda n=seen: len(agent.log) > n)
             msg = agent.log[seen]
             seen += 1
             if msg.get("method") == method and "id" in msg:
