@@ -26,14 +26,14 @@ Who uses it:
 
 - ``acplink inspect``, devtools and ``acplink check`` (:mod:`acplink.tools.analysis`) feed a
   recorded trace through it and turn the verdicts into a timeline and findings;
-- a live connection keeps one machine and feeds it every message it sends and receives
-  (cheap: one dict lookup by method and a few set operations per message). The agent side
-  answers an inbound request whose verdict has a ``refusal`` with an error, and feeds that
-  answer too (a refused prompt's answer gives a :class:`TurnEnded` with its own request id;
-  the running turn is untouched). The client side asks :meth:`ConnectionState.refusal`
-  before sending, and ends its prompt turn at the :class:`TurnEnded` event of its request id
-  (the response in v1, the idle state update in v2). Both can ask
-  :meth:`ConnectionState.running` for a session's running turn::
+- the live connections do not feed it their traffic (the update flood must not pay for it):
+  they call the same rule functions it calls (:mod:`acplink.protocol.rules`:
+  ``before_initialize``, ``session_refusal``, ``prompt_refusal``, ``update_session_finding``;
+  :meth:`TurnRules.prompt_action`, ``end_of``), so each rule is written once; the corpus test
+  replays its traces through live connections to keep them deciding alike (docs/design.md,
+  "One decision source"). A caller that wants the whole machine live can still keep one per
+  connection: :meth:`ConnectionState.refusal` says, before sending, why a request may not go,
+  and :meth:`ConnectionState.running` gives a session's running turn::
 
       state = ConnectionState()
       verdict = state.process("client", {"jsonrpc": "2.0", "id": 1, "method": "initialize",
