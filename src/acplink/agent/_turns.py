@@ -130,9 +130,10 @@ class Lifecycle:
         sid = params.session_id
         sess = self.conn.app.get_session(sid)
         st = self._get(sid)
-        if st.task is None and not st.held:
+        action = self.rules.prompt_action(st.task is not None or bool(st.held))  # (the one busy rule)
+        if action == "start":
             receipt, go = await self._insert(st, sess, params, run)
-        elif self.rules.busy == "refuse":
+        elif action == "refuse":
             raise InvalidRequest(prompt_refusal(sid, True))
         else:
             fut: asyncio.Future[tuple[dict[str, Any], asyncio.Event]] = asyncio.get_running_loop().create_future()

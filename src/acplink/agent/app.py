@@ -30,6 +30,7 @@ from ..connection.agent_side import AgentSideConnection
 from ..connection.base import RawJSON, Router
 from ..errors import InternalError, ResourceNotFound, UsageError
 from ..protocol import PROTOCOL_VERSION, Protocol, get_protocol, known_versions
+from ..protocol.rules import session_refusal
 from ..schema import _generated as s
 from ._on import AgentOn
 from .context import AgentSession
@@ -271,8 +272,8 @@ class AgentBase(AgentOn):
 
     def get_session(self, session_id: str) -> AgentSession:
         sess = self.sessions.get(session_id)
-        if sess is None:
-            raise ResourceNotFound(f"unknown session {session_id!r}", {"sessionId": session_id})
+        if sess is None:  # (the rule the state machine judges too: protocol.rules.session_refusal)
+            raise ResourceNotFound(session_refusal(session_id, False) or "", {"sessionId": session_id})
         return sess
 
     def session_setup(self, sess: AgentSession) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from ..connection.peer import PeerLimits
 from ..errors import InvalidParams, MethodNotFound, PeerOutputNotJson, ResourceNotFound, UsageError
 from ..protocol import PROTOCOL_VERSION, Protocol
 from ..protocol.initialize import Handshake, ProtocolChoice, check_choice
+from ..protocol.rules import update_session_finding
 from ..schema import _generated as s
 from ..transports.base import Transport
 from ..transports.subprocess import SubprocessTransport
@@ -82,6 +83,9 @@ class Client(ClientOn):
         self.elicitation = elicitation
         self.client_info = client_info or s.Implementation(name="acplink", version=__version__)
         self.sessions: dict[str, Session] = {}
+        #: the ids of the sessions closed here (an update for one breaks another rule than an
+        #: update for a session never opened: see protocol.rules.update_session_finding)
+        self._closed_sessions: set[str] = set()
         self.observers: list[UpdateObserver] = []
         self._fs: dict[str, FileSystemHandler] = {}
         # one budget for all sessions' file operations; a read waits for earlier answers to drain
@@ -264,6 +268,16 @@ class Client(ClientOn):
         if turn is not None and not turn.done and self.connection.protocol.turns.receipt:
             turn._fail(exc)
 
+    def _stray_update(self, protocol: Protocol, p: Any) -> None:
+        """A ``session/update`` for a session this client has not open: logged and dropped,
+        named by the rule it breaks (the state machine's: ``update-unknown-session``, or
+        ``update-after-close`` for a session closed here)."""
+        sid = p.session_id
+        kind = str(getattr(p.update, "session_update", "?"))
+        broken = update_session_finding(sid, kind, opened=False, closed=sid in self._closed_sessions, loading=False)
+        finding, message = broken or ("update-unknown-session", f"{kind} for unknown session {sid!r}")
+        self.connection.peer.warn_bad_input(f"{protocol.wire('session_update')} {message} ignored ({finding})")
+
     def _session_opened(self, method: str, request: Any, result: Any) -> None:
         """The connection processed the result of a session-opening call (whoever made it):
         the session exists from now on, before any later message (its updates) is handled."""
@@ -390,8 +404,7 @@ class Client(ClientOn):
         async def on_update(p: s.SessionNotification) -> None:
             sess = self.sessions.get(p.session_id)
             if sess is None:
-                self.connection.peer.warn_bad_input(
-                    f"{protocol.wire('session_update')} for unknown session {p.session_id!r} ignored")
+                self._stray_update(protocol, p)
                 return
             sess._deliver(p.update)
             for obs in self.observers:

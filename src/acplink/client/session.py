@@ -152,9 +152,13 @@ class Session:
         on it raises :class:`RequestTimeout`. ``cancel_wait``: see :class:`PromptTurn`.
         """
         self._check_open()
-        refused = prompt_refusal(self.session_id, self._turn is not None and not self._turn.done)
-        if refused is not None:
-            raise UsageError(refused)
+        running = self._turn is not None and not self._turn.done
+        action = self.protocol.turns.prompt_action(running)  # (the one busy rule)
+        if action != "start":
+            # (where the version would hold it, a Session still runs one PromptTurn at a time:
+            # its updates and end are the turn's; another session, or awaiting this turn, does)
+            held = " (the agent would hold it; a Session runs one prompt turn at a time)" if action == "hold" else ""
+            raise UsageError(f"{prompt_refusal(self.session_id, True)}{held}")
         wait = self.cancel_wait if cancel_wait is None else cancel_wait
         if (timeout is not None and not timeout > 0) or not wait >= 0:
             raise UsageError(f"timeout must be positive and cancel_wait not negative (got {timeout!r}, {wait!r})")
@@ -250,6 +254,7 @@ class Session:
             return
         self.closed = True
         self.client.sessions.pop(self.session_id, None)
+        self.client._closed_sessions.add(self.session_id)
         if self.client.offers("close_session") and not self.client.closed:
             conn = self.client.connection
             await conn.call(conn.protocol.wire("close_session"), session_id=self.session_id)

@@ -85,6 +85,7 @@ class AgentSideConnection(Connection, ClientStubs):
     def _install(self, router: Router) -> Router:
         """This connection's wrappers (turns, cancel, initialize) around the router's handlers."""
         router = router.copy()  # the wrappers below are this connection's own
+        self.turns.rules = self.protocol.turns  # (the version's busy rule: PromptTurns.start)
         #: the protocol the router's handlers are written against (see vocabulary_of)
         self.vocabulary = p = self.vocabulary_of(self.protocol)
         prompt, init, cancel = p.wire("prompt"), p.wire("initialize"), p.wire("cancel")

@@ -4,11 +4,16 @@
   extension methods) may be requested (:func:`before_initialize`).
 - **Capabilities**: a method guarded by a capability may be called only when its owner
   advertised it (:func:`advertises`, :func:`missing_capability`); ``{}`` counts as advertised.
-- **Turns**: one prompt turn per session at a time (:func:`prompt_refusal`,
+- **Sessions**: a request for a session must name one that is open (:func:`session_refusal`;
+  an update for a session neither open nor being loaded: :func:`update_session_finding`).
+- **Turns**: a prompt during a turn is refused or held, as the version's
+  :meth:`~acplink.protocol.turns.TurnRules.prompt_action` says (:func:`prompt_refusal`,
   :class:`PromptTurns`); the updates of a turn (:data:`TURN_UPDATE_KINDS`) come before its
   prompt response, never after it (:meth:`PromptTurns.update_after_response`).
 
-The connections enforce them (the agent side refuses, the client side raises before sending).
+The connections enforce them (the agent side refuses, the client side raises before sending or
+warns about what it drops), calling the same functions as the state machine: a rule is written
+once (the map of which side decides what is in docs/design.md, "One decision source").
 :mod:`acplink.protocol.state` builds the state machine of a whole connection on them (and on the
 protocol object's turn rules): the trace analyser (``acplink inspect``, devtools) and the
 conformance checker judge recorded traffic with it. Each function returns a verdict (a bool, or
@@ -23,7 +28,7 @@ from pydantic import BaseModel
 
 from ..schema._table import MethodTable
 from ..schema.v1 import TABLE as _V1_TABLE
-from .turns import V1_TURNS
+from .turns import V1_TURNS, TurnRules
 
 __all__ = [
     "BEFORE_INITIALIZE",
@@ -36,6 +41,8 @@ __all__ = [
     "missing_capability",
     "prompt_refusal",
     "required_capability",
+    "session_refusal",
+    "update_session_finding",
 ]
 
 T = TypeVar("T")
@@ -119,6 +126,25 @@ def prompt_refusal(session_id: str, running: bool) -> str | None:
     return f"session {session_id!r} already has a prompt turn running" if running else None
 
 
+def session_refusal(session_id: str, known: bool) -> str | None:
+    """Why a request naming ``session_id`` (a prompt, a mode change...) may not be served
+    (None: it may); ``known``: the session is open on this connection."""
+    return None if known else f"unknown session {session_id!r}"
+
+
+def update_session_finding(session_id: str, kind: str, *, opened: bool, closed: bool,
+                           loading: bool) -> tuple[str, str] | None:
+    """The rule an update of ``kind`` for ``session_id`` breaks, as (finding id of
+    :data:`acplink.protocol.state.FINDINGS`, message), or None: the session must be open
+    (``opened``; or being loaded or resumed, ``loading``: its history is replayed before the
+    answer) and not closed since (``closed``)."""
+    if closed:
+        return "update-after-close", f"{kind} for session {session_id!r} after its session/close response"
+    if not opened and not loading:
+        return "update-unknown-session", f"{kind} for unknown session {session_id!r}"
+    return None
+
+
 def is_turn_update(kind: str) -> bool:
     """Whether a ``session/update`` of ``kind`` belongs to a prompt turn (only during one)."""
     return kind in TURN_UPDATE_KINDS
@@ -128,7 +154,9 @@ class PromptTurns(Generic[T]):
     """The prompt turns of a connection's sessions: ``T`` is what the caller keeps per turn
     (the agent its running task, the analyser its timeline entry)."""
 
-    def __init__(self) -> None:
+    def __init__(self, rules: TurnRules = V1_TURNS) -> None:
+        #: the version's turn rules (what a prompt during a turn becomes)
+        self.rules = rules
         self._running: dict[str, T] = {}
         #: sessions with at least one answered prompt
         self._ended: set[str] = set()
@@ -144,11 +172,12 @@ class PromptTurns(Generic[T]):
         return session_id in self._running
 
     def start(self, session_id: str, turn: T) -> str | None:
-        """Start ``turn``; or, when the session has one running, the reason it may not start."""
-        why = prompt_refusal(session_id, session_id in self._running)
-        if why is None:
-            self._running[session_id] = turn
-        return why
+        """Start ``turn``; or, when the session has one running, the reason it may not start (a
+        version that holds such a prompt holds it before it gets here: see ``agent/_turns.py``)."""
+        if self.rules.prompt_action(session_id in self._running) != "start":
+            return prompt_refusal(session_id, True)
+        self._running[session_id] = turn
+        return None
 
     def end(self, session_id: str, turn: T) -> bool:
         """``turn``'s prompt was answered: the session is free (False: it was not running)."""

@@ -9,7 +9,7 @@ at a time: ``process(role, message)``, where ``role`` is the side that *sent* th
   :class:`StateChanged`, :class:`TurnEnded`, :class:`QuestionAsked`, :class:`QuestionAnswered`);
 - ``findings``: the rules the message broke (:class:`Finding`: an id of :data:`FINDINGS` and a
   message), e.g. a request before ``initialize`` was answered, a second prompt while a turn
-  runs (on versions that refuse it), a turn update after the turn ended, an update after
+  runs (on versions that refuse it), a prompt for a session that is not open, a turn update after the turn ended, an update after
   ``session/close``;
 - ``refusal``: for a request a live side must refuse (answer with an error), the reason.
 
@@ -26,14 +26,14 @@ Who uses it:
 
 - ``acplink inspect``, devtools and ``acplink check`` (:mod:`acplink.tools.analysis`) feed a
   recorded trace through it and turn the verdicts into a timeline and findings;
-- a live connection keeps one machine and feeds it every message it sends and receives
-  (cheap: one dict lookup by method and a few set operations per message). The agent side
-  answers an inbound request whose verdict has a ``refusal`` with an error, and feeds that
-  answer too (a refused prompt's answer gives a :class:`TurnEnded` with its own request id;
-  the running turn is untouched). The client side asks :meth:`ConnectionState.refusal`
-  before sending, and ends its prompt turn at the :class:`TurnEnded` event of its request id
-  (the response in v1, the idle state update in v2). Both can ask
-  :meth:`ConnectionState.running` for a session's running turn::
+- the live connections do not feed it their traffic (the update flood must not pay for it):
+  they call the same rule functions it calls (:mod:`acplink.protocol.rules`:
+  ``before_initialize``, ``session_refusal``, ``prompt_refusal``, ``update_session_finding``;
+  :meth:`TurnRules.prompt_action`, ``end_of``), so each rule is written once; the corpus test
+  replays its traces through live connections to keep them deciding alike (docs/design.md,
+  "One decision source"). A caller that wants the whole machine live can still keep one per
+  connection: :meth:`ConnectionState.refusal` says, before sending, why a request may not go,
+  and :meth:`ConnectionState.running` gives a session's running turn::
 
       state = ConnectionState()
       verdict = state.process("client", {"jsonrpc": "2.0", "id": 1, "method": "initialize",
@@ -54,7 +54,13 @@ from ..errors import UsageError
 from .base import Protocol, get_protocol
 from .initialize import agreed_version
 from .messages import CallMatcher, message_kind
-from .rules import before_initialize, missing_capability
+from .rules import (
+    before_initialize,
+    missing_capability,
+    prompt_refusal,
+    session_refusal,
+    update_session_finding,
+)
 
 __all__ = [
     "FINDINGS",
@@ -84,6 +90,7 @@ FINDINGS: Mapping[str, str] = {
     "before-initialize": "a request before the initialize response",
     "capability": "a request the peer's capabilities did not allow",
     "prompt-while-running": "a session/prompt while the session's previous prompt is still running",
+    "prompt-unknown-session": "a session/prompt for a session that is not open (never opened, or closed)",
     "update-after-response": "a turn update after the turn ended (no turn running)",
     "update-unknown-session": "a session/update for a session that does not exist",
     "update-after-close": "a session/update for a session after its session/close response",
@@ -343,10 +350,8 @@ class ConnectionState:
         method = message["method"]
         if role == "client" and not self.ready and not before_initialize(method, self.protocol.before_initialize):
             return f"{method} sent before the initialize response"
-        if self._on_request.get(method) == self._prompt_request and self._turns.busy == "refuse":
-            sid = str(_obj(message.get("params")).get("sessionId"))
-            if self.running(sid) is not None:
-                return f"session {sid!r} already has a prompt turn running"
+        if self._on_request.get(method) == self._prompt_request:
+            return self._prompt_refusal(str(_obj(message.get("params")).get("sessionId")))[1]
         return None
 
     def finish(self) -> tuple[Finding, ...]:
@@ -432,16 +437,29 @@ class ConnectionState:
 
     def _prompt_request(self, role: str, method: str, rid: Any, params: dict[str, Any], out: _Out) -> str | None:
         sid = str(params.get("sessionId"))
-        sess = self._session(sid)
-        busy = bool(sess.turns)
-        if busy and self._turns.busy == "refuse":
-            why = f"session {sid!r} already has a prompt turn running"
-            out[1].append(Finding("prompt-while-running", why))
-            out[0].append(TurnStarted(sid, rid, refused=True))
+        finding, why = self._prompt_refusal(sid)
+        if why is not None:
+            out[1].append(Finding(finding, why))
+            if finding == "prompt-while-running":  # (a session that is not open has no turns)
+                out[0].append(TurnStarted(sid, rid, refused=True))
             return why
+        sess = self._session(sid)
         sess.turns.append(rid)
-        out[0].append(TurnStarted(sid, rid, held=busy))
+        out[0].append(TurnStarted(sid, rid, held=len(sess.turns) > 1))
         return None
+
+    def _prompt_refusal(self, sid: str) -> tuple[str, str | None]:
+        """The rules a prompt for ``sid`` may break (the live sides call the same functions):
+        the session must be open (once ``initialize`` was answered), and a turn running makes
+        it held or refused (:meth:`TurnRules.prompt_action`). (finding id, reason or None)."""
+        sess = self.sessions.get(sid)
+        if self.ready:
+            why = session_refusal(sid, sess is not None and sess.open and not sess.closed)
+            if why is not None:
+                return "prompt-unknown-session", why
+        if self._turns.prompt_action(bool(sess is not None and sess.turns)) == "refuse":
+            return "prompt-while-running", prompt_refusal(sid, True)
+        return "", None
 
     def _question(self, role: str, method: str, rid: Any, params: dict[str, Any], out: _Out) -> str | None:
         sid = params.get("sessionId")
@@ -497,10 +515,10 @@ class ConnectionState:
     def _prompt_answer(self, role: str, call: _Call, result: Any, error: Mapping[str, Any] | None,
                        out: _Out) -> None:
         sid = str(call.params.get("sessionId"))
-        sess = self._session(sid)
-        mine = call.rid in sess.turns
+        sess = self.sessions.get(sid)
+        mine = sess is not None and call.rid in sess.turns
         if error is not None or not self._turns.receipt:
-            if mine:
+            if mine and sess is not None:
                 sess.turns.remove(call.rid)
                 sess.ended = True
             reason = None if error is not None else _obj(result).get("stopReason")
@@ -524,11 +542,11 @@ class ConnectionState:
         kind = str(upd.get("sessionUpdate"))
         sess = self.sessions.get(sid)
         findings: list[Finding] = []
-        if sess is not None and sess.closed:
-            findings.append(Finding("update-after-close", f"{kind} for session {sid!r} after its session/close "
-                                    "response"))
-        elif sess is None or (not sess.open and not sess.loading):
-            findings.append(Finding("update-unknown-session", f"{kind} for unknown session {sid!r}"))
+        broken = update_session_finding(sid, kind, opened=sess is not None and sess.open,
+                                        closed=sess is not None and sess.closed,
+                                        loading=sess is not None and sess.loading > 0)
+        if broken is not None:
+            findings.append(Finding(*broken))
         turn = sess.turns[0] if sess is not None and sess.turns else None
         events: list[Event] = [Update(sid, kind, turn)]
         rules = self._turns

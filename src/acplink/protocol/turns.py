@@ -29,7 +29,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-__all__ = ["V1_TURNS", "V2_TURNS", "TurnEnd", "TurnRules", "update_kind"]
+__all__ = ["V1_TURNS", "V2_TURNS", "PromptAction", "TurnEnd", "TurnRules", "update_kind"]
+
+#: what becomes of a ``session/prompt`` for a known session (:meth:`TurnRules.prompt_action`)
+PromptAction = Literal["start", "hold", "refuse"]
 
 
 @dataclass(frozen=True)
@@ -86,6 +89,13 @@ class TurnRules:
     def receipt(self) -> bool:
         """Whether the prompt is answered with a receipt (the turn ends later, by an update)."""
         return self.answer == "receipt"
+
+    def prompt_action(self, running: bool) -> PromptAction:
+        """THE busy rule, read by every side (the agent's connection, the client's session, the
+        state machine): a prompt for a session with no running turn starts one; during a turn it
+        is held or refused, as ``busy`` says (the reason of a refusal:
+        :func:`acplink.protocol.rules.prompt_refusal`)."""
+        return "start" if not running else self.busy
 
     def state_of(self, update: Any) -> str | None:
         """The state a state update reports (None: ``update`` is not a state update)."""

@@ -91,6 +91,10 @@ TRACES: dict[str, list[Msg]] = {
     "v1_update_after_close": [
         *V1_SESSION, req("c2a", 2, "session/close", sessionId="s"), ok("a2c", 2), chunk("s", "late"),
     ],
+    "v1_prompt_unknown_session": [
+        *V1_SESSION, req("c2a", 2, "session/prompt", sessionId="ghost", prompt=[text("go")]),
+        err("a2c", 2, -32002, "unknown session 'ghost'"), v1_prompt(3), ok("a2c", 3, stopReason="end_turn"),
+    ],
 }
 
 # -- ACP v2 -------------------------------------------------------------------------------------
@@ -148,6 +152,10 @@ TRACES.update({
     ],
     "v2_prompt_refused": [
         *V2_SESSION, v2_prompt(2), err("a2c", 2, -32602, "empty prompt"), state("idle", stopReason="end_turn"),
+    ],
+    "v2_prompt_unknown_session": [
+        *V2_SESSION, req("c2a", 2, "session/prompt", sessionId="ghost", prompt=[text("go")]),
+        err("a2c", 2, -32002, "unknown session 'ghost'"),
     ],
     "unknown_version": [
         req("c2a", 0, "initialize", protocolVersion=7, clientCapabilities={}),
