@@ -2,6 +2,7 @@
 
 from .client import Client, connect
 from .fs import FileSystemHandler
+from .mcp import McpProvider, McpRegistration
 from .permissions import PermissionPolicy, PermissionRule
 from .session import PromptTurn, Session
 from .state import SessionState
@@ -10,6 +11,8 @@ from .terminal import TerminalHandler
 __all__ = [
     "Client",
     "FileSystemHandler",
+    "McpProvider",
+    "McpRegistration",
     "PermissionPolicy",
     "PermissionRule",
     "PromptTurn",
