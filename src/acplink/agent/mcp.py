@@ -52,7 +52,7 @@ class McpCalls:
     def deliver(self, params: Any) -> Awaitable[None] | None:
         """Route one ``mcp/message`` notification (its wire params or model) to the request it is
         for; one for a request that is not active (finished, or never ours) is dropped."""
-        if not isinstance(params, dict):
+        if hasattr(params, "model_dump"):  # (the typed params of a version's model)
             params = params.model_dump(mode="json", by_alias=True, exclude_none=True)
         try:
             env = b.check_envelope(params)

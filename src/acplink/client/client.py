@@ -473,11 +473,12 @@ class Client(ClientOn):
         for withdrawn_method in (MCP_CONNECT, MCP_DISCONNECT):
             if protocol.info(withdrawn_method, "request") is not None:
                 handlers[(withdrawn_method, "request")] = withdrawn(withdrawn_method)
+        raw = {fn for fn in handlers.values() if fn == self._mcp_message or getattr(fn, "raw_params", False)}
         handlers.update((key, fn) for key, fn in self.handlers.items() if protocol.info(*key) is not None)
         for (method, kind), fn in handlers.items():
             if kind == "request":
                 r.add_request(method, fn)
-                if fn == self._mcp_message:  # (it checks the envelope itself: raw params)
+                if fn in raw:  # (it checks its params itself)
                     r.raw_requests.add(method)
             else:
                 r.add_notification(method, fn)

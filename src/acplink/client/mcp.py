@@ -267,4 +267,5 @@ def withdrawn(method: str) -> Callable[[Any], Any]:
                              "binding (mcp/message with serverId and requestId, servers declared as "
                              '{"type": "acp"} in mcpServers)', {"method": method})
 
+    refuse.raw_params = True  # type: ignore[attr-defined]  (whatever its params: the same answer)
     return refuse
