@@ -267,5 +267,6 @@ def withdrawn(method: str) -> Callable[[Any], Any]:
                              "binding (mcp/message with serverId and requestId, servers declared as "
                              '{"type": "acp"} in mcpServers)', {"method": method})
 
-    refuse.raw_params = True  # type: ignore[attr-defined]  (whatever its params: the same answer)
+    # (whatever its params: the same answer)
+    refuse.raw_params = True  # type: ignore[attr-defined]
     return refuse
