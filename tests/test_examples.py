@@ -70,6 +70,13 @@ def test_echo_agent_with_official_python_client(tmp_path: Path) -> None:
     assert events[-1] == {"event": "stop", "stopReason": "end_turn"}
 
 
+def test_mcp_client_gives_the_agent_a_function_as_a_tool() -> None:
+    proc = run(example("mcp_client.py"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["[tool call] word_count {'text': 'the quick brown fox'}",
+                                        "[tool call] completed", "words.word_count says: 4"]
+
+
 async def test_function_agent(tmp_path: Path) -> None:
     async with connect(example("function_agent.py")) as client:
         session = await client.new_session(cwd=tmp_path)

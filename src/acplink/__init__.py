@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         AgentBase as AgentBase,
         AgentSession as AgentSession,
         Context as Context,
+        McpCaller as McpCaller,
         PermissionAnswer as PermissionAnswer,
         PromptContext as PromptContext,
         TerminalHandle as TerminalHandle,
@@ -36,6 +37,8 @@ if TYPE_CHECKING:
     from .client import (
         Client as Client,
         FileSystemHandler as FileSystemHandler,
+        McpProvider as McpProvider,
+        McpRegistration as McpRegistration,
         PermissionPolicy as PermissionPolicy,
         PermissionRule as PermissionRule,
         PromptTurn as PromptTurn,
@@ -75,6 +78,7 @@ if TYPE_CHECKING:
         TransportError as TransportError,
         UsageError as UsageError,
     )
+    from .mcp import McpCall as McpCall
     from .runtime import tune_gc as tune_gc
     from .schema import (  # the session updates a prompt turn yields, by their public names
         AgentMessageChunk as AgentMessageChunk,
@@ -133,7 +137,11 @@ _LAZY: dict[str, str] = {
     'InvalidParams': '.errors',
     'InvalidRequest': '.errors',
     'MemoryTransport': '.transports',
+    'McpCall': '.mcp',
+    'McpCaller': '.agent',
     'McpError': '.errors',
+    'McpProvider': '.client',
+    'McpRegistration': '.client',
     'MessageTooLarge': '.errors',
     'MissingDependency': '.errors',
     'MethodNotFound': '.errors',

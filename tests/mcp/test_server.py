@@ -291,11 +291,13 @@ async def test_server_discover_and_the_modern_result_type() -> None:
     meta = {MCP_PROTOCOL_VERSION_KEY: MCP_PROTOCOL_VERSION, MCP_CLIENT_CAPABILITIES: {}}
     server = demo()
     found = await server(make_call("server/discover", {"_meta": meta}, mcp_meta=meta))
-    assert found == {"resultType": "complete", "supportedVersions": [MCP_PROTOCOL_VERSION],
+    assert found == {"resultType": "complete", "ttlMs": 0, "cacheScope": "private",
+                     "supportedVersions": [MCP_PROTOCOL_VERSION],
                      "capabilities": {"tools": {}}, "serverInfo": {"name": "demo-tools", "version": "1.2.3"},
                      "instructions": "use the tools"}
     listed = await server(make_call("tools/list", {"_meta": meta}, mcp_meta=meta))
     assert listed["resultType"] == "complete" and len(listed["tools"]) == 2
+    assert (listed["ttlMs"], listed["cacheScope"]) == (0, "private")  # (required on lists by 2026-07-28)
     called = await server(make_call("tools/call", {"name": "greet", "arguments": {"name": "x"}, "_meta": meta},
                                     mcp_meta=meta))
     assert called["resultType"] == "complete"

@@ -4,6 +4,7 @@ from typing import TYPE_CHECKING, Any
 
 from .app import HOOKS, Agent, AgentApp, AgentBase
 from .context import AgentSession, Context, PermissionAnswer, PromptContext, TerminalHandle, ToolCallHandle
+from .mcp import McpCaller
 from .serve import run_agent, serve
 from .store import MemoryStore, SessionStore
 
@@ -20,6 +21,7 @@ __all__ = [
     "Context",
     "DualAgentConnection",
     "HttpEndpoint",
+    "McpCaller",
     "McpHttpBridge",
     "MemoryStore",
     "PermissionAnswer",

@@ -29,6 +29,7 @@ from ..connection.base import Router
 from ..connection.peer import DONE
 from ..errors import CapabilityError, InvalidParams, MethodNotFound, UsageError
 from ..protocol import Protocol
+from .mcp import McpCalls, check_declared
 
 if TYPE_CHECKING:
     from ..protocol.agent_codec import AgentCodec, Route
@@ -57,10 +58,26 @@ class AppConnection(AgentSideConnection):
         #: a state update, where stop reasons are open)
         self.custom_stop_reasons = False
         ref: list[AgentSideConnection] = [self]
+        #: the inner MCP requests this agent has in flight (``ctx.mcp``), by (serverId, requestId)
+        self.mcp_calls = McpCalls()
         super().__init__(transport, lambda p: app.router(ref, _vocabulary(p)), versions=versions, **kw)
 
     def vocabulary_of(self, protocol: Protocol) -> Protocol:
         return _vocabulary(protocol)
+
+    def _mcp_notified(self, user: Callable[[Any], Awaitable[None]] | None) -> Callable[[Any], Awaitable[None]]:
+        """The ``mcp/message`` notification handler: to the request it is for (``ctx.mcp``),
+        then to the app's own handler, if it registered one."""
+        calls = self.mcp_calls
+
+        async def notified(params: Any) -> None:
+            routed = calls.deliver(params)
+            if routed is not None:
+                await routed
+            if user is not None:
+                await user(params)
+
+        return notified
 
     @property
     def codec(self) -> AgentCodec | None:
@@ -79,6 +96,9 @@ class AppConnection(AgentSideConnection):
     def _install(self, router: Router) -> Router:
         router = super()._install(router)
         protocol, vocab = self.protocol, self.vocabulary
+        if vocab.has("mcp_message"):  # (the provider's notifications reach the request they are for)
+            wire = vocab.wire("mcp_message")
+            router.add_notification(wire, self._mcp_notified(router.notifications.get(wire)), replace=True)
         if not protocol.turns.receipt:
             return router
         from ._turns import Lifecycle
@@ -134,6 +154,8 @@ class AppConnection(AgentSideConnection):
         except InvalidParams as exc:
             log.warning("ignored a %s notification: %s", method, exc.message)
             return DONE
+        if self.protocol.is_(method, "mcp_message"):
+            return self.mcp_calls.deliver(params) or DONE
         sid = params.get("sessionId") if isinstance(params, dict) else None
         if self.protocol.is_(method, "cancel") and isinstance(sid, str) and self.lifecycle is not None:
             self.lifecycle.cancel(sid)
@@ -199,8 +221,10 @@ class AppConnection(AgentSideConnection):
         if action == "resume":
             assert lifecycle is not None
             sid = params["sessionId"]
+            check_declared(self, params.get("mcpServers"))
             res = await self._hook("resume_session", params)
             sess = app.get_session(sid)  # (the default: a session this process holds)
+            sess.mcp_servers = list(params.get("mcpServers") or [])
             if codec.replay_requested(wire):
                 await lifecycle.replay(sid, sess.messages)
             await lifecycle.snapshot(sid)

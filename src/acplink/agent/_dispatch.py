@@ -23,6 +23,7 @@ from ..errors import InvalidParams, UsageError
 from ..protocol import Protocol, negotiate
 from ..schema import _generated as s
 from .context import AgentSession, Context, PromptContext
+from .mcp import check_declared
 
 if TYPE_CHECKING:
     from ..connection.agent_side import AgentSideConnection
@@ -95,15 +96,22 @@ class Dispatcher:
         app = self.app
         forget = hook in ("close_session", "delete_session")
         closing = hook == "close_session"
+        #: a session opened again: its MCP servers are the ones declared now
+        redeclares = hook in ("load_session", "resume_session")
+        declares = redeclares or hook == "fork_session"
 
         async def call(ref: Ref, p: Any) -> Any:
             sid = getattr(p, "session_id", None)
+            if declares:
+                check_declared(ref[0], p.mcp_servers)
             if closing and isinstance(sid, str):
                 await _end_turn(ref[0], sid)
             sess = app.sessions.get(sid) if isinstance(sid, str) else None
             res = await h(Context(app, ref[0], p, sess))
             if forget and isinstance(sid, str):
                 app.sessions.pop(sid, None)  # a closed or deleted session frees its slot
+            if redeclares and isinstance(sid, str) and (opened := app.sessions.get(sid)) is not None:
+                opened.mcp_servers = list(p.mcp_servers or [])
             return res
 
         return call
@@ -124,6 +132,7 @@ class Dispatcher:
 
     async def new_session(self, ref: Ref, p: s.NewSessionRequest) -> Any:
         app = self.app
+        check_declared(ref[0], p.mcp_servers)
         sess = app.create_session(p.cwd, mcp_servers=p.mcp_servers,
                                   additional_directories=p.additional_directories or [])
         res = await self._hook("new_session", Context(app, ref[0], p, sess))

@@ -81,8 +81,13 @@ class AgentBase(AgentOn):
         max_sessions: int = 1000,
         protocols: Sequence[int] = (PROTOCOL_VERSION,),
         store: SessionStore | None = None,
+        mcp_over_acp: bool = True,
     ) -> None:
         self.name = name
+        #: advertise ``acp`` MCP servers (MCP-over-ACP): the caller (``ctx.mcp``) is built into
+        #: every acplink agent, so it is on unless the app turns it off (then declarations of
+        #: ``acp`` servers are refused, as every transport not advertised)
+        self.mcp_over_acp = mcp_over_acp
         #: the protocol versions this agent serves (``initialize`` answers the requested one
         #: when it is here, the latest otherwise)
         self.protocols = tuple(protocols)
@@ -218,6 +223,9 @@ class AgentBase(AgentOn):
             "promptCapabilities": caps.to_wire() if caps is not None else {"embeddedContext": True},
             "sessionCapabilities": {},
         }
+        acp = protocol.mcp_transports.get("acp")
+        if self.mcp_over_acp and acp is not None:
+            protocol.advertise(out, "agent:" + acp)
         registered = [protocol.names[h] for h in self.handlers if protocol.has(h)] + list(self.methods)
         for method, kind in registered:
             info = protocol.info(method, kind)

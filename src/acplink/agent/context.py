@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..connection.agent_side import AgentSideConnection, Turn
     from .app import AgentBase
     from .display_terminal import DisplayTerminal
+    from .mcp import McpCaller
 
 __all__ = [
     "AgentSession",
@@ -69,6 +70,14 @@ class Context(Generic[P]):
     def session(self) -> AgentSession | None:
         """The request's session, when it names a known one (``None`` for ``initialize``, ...)."""
         return self._session
+
+    @property
+    def mcp(self) -> McpCaller:
+        """The MCP servers the client provides over ACP (MCP-over-ACP): ``ctx.mcp.servers``,
+        ``await ctx.mcp.request(...)``, ``list_tools``, ``call_tool`` (see docs/mcp.md)."""
+        from .mcp import McpCaller
+
+        return McpCaller(self)
 
     @property
     def client_capabilities(self) -> s.ClientCapabilities | None:

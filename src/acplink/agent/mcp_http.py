@@ -34,6 +34,7 @@ from .._tasks import TaskSet
 from .._version import __version__
 from ..errors import AcpError, McpError, UsageError
 from ..mcp import MCP_CLIENT_CAPABILITIES, MCP_CLIENT_INFO, MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSION_KEY
+from .mcp import McpCaller
 
 __all__ = ["Forward", "HttpEndpoint", "McpHttpBridge"]
 
@@ -159,6 +160,31 @@ class McpHttpBridge:
         self._endpoints[path] = _Endpoint(endpoint, forward)
         self._names[name] = path
         return endpoint
+
+    def serve(self, mcp: McpCaller) -> dict[str, HttpEndpoint]:
+        """An endpoint for each ``acp`` server of a session (``ctx.mcp``), name → endpoint: hand
+        their ``url`` and ``headers`` to the agent's MCP client. Servers already served keep
+        their endpoint; each request goes to the session's server as ``mcp/message``."""
+        out: dict[str, HttpEndpoint] = {}
+        for name, server_id in mcp.servers.items():
+            path = self._names.get(name)
+            if path is not None:
+                out[name] = self._endpoints[path].endpoint
+                continue
+
+            async def forward(method: str, params: dict[str, Any] | None, notify: Notify,
+                              server_id: str = server_id) -> Any:
+                async def note(message: dict[str, Any]) -> None:
+                    params = message.get("params")
+                    await notify(str(message.get("method")), params if isinstance(params, dict) else None)
+
+                result = await mcp.request(server_id, method, params, on_notification=note)
+                if isinstance(result, McpError):
+                    raise result
+                return result
+
+            out[name] = self.add(name, forward)
+        return out
 
     def remove(self, name: str) -> None:
         """Retire the endpoint ``name``: later requests get 404, those in flight are cancelled."""

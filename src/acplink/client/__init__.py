@@ -3,6 +3,7 @@
 from .client import Client, connect
 from .fs import FileSystemHandler
 from .mcp_bridge import McpBridge, McpBridgeError
+from .mcp import McpProvider, McpRegistration
 from .permissions import PermissionPolicy, PermissionRule
 from .session import PromptTurn, Session
 from .state import SessionState
@@ -14,6 +15,8 @@ __all__ = [
     "FileSystemHandler",
     "McpBridge",
     "McpBridgeError",
+    "McpProvider",
+    "McpRegistration",
     "PermissionPolicy",
     "PermissionRule",
     "PromptTurn",

@@ -18,6 +18,7 @@ from ..connection.base import Router, advertises
 from ..connection.client_side import ClientSideConnection
 from ..connection.peer import PeerLimits
 from ..errors import InvalidParams, MethodNotFound, PeerOutputNotJson, ResourceNotFound, UsageError
+from ..methods import MCP_CONNECT, MCP_DISCONNECT
 from ..protocol import PROTOCOL_VERSION, Protocol
 from ..protocol.initialize import Handshake, ProtocolChoice, check_choice
 from ..protocol.rules import update_session_finding
@@ -29,6 +30,7 @@ from ._connect import connect
 from ._on import ClientOn
 from ._questions import Elicitor, QuestionObserver, Questions, elicitation_cancelled
 from .fs import FileBudget, FileSystemHandler
+from .mcp import McpProvider, withdrawn
 from .permissions import PermissionPolicy, cancelled_answer, with_known
 from .session import Session, session_cwd
 from .terminal import TerminalHandler
@@ -101,6 +103,9 @@ class Client(ClientOn):
         self.connection.on_prompt = self._prompt_sent
         self.connection.on_cancel = self._cancel_sent
         self.connection.on_invalid_update = self._invalid_update
+        #: the MCP servers this client serves to the agent over the connection (MCP-over-ACP):
+        #: ``client.mcp.register(name, handler)``, see :class:`acplink.client.mcp.McpProvider`
+        self.mcp = McpProvider(self.connection)
         #: the questions the agent asks (permission, elicitation) and their cancellation
         self._questions = Questions(self.connection.tasks)
         #: called when a pending question is answered "cancelled" by a session/cancel
@@ -135,6 +140,7 @@ class Client(ClientOn):
                 raise UsageError(f"the {method!r} handler must be an async function")
             self.handlers[key] = fn
             router = self.connection.router
+            router.raw_requests.discard(info.method)  # (a handler of the user's takes typed params)
             if info.kind == "request":
                 router.add_request(info.method, fn, replace=True)
             else:
@@ -282,13 +288,15 @@ class Client(ClientOn):
         """The connection processed the result of a session-opening call (whoever made it):
         the session exists from now on, before any later message (its updates) is handled."""
         if method in self.connection.protocol.wires("load_session", "resume_session"):
-            sess = self.sessions.get(request.session_id)
+            sid = request.session_id
+            sess = self.sessions.get(sid)
             if sess is not None:  # registered when the call was made (see _reopen)
                 sess._setup(result)
+                self.mcp.opened(sid, getattr(request, "mcp_servers", None) or [])
                 return
-            sid = request.session_id
         else:
             sid = result.session_id
+        self.mcp.opened(sid, getattr(request, "mcp_servers", None) or [])
         self._register(sid, request.cwd, request.additional_directories or [], result)
 
     async def authenticate(self, method_id: str) -> Any:
@@ -306,22 +314,44 @@ class Client(ClientOn):
             raise UsageError(f"session {session_id!r} was closed before it could be used")
         return sess
 
+    def _mcp_declarations(self, session_id: str | None) -> list[dict[str, Any]]:
+        """The ``acp`` MCP servers (``client.mcp``) to declare in a session being opened: none
+        when the agent did not advertise that it takes them."""
+        path = self.connection.protocol.mcp_transports.get("acp")
+        if not self.mcp.registrations or path is None or not self.supports(path):
+            return []
+        return self.mcp.declarations(session_id)
+
+    async def _opening(self, session_id: str | None, name: str, fields: dict[str, Any]) -> Any:
+        """The session-opening call ``name`` with ``fields``, this client's ``acp`` MCP servers
+        added to its ``mcpServers``."""
+        declared = self._mcp_declarations(session_id)
+        if declared:
+            fields["mcp_servers"] = [*fields.get("mcp_servers", ()), *declared]
+        try:
+            return await self._call(name, **fields)
+        except BaseException:
+            self.mcp.discard(declared)
+            raise
+
     async def new_session(self, cwd: str | os.PathLike[str] | None = None, *, mcp_servers: Sequence[Any] = (),
                           additional_directories: Sequence[str] = ()) -> Session:
+        """``session/new``; the MCP servers registered with :attr:`mcp` are declared in it
+        (after ``mcp_servers``) when the agent takes ``acp`` servers."""
         path = session_cwd(cwd)
         extra = [session_cwd(d) for d in additional_directories]
         fields: dict[str, Any] = {"cwd": path, "mcp_servers": [_wire(x) for x in mcp_servers]}
         if extra:
             fields["additional_directories"] = extra
-        resp = await self._call("new_session", **fields)
+        resp = await self._opening(None, "new_session", fields)
         return self._opened(resp.session_id)
 
     async def load_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None, *,
                            mcp_servers: Sequence[Any] = ()) -> Session:
         """``session/load``: the agent replays the conversation into the new session's state."""
         path = session_cwd(cwd)
-        return await self._reopen(session_id, path, lambda: self._call(
-            "load_session", session_id=session_id, cwd=path, mcp_servers=[_wire(x) for x in mcp_servers]))
+        return await self._reopen(session_id, path, lambda: self._opening(session_id, "load_session", {
+            "session_id": session_id, "cwd": path, "mcp_servers": [_wire(x) for x in mcp_servers]}))
 
     async def resume_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None, *,
                              replay: bool = False) -> Session:
@@ -337,7 +367,7 @@ class Client(ClientOn):
             if "replay_from" not in getattr(model, "model_fields", {}):
                 raise UsageError(f"ACP v{proto.version}'s session/resume cannot replay the conversation")
             fields["replay_from"] = {"type": "start"}
-        return await self._reopen(session_id, path, lambda: self._call("resume_session", **fields))
+        return await self._reopen(session_id, path, lambda: self._opening(session_id, "resume_session", fields))
 
     async def _reopen(self, session_id: str, cwd: str, call: Callable[[], Awaitable[Any]]) -> Session:
         """``session/load`` / ``session/resume`` of a known id: the session is registered before
@@ -354,7 +384,7 @@ class Client(ClientOn):
 
     async def fork_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None) -> Session:
         path = session_cwd(cwd)
-        resp = await self._call("fork_session", session_id=session_id, cwd=path)
+        resp = await self._opening(None, "fork_session", {"session_id": session_id, "cwd": path})
         return self._opened(resp.session_id)
 
     async def delete_session(self, session_id: str) -> None:
@@ -395,6 +425,10 @@ class Client(ClientOn):
             handler = self._fs[session_id] = FileSystemHandler(
                 sess.roots, max_read_bytes=self._max_read_bytes, budget=self._fs_budget)
         return handler
+
+    async def _mcp_message(self, params: Any) -> Any:
+        # (self.mcp does not exist yet while the connection builds its first router)
+        return await self.mcp.handle(params)
 
     def _router(self, protocol: Protocol) -> Router:
         """The handlers of the agent's calls in ``protocol``: the built-in ones, then those
@@ -446,11 +480,19 @@ class Client(ClientOn):
                                                  p, lambda: elicitor(p), elicitation_cancelled())
 
             builtin["create_elicitation"] = on_elicitation
+        if protocol.has("mcp_message"):
+            builtin["mcp_message"] = self._mcp_message
         handlers = {protocol.names[name]: fn for name, fn in builtin.items() if protocol.has(name)}
+        for withdrawn_method in (MCP_CONNECT, MCP_DISCONNECT):
+            if protocol.info(withdrawn_method, "request") is not None:
+                handlers[(withdrawn_method, "request")] = withdrawn(withdrawn_method)
+        raw = {fn for fn in handlers.values() if fn == self._mcp_message or getattr(fn, "raw_params", False)}
         handlers.update((key, fn) for key, fn in self.handlers.items() if protocol.info(*key) is not None)
         for (method, kind), fn in handlers.items():
             if kind == "request":
                 r.add_request(method, fn)
+                if fn in raw:  # (it checks its params itself)
+                    r.raw_requests.add(method)
             else:
                 r.add_notification(method, fn)
         for method, hint in (codec.unsupported.items() if codec is not None else ()):

@@ -71,12 +71,16 @@ class Router:
     def __init__(self) -> None:
         self.requests: dict[str, Handler] = {}
         self.notifications: dict[str, Handler] = {}
+        #: requests whose handler takes the raw params and checks them itself (a method whose
+        #: envelope has rules of its own, e.g. ``mcp/message``; the client side honours it)
+        self.raw_requests: set[str] = set()
 
     def copy(self) -> Router:
         """A router with the same handlers (changing one does not change the other)."""
         other = Router()
         other.requests = dict(self.requests)
         other.notifications = dict(self.notifications)
+        other.raw_requests = set(self.raw_requests)
         return other
 
     def add_request(self, method: str, handler: Handler, *, replace: bool = False) -> None:

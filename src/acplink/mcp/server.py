@@ -276,10 +276,10 @@ class McpServer:
         if method == "tools/list":
             if params.get("cursor") is not None:
                 raise McpError(INVALID_PARAMS, "invalid cursor: this server lists every tool in one page")
-            return self._modern(call, {"tools": self.tools})
+            return self._modern(call, {"tools": self.tools}, cacheable=True)
         if method == "server/discover":
             discovered = {"supportedVersions": [MCP_PROTOCOL_VERSION], **self._about()}
-            return self._modern(call, discovered)
+            return self._modern(call, discovered, cacheable=True)
         if method == "initialize":
             asked = params.get("protocolVersion")
             version = asked if asked in LEGACY_VERSIONS else LEGACY_VERSIONS[-1]
@@ -297,11 +297,13 @@ class McpServer:
         return out
 
     @staticmethod
-    def _modern(call: McpCall, result: dict[str, Any]) -> dict[str, Any]:
+    def _modern(call: McpCall, result: dict[str, Any], cacheable: bool = False) -> dict[str, Any]:
         """A request of the stateless revision (its ``_meta`` names the version) gets the
-        ``resultType`` that revision's results carry."""
+        ``resultType`` that revision's results carry and, for the cacheable methods (lists,
+        discovery), the caching fields it requires: never cached (``ttlMs`` 0, private)."""
         if call.mcp_meta.get(MCP_PROTOCOL_VERSION_KEY) == MCP_PROTOCOL_VERSION:
-            return {"resultType": "complete", **result}
+            return {"resultType": "complete", **({"ttlMs": 0, "cacheScope": "private"} if cacheable else {}),
+                    **result}
         return result
 
     async def call_tool(self, call: McpCall) -> dict[str, Any]:

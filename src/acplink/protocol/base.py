@@ -78,6 +78,10 @@ class Protocol:
     #: how the client side of this version maps onto acplink's (v1) vocabulary: a
     #: :class:`~acplink.protocol.codec.ClientCodec`, or None for a version that speaks it
     client_codec: ClientCodec | None = None
+    #: the transports of a session's ``mcpServers`` entries (``type``; a v1 stdio entry has none:
+    #: ``"stdio"``) and the agent capability path that advertises each (None: every agent
+    #: supports it); ``"acp"``'s is where an agent advertises MCP-over-ACP (``mcp/message``)
+    mcp_transports: Mapping[str, str | None] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "names", MappingProxyType(dict(self.names)))

@@ -55,6 +55,7 @@ V1 = Protocol(
         "kill_terminal": (m.TERMINAL_KILL, "request"),
         "release_terminal": (m.TERMINAL_RELEASE, "request"),
         "create_elicitation": (m.ELICITATION_CREATE, "request"),
+        "mcp_message": (m.MCP_MESSAGE, "request"),
         # either side
         "cancel_request": (m.CANCEL_REQUEST, "notification"),
     },
@@ -68,7 +69,9 @@ V1 = Protocol(
                                 "client:fs.writeTextFile", "client:terminal"}),
     session_openers=frozenset({"new_session", "load_session", "resume_session", "fork_session"}),
     long_running=frozenset({m.SESSION_PROMPT, m.SESSION_REQUEST_PERMISSION, m.TERMINAL_WAIT_FOR_EXIT,
-                            m.ELICITATION_CREATE}),
+                            m.ELICITATION_CREATE, m.MCP_MESSAGE}),
+    mcp_transports={"stdio": None, "http": "mcpCapabilities.http", "sse": "mcpCapabilities.sse",
+                    "acp": "mcpCapabilities.acp"},
 )
 
 register_protocol(V1)

@@ -208,7 +208,8 @@ def protocol() -> Protocol:
             client_calls=(("request_permission", None),),  # (no fs or terminal methods in v2)
             session_openers=frozenset({"new_session", "resume_session", "fork_session"}),
             capabilities_field=("capabilities", "capabilities"),
-            long_running=frozenset({m.SESSION_PROMPT, m.SESSION_REQUEST_PERMISSION, m.ELICITATION_CREATE}),
+            long_running=frozenset({m.SESSION_PROMPT, m.SESSION_REQUEST_PERMISSION, m.ELICITATION_CREATE,
+                                    m.MCP_MESSAGE}),
             turns=V2_TURNS,
             # (tool_call_update is an upsert: it announces the call)
             tool_call_kinds=(frozenset({Update.TOOL_CALL_UPDATE}), frozenset({Update.TOOL_CALL_UPDATE})),
@@ -217,6 +218,7 @@ def protocol() -> Protocol:
             features=frozenset({"agent_terminals"}),
             info_field=("info", "info"),
             client_codec=CODEC,
+            mcp_transports={"stdio": "session.mcp.stdio", "http": "session.mcp.http", "acp": "session.mcp.acp"},
         )
         register_protocol(_V2)
     return _V2

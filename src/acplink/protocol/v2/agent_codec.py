@@ -206,6 +206,9 @@ class V2AgentCodec(AgentCodec):
         for hook, cap in (("delete_session", "delete"), ("fork_session", "fork")):
             if hook in hooks:
                 session[cap] = {}
+        # v1's MCP transports (stdio is every v1 agent's) as v2's session.mcp objects
+        mcp = capabilities.get("mcpCapabilities") or {}
+        session["mcp"] = {"stdio": {}, **{t: {} for t in ("http", "acp") if mcp.get(t)}}
         body: dict[str, Any] = {"protocolVersion": PROTOCOL_VERSION, "info": info, "capabilities": {"session": session}}
         if auth:
             body["authMethods"] = auth_methods(auth)

@@ -1,0 +1,117 @@
+"""An acplink agent (v1 and v2) that calls its client's MCP servers over ACP (``ctx.mcp``).
+
+Commands (the prompt's text), each answered with one line of text:
+
+- ``servers``: the session's acp servers, ``name=serverId`` joined by commas;
+- ``tools SERVER``: the tool names of SERVER;
+- ``call SERVER TOOL JSON``: calls TOOL (a tool call is shown), with progress: ``progress: N,
+  ...; result: TEXT`` or ``mcp-error: CODE MESSAGE``;
+- ``request SERVER METHOD JSON``: one raw inner request: ``result: JSON`` / ``mcp-error: CODE``;
+- ``timeout SERVER``: ``tools/call`` of ``hang`` with a 0.5 s timeout: ``timed out``;
+- ``cancel SERVER``: calls ``hang``, cancels the call once the provider reported progress:
+  ``cancelled``;
+- ``flood SERVER N``: N concurrent calls of ``hang``; once the others are refused, calls
+  ``release`` on the server ``gate``: ``ok=K limit=L`` (K answered, L refused -33000).
+
+Any outer failure answers ``outer: CODE MESSAGE`` (RequestError) or ``outer: TYPE``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from acplink import AgentApp, McpError, PromptContext, RequestError, RequestTimeout, run_agent
+
+app = AgentApp("mcp-agent", "1.0", protocols=(1, 2))
+
+
+def _text(result: Any) -> str:
+    return " ".join(b.get("text", "") for b in result.get("content", []) if isinstance(b, dict))
+
+
+async def _flood(ctx: PromptContext, server: str, n: int) -> str:
+    refused = 0
+    three_refused = asyncio.Event()
+
+    async def one() -> bool:
+        nonlocal refused
+        try:
+            await ctx.mcp.request(server, "tools/call", {"name": "hang", "arguments": {}})
+            return True
+        except RequestError as exc:
+            if exc.code != -33000:
+                raise
+            refused += 1
+            if refused == n - 64:
+                three_refused.set()
+            return False
+
+    tasks = [asyncio.ensure_future(one()) for _ in range(n)]
+    await three_refused.wait()
+    await ctx.mcp.request("gate", "tools/call", {"name": "release", "arguments": {}})
+    done = await asyncio.gather(*tasks)
+    return f"ok={sum(done)} limit={refused}"
+
+
+async def run(ctx: PromptContext, words: list[str]) -> str:
+    cmd = words[0]
+    if cmd == "servers":
+        return ",".join(f"{k}={v}" for k, v in sorted(ctx.mcp.servers.items()))
+    if cmd == "tools":
+        return ",".join(t["name"] for t in await ctx.mcp.list_tools(words[1]))
+    if cmd == "call":
+        seen: list[str] = []
+
+        def progress(done: float, total: float | None, message: str | None) -> None:
+            seen.append(f"{done:g}")
+
+        try:
+            res = await ctx.mcp.call_tool(words[1], words[2], json.loads(words[3]) if len(words) > 3 else {},
+                                          on_progress=progress)
+        except McpError as exc:
+            return f"mcp-error: {exc.code} {exc.message}"
+        return f"progress: {','.join(seen)}; result: {_text(res)}"
+    if cmd == "request":
+        out = await ctx.mcp.request(words[1], words[2], json.loads(words[3]) if len(words) > 3 else None)
+        if isinstance(out, McpError):
+            return f"mcp-error: {out.code} {out.message} {json.dumps(out.data, sort_keys=True)}"
+        return f"result: {json.dumps(out, sort_keys=True)}"
+    if cmd == "timeout":
+        try:
+            await ctx.mcp.request(words[1], "tools/call", {"name": "hang", "arguments": {}}, timeout=0.5)
+        except RequestTimeout:
+            return "timed out"
+        return "answered"
+    if cmd == "cancel":
+        started = asyncio.Event()
+        call = asyncio.ensure_future(ctx.mcp.request(
+            words[1], "tools/call", {"name": "hang", "arguments": {}, "_meta": {"progressToken": "p"}},
+            on_notification=lambda note: started.set()))
+        await started.wait()
+        call.cancel()
+        try:
+            await call
+        except asyncio.CancelledError:
+            return "cancelled"
+        return "answered"
+    if cmd == "flood":
+        return await _flood(ctx, words[1], int(words[2]))
+    return f"unknown command {cmd!r}"
+
+
+@app.prompt
+async def prompt(ctx: PromptContext) -> None:
+    words = ctx.text.strip().split(" ", 3)
+    try:
+        text = await run(ctx, words)
+    except RequestError as exc:
+        text = f"outer: {exc.code} {exc.message}"
+    except Exception as exc:
+        text = f"outer: {type(exc).__name__}: {exc}"
+    await ctx.send_text(text)
+
+
+if __name__ == "__main__":
+    run_agent(app)
