@@ -2,8 +2,8 @@
 
 from .client import Client, connect
 from .fs import FileSystemHandler
-from .mcp_bridge import McpBridge, McpBridgeError
 from .mcp import McpProvider, McpRegistration
+from .mcp_bridge import McpBridge, McpBridgeError
 from .permissions import PermissionPolicy, PermissionRule
 from .session import PromptTurn, Session
 from .state import SessionState
