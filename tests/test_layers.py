@@ -19,6 +19,7 @@ RANK = {
     "_lazy": 0,
     "_extras": 0,
     "_record": 0,
+    "_mcp_relay": 0,  # the stdio relay: a program of its own, standard library only
     "schema": 1,
     "methods": 1,  # the public home of schema/methods.py's constants
     "protocol": 1.5,  # the protocol object of each version: between schema and rpc

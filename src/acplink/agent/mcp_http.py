@@ -23,6 +23,7 @@ import asyncio
 import contextlib
 import secrets
 import socket
+import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -60,6 +61,16 @@ class HttpEndpoint:
     @property
     def headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
+
+    def stdio_server(self) -> dict[str, Any]:
+        """The same server for an MCP client that only launches stdio servers: a relay command
+        (``python -m acplink._mcp_relay URL``, the token in its environment, never on its command
+        line), as an ACP stdio declaration: ``{"name", "command", "args", "env": [{name, value}]}``.
+        The relay exits when its input ends or the bridge goes away."""
+        from .._mcp_relay import TOKEN_VARIABLE
+
+        return {"name": self.name, "command": sys.executable, "args": ["-m", "acplink._mcp_relay", self.url],
+                "env": [{"name": TOKEN_VARIABLE, "value": self.token}]}
 
 
 @dataclass
