@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from ..protocol.agent_codec import AgentCodec, Route
     from ._turns import Lifecycle
     from .app import AgentBase
+    from .mcp_http import McpHttpBridge
 
 __all__ = ["AppConnection", "DualAgentConnection"]
 
@@ -60,6 +61,10 @@ class AppConnection(AgentSideConnection):
         ref: list[AgentSideConnection] = [self]
         #: the inner MCP requests this agent has in flight (``ctx.mcp``), by (serverId, requestId)
         self.mcp_calls = McpCalls()
+        #: the loopback HTTP bridge to the sessions' ``acp`` servers (``ctx.mcp.http()``): one
+        #: listener per connection, started on first use, closed with the connection
+        self.mcp_http: McpHttpBridge | None = None
+        self.mcp_http_lock = asyncio.Lock()
         super().__init__(transport, lambda p: app.router(ref, _vocabulary(p)), versions=versions, **kw)
 
     def vocabulary_of(self, protocol: Protocol) -> Protocol:
@@ -87,6 +92,9 @@ class AppConnection(AgentSideConnection):
         return [m.to_wire() for m in self.app.modes]
 
     async def aclose(self) -> None:
+        if self.mcp_http is not None:  # (first: what it has in flight needs the connection)
+            bridge, self.mcp_http = self.mcp_http, None
+            await bridge.aclose()
         if self.lifecycle is not None:
             await self.lifecycle.aclose()
         await super().aclose()

@@ -24,6 +24,7 @@ from ..errors import McpError, ProtocolError, UsageError
 from ..mcp import binding as b
 
 if TYPE_CHECKING:
+    from .mcp_http import HttpEndpoint
     from .context import Context
 
 __all__ = ["McpCaller", "McpCalls", "NotificationListener", "ProgressListener"]
@@ -152,6 +153,26 @@ class McpCaller:
         finally:
             del calls.routes[key]
         return b.parse_carrier(raw)
+
+    async def http(self) -> dict[str, HttpEndpoint]:
+        """The session's ``acp`` servers as loopback Streamable-HTTP endpoints, for an MCP client
+        of the agent's own (an LLM framework's) that speaks only HTTP: declared name →
+        :class:`~acplink.agent.HttpEndpoint` (``url``, ``headers``; ``stdio_server()`` for a
+        client that only launches commands). One listener per connection
+        (:class:`~acplink.agent.McpHttpBridge`), started on first use and closed with the
+        connection. Needs the ``remote`` extra (uvicorn)."""
+        from .mcp_http import McpHttpBridge
+
+        conn: Any = self._ctx.connection
+        if not hasattr(conn, "mcp_http_lock"):
+            raise UsageError("ctx.mcp.http() needs an AgentApp connection")
+        async with conn.mcp_http_lock:
+            if conn.mcp_http is None:
+                bridge = McpHttpBridge(server_name=self._ctx.app.name)
+                await bridge.start()
+                conn.mcp_http = bridge
+        served: McpHttpBridge = conn.mcp_http
+        return served.serve(self)
 
     async def list_tools(self, server: str, *, timeout: float | None = None) -> list[dict[str, Any]]:
         """Every tool of ``server`` (``tools/list``, following ``nextCursor``); an inner error

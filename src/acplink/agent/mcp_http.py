@@ -24,7 +24,7 @@ import contextlib
 import secrets
 import socket
 import sys
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,7 +99,7 @@ class McpHttpBridge:
         self.server_name = server_name
         self.port: int | None = None
         self._endpoints: dict[str, _Endpoint] = {}
-        self._names: dict[str, str] = {}
+        self._keys: dict[Hashable, str] = {}
         self._next = 0
         self._server: Any = None
         self._serving: asyncio.Future[None] | None = None
@@ -159,26 +159,29 @@ class McpHttpBridge:
 
     # -- endpoints -------------------------------------------------------------------------------
 
-    def add(self, name: str, forward: Forward) -> HttpEndpoint:
-        """An endpoint for the server ``name`` (requests go to ``forward``)."""
+    def add(self, name: str, forward: Forward, *, key: Hashable | None = None) -> HttpEndpoint:
+        """An endpoint for the server ``name`` (requests go to ``forward``). ``key`` (default:
+        ``name``) identifies it for :meth:`remove`; a key already in use is an error."""
         if self.port is None:
             raise UsageError("start the MCP HTTP bridge before adding endpoints")
-        if name in self._names:
-            raise UsageError(f"the MCP HTTP bridge already has an endpoint named {name!r}")
+        key = name if key is None else key
+        if key in self._keys:
+            raise UsageError(f"the MCP HTTP bridge already has an endpoint for {key!r}")
         self._next += 1
         path = f"/mcp/{self._next}"
         endpoint = HttpEndpoint(name, f"http://127.0.0.1:{self.port}{path}", secrets.token_urlsafe(24))
         self._endpoints[path] = _Endpoint(endpoint, forward)
-        self._names[name] = path
+        self._keys[key] = path
         return endpoint
 
     def serve(self, mcp: McpCaller) -> dict[str, HttpEndpoint]:
         """An endpoint for each ``acp`` server of a session (``ctx.mcp``), name → endpoint: hand
-        their ``url`` and ``headers`` to the agent's MCP client. Servers already served keep
-        their endpoint; each request goes to the session's server as ``mcp/message``."""
+        their ``url`` and ``headers`` to the agent's MCP client. A server already served (its
+        ``serverId``: each session's servers are its own) keeps its endpoint; each request goes
+        to it as ``mcp/message``."""
         out: dict[str, HttpEndpoint] = {}
         for name, server_id in mcp.servers.items():
-            path = self._names.get(name)
+            path = self._keys.get(("acp", server_id))
             if path is not None:
                 out[name] = self._endpoints[path].endpoint
                 continue
@@ -194,12 +197,13 @@ class McpHttpBridge:
                     raise result
                 return result
 
-            out[name] = self.add(name, forward)
+            out[name] = self.add(name, forward, key=("acp", server_id))
         return out
 
-    def remove(self, name: str) -> None:
-        """Retire the endpoint ``name``: later requests get 404, those in flight are cancelled."""
-        path = self._names.pop(name, None)
+    def remove(self, key: Hashable) -> None:
+        """Retire an endpoint (by its ``key``: its name unless given): later requests get 404,
+        those in flight are cancelled."""
+        path = self._keys.pop(key, None)
         ep = self._endpoints.pop(path, None) if path is not None else None
         for task in (ep.active.values() if ep is not None else ()):
             task.cancel()
