@@ -24,8 +24,8 @@ from ..errors import McpError, ProtocolError, UsageError
 from ..mcp import binding as b
 
 if TYPE_CHECKING:
-    from .mcp_http import HttpEndpoint
     from .context import Context
+    from .mcp_http import HttpEndpoint
 
 __all__ = ["McpCaller", "McpCalls", "NotificationListener", "ProgressListener"]
 
