@@ -15,6 +15,7 @@ The node peers are in ``tests/interop/js/mcp_*.mjs``.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import subprocess
 import sys
@@ -23,6 +24,9 @@ from typing import Any
 
 import pytest
 from peerenv import JS_DIR, NODE, ROOT
+
+from acplink import McpCall, McpError, connect
+from acplink.mcp import McpServer
 
 MCP_AGENT = [sys.executable, str(ROOT / "tests" / "mcp" / "mcp_agent.py")]
 
@@ -100,3 +104,86 @@ def test_ts_provider_to_acplink_agent(version: int, tmp_path: Path) -> None:
     # each tools/call showed as an ACP tool call: started, then completed or failed
     tools = [(e["status"], e["title"]) for e in events if e["event"] == "tool"]
     assert ("in_progress", "echo") in tools and ("completed", None) in tools and ("failed", None) in tools
+
+
+# -- 2. acplink's client provides, a TS agent calls ----------------------------------------------
+
+
+def acplink_tools() -> tuple[McpServer, list[str]]:
+    """An acplink McpServer: echo (with progress), fail (an inner error), hang (until cancelled);
+    the list records each cancelled call."""
+    server = McpServer("acplink-tools")
+    cancelled: list[str] = []
+
+    @server.tool()
+    async def echo(text: str, call: McpCall) -> str:
+        """Say the text back."""
+        await call.progress(1, 2)
+        await call.progress(2, 2)
+        return f"echo: {text}"
+
+    @server.tool()
+    def fail() -> str:
+        """Answer an inner MCP error."""
+        raise McpError(-32602, "bad arguments", {"field": "text"})
+
+    @server.tool()
+    async def hang(call: McpCall) -> str:
+        """Run until cancelled."""
+        await call.progress(0)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(call.server_id)
+            raise
+        return "never"
+
+    return server, cancelled
+
+
+async def say(session: Any, text: str) -> str:
+    turn = session.prompt(text)
+    chunks = [u.content.text async for u in turn if getattr(u, "content", None) is not None
+              and isinstance(getattr(u.content, "text", None), str)]
+    assert turn.stop_reason == "end_turn"
+    return "".join(chunks)
+
+
+async def until(predicate: Any) -> None:
+    for _ in range(1000):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("never happened")
+
+
+async def test_acplink_provider_to_ts_caller(version: int, tmp_path: Path) -> None:
+    server, cancelled = acplink_tools()
+    async with connect(node("mcp_caller_agent.mjs", "--protocol", str(version)), protocol=version) as client:
+        reg = client.mcp.register("tools", server)
+        session = await client.new_session(tmp_path)
+        # the TS agent advertised acp MCP: acplink declared the server in session/new
+        assert await say(session, "servers") == f"tools={reg.server_id}"
+        assert await say(session, "tools tools") == "echo,fail,hang"
+        # acplink sends both progress notifications before the answer (in order, on the same pipe);
+        # the TS caller dispatches notifications through an async handler chain but resolves the
+        # response at once, so it may drop the last ones as "late" (docs/mcp.md, Interoperability)
+        progress, result = (await say(session, 'call tools echo {"text": "hi"}')).split("; ")
+        assert progress in ("progress: ", "progress: 1", "progress: 1,2") and result == "result: echo: hi"
+        assert await say(session, "call tools fail") == "mcp-error: -32602 bad arguments"
+        assert await say(session, "request tools tools/call {\"name\": \"fail\"}") == \
+            'mcp-error: -32602 bad arguments {"field":"text"}'
+        # the TS caller's abort is $/cancel_request: acplink cancels the tool, answers -32800
+        assert await say(session, "cancel tools") == "cancelled: -32800"
+        await until(lambda: cancelled == [reg.server_id])
+        # outer errors keep the binding's codes
+        assert (await say(session, "tools nosuch")).startswith("outer: -33001 ")
+        # the TS caller's metadata (2026-07-28, its capabilities and info) passes acplink's checks
+        discover = json.loads((await say(session, "request tools server/discover")).removeprefix("result: "))
+        assert discover["supportedVersions"] == ["2026-07-28"] and discover["serverInfo"]["name"] == "acplink-tools"
+        # through the TS agent's McpOverAcpHttpBridge, with the MCP TypeScript SDK's HTTP client
+        out = await say(session, 'http tools echo {"text": "via http"}')
+        tools, progress, result = out.split("; ")
+        assert tools == "tools: echo,fail,hang" and result == "result: echo: via http"
+        assert progress in ("progress: ", "progress: 1", "progress: 1,2")
+        assert await say(session, "http tools fail") == "tools: echo,fail,hang; mcp-error: -32602 bad arguments"
