@@ -187,3 +187,42 @@ async def test_acplink_provider_to_ts_caller(version: int, tmp_path: Path) -> No
         assert tools == "tools: echo,fail,hang" and result == "result: echo: via http"
         assert progress in ("progress: ", "progress: 1", "progress: 1,2")
         assert await say(session, "http tools fail") == "tools: echo,fail,hang; mcp-error: -32602 bad arguments"
+
+
+# -- 3. an acplink agent's McpHttpBridge, reached by the TS MCP client ---------------------------
+
+MCP_HTTP_AGENT = [sys.executable, str(ROOT / "tests" / "interop" / "mcp_http_agent.py")]
+
+
+def check_http_run(reply: str, tools: list[str], fail: dict[str, Any]) -> None:
+    """What js/mcp_http_client.mjs saw through the bridge: the listing, a call with its progress as
+    server-sent events, an inner error, and a call cancelled by dropping its response."""
+    seen = json.loads(reply)
+    assert seen == {"tools": tools, "progress": [1, 2], "result": "echo: via http", "fail": fail, "hang": "aborted"}
+
+
+def test_ts_mcp_client_through_acplink_bridge_to_ts_provider(version: int, tmp_path: Path) -> None:
+    prompts = ["raw", "sdk", "raw legacy", "sdk legacy"]
+    events = run(node("mcp_provider_client.mjs", "--protocol", str(version), "--cwd", str(tmp_path),
+                      *[a for p in prompts for a in ("--prompt", p)], "--", *MCP_HTTP_AGENT))
+    got = replies(events)
+    for era in ("", " legacy"):  # MCP 2026-07-28 (server/discover), and a handshake-era client
+        check_http_run(got["raw" + era], ["echo", "fail", "hang"], {"code": -32602, "message": "bad arguments"})
+        check_http_run(got["sdk" + era], ["echo", "hang"], {"code": -32602, "message": "Tool fail not found"})
+    # each dropped HTTP response was a $/cancel_request that reached the TS provider's handler
+    assert sorted(e["server"] for e in events if e["event"] == "cancelled") == ["raw", "raw", "sdk", "sdk"]
+    # the bridge passed on what the TS MCP client sent; a 2026-07-28 client's own metadata, a
+    # handshake-era client's from its initialize
+    infos = [c["clientInfo"] for c in events if c["event"] == "call" and c["server"] == "raw"]
+    assert {"name": "ts-mcp-http-client", "version": "2.4.0"} in infos
+
+
+async def test_ts_mcp_client_through_acplink_bridge_to_acplink_provider(version: int, tmp_path: Path) -> None:
+    server, cancelled = acplink_tools()
+    async with connect(MCP_HTTP_AGENT, protocol=version) as client:
+        reg = client.mcp.register("tools", server)
+        session = await client.new_session(tmp_path)
+        for era in ("", " legacy"):
+            check_http_run(await say(session, "tools" + era), ["echo", "fail", "hang"],
+                           {"code": -32602, "message": "bad arguments"})
+        await until(lambda: cancelled == [reg.server_id] * 2)

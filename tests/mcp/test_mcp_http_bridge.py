@@ -211,3 +211,15 @@ async def test_the_python_mcp_client_uses_it(bridge: McpHttpBridge) -> None:
         assert [t.name for t in tools.tools] == ["echo"]
         result = await client.call_tool("echo", {"text": "from mcp"})
     assert result.content[0].text == "echo: from mcp"  # type: ignore[union-attr]
+
+
+async def test_a_bridge_after_a_closed_one_answers() -> None:
+    """One bridge per prompt: each new listener (often given the fd number the last one had) is
+    heard, and a closed one no longer listens (found with the TypeScript MCP client, tests/interop)."""
+    for i in range(3):
+        async with McpHttpBridge() as bridge:
+            ep = bridge.add("tools", Provider())
+            r = await asyncio.wait_for(_post(ep, _req(i, "tools/list")), 10)
+            assert r.json()["result"] == {"tools": TOOLS}
+    with pytest.raises(httpx.ConnectError):
+        await _post(ep, _req(9, "tools/list"))

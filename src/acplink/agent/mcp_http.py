@@ -127,6 +127,13 @@ class McpHttpBridge:
             try:
                 await server.serve(sockets=[sock])
             finally:
+                # (cancelled before uvicorn's own shutdown: stop serving the socket before closing
+                # it, else the loop keeps a selector entry for its fd, which the next listener
+                # given that fd number inherits, and never hears a connection)
+                for listener in server.servers:
+                    listener.close()
+                for connection in list(server.server_state.connections):
+                    connection.shutdown()
                 sock.close()
 
         self._serving = self._tasks.spawn(serve(), name="acplink-mcp-http-serve")
@@ -141,8 +148,11 @@ class McpHttpBridge:
         for ep in self._endpoints.values():
             for task in ep.active.values():
                 task.cancel()
-        if self._server is not None:
+        if self._server is not None and self._serving is not None:
+            # uvicorn's own shutdown: close the listener, then the idle connections (it notices
+            # within a tick; what still runs after its grace period is cancelled below)
             self._server.should_exit = True
+            await asyncio.wait({self._serving}, timeout=5)
         await self._tasks.aclose()
         self._server = self._serving = None
 

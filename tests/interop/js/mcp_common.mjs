@@ -62,17 +62,20 @@ export function rawHandler(server, acp) {
     const progress = (progress, total) =>
       token === undefined ? Promise.resolve()
         : cx.notify("notifications/progress", { progressToken: token, progress, ...(total === undefined ? {} : { total }) });
+    // (MCP 2026-07-28 results say they are complete; listings say how long they may be cached)
+    const complete = (result) => ({ result: { resultType: "complete", ...result } });
+    const listing = (result) => complete({ ttlMs: 0, cacheScope: "private", ...result });
     if (cx.method === "server/discover") {
-      return { result: { supportedVersions: ["2026-07-28"], capabilities: { tools: {} }, serverInfo: { name: server, version: "1.0.0" } } };
+      return listing({ supportedVersions: ["2026-07-28"], capabilities: { tools: {} }, serverInfo: { name: server, version: "1.0.0" } });
     }
-    if (cx.method === "tools/list") return { result: { tools: TOOLS } };
+    if (cx.method === "tools/list") return listing({ tools: TOOLS });
     if (cx.method !== "tools/call") throw new acp.McpProtocolError(-32601, `Method not found: ${cx.method}`);
     const args = cx.params?.arguments ?? {};
     switch (cx.params?.name) {
       case "echo":
         await progress(1, 2);
         await progress(2, 2);
-        return { result: { content: [{ type: "text", text: `echo: ${args.text}` }] } };
+        return complete({ content: [{ type: "text", text: `echo: ${args.text}` }] });
       case "fail":
         throw new acp.McpProtocolError(-32602, "bad arguments", { field: "text" });
       case "hang":
