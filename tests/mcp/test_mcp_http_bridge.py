@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from acplink import McpError, ProtocolError
+from acplink import McpError, ProtocolError, RequestError
 from acplink.agent.mcp_http import HttpEndpoint, McpHttpBridge
 from acplink.mcp import MCP_CLIENT_CAPABILITIES, MCP_CLIENT_INFO, MCP_PROTOCOL_VERSION_KEY
 
@@ -47,6 +47,8 @@ class Provider:
                 return {"content": []}
             if method == "tools/call" and (params or {}).get("name") == "outer":
                 raise ProtocolError("the provider is gone")
+            if method == "tools/call" and (params or {}).get("name") == "unavailable":
+                raise RequestError("MCP server registration unavailable", code=-33001)
             raise McpError(-32601, f"Method not found: {method}")
         except asyncio.CancelledError:
             self.cancelled.append(method)
@@ -100,6 +102,9 @@ async def test_inner_and_outer_errors(bridge: McpHttpBridge) -> None:
     assert inner["error"] == {"code": -32601, "message": "Method not found: nope/x"}
     outer = (await _post(ep, _req(2, "tools/call", {"name": "outer"}))).json()
     assert outer["error"] == {"code": -32603, "message": "the provider is gone"}
+    # a binding failure keeps its code (as through the TypeScript SDK's bridge)
+    unavailable = (await _post(ep, _req(3, "tools/call", {"name": "unavailable"}))).json()
+    assert unavailable["error"] == {"code": -33001, "message": "MCP server registration unavailable"}
 
 
 @pytest.mark.parametrize(("how", "status"), [
@@ -153,7 +158,8 @@ async def test_too_many_at_once_is_429_and_a_dropped_response_cancels(bridge: Mc
     while len(provider.seen) < 2:
         await asyncio.sleep(0.01)
     r = await _post(ep, _req(3, "tools/list"))
-    assert r.status_code == 429 and r.json()["error"]["message"] == "more than 2 requests at once"
+    assert r.status_code == 429
+    assert r.json()["error"] == {"code": -33000, "message": "more than 2 requests at once"}
     hanging[0].cancel()  # the client drops one response: its request is cancelled
     with pytest.raises(asyncio.CancelledError):
         await hanging[0]
@@ -211,3 +217,15 @@ async def test_the_python_mcp_client_uses_it(bridge: McpHttpBridge) -> None:
         assert [t.name for t in tools.tools] == ["echo"]
         result = await client.call_tool("echo", {"text": "from mcp"})
     assert result.content[0].text == "echo: from mcp"  # type: ignore[union-attr]
+
+
+async def test_a_bridge_after_a_closed_one_answers() -> None:
+    """One bridge per prompt: each new listener (often given the fd number the last one had) is
+    heard, and a closed one no longer listens (found with the TypeScript MCP client, tests/interop)."""
+    for i in range(3):
+        async with McpHttpBridge() as bridge:
+            ep = bridge.add("tools", Provider())
+            r = await asyncio.wait_for(_post(ep, _req(i, "tools/list")), 10)
+            assert r.json()["result"] == {"tools": TOOLS}
+    with pytest.raises(httpx.ConnectError):
+        await _post(ep, _req(9, "tools/list"))

@@ -33,8 +33,9 @@ import orjson
 from .._extras import require
 from .._tasks import TaskSet
 from .._version import __version__
-from ..errors import AcpError, McpError, UsageError
+from ..errors import AcpError, McpError, RequestError, UsageError
 from ..mcp import MCP_CLIENT_CAPABILITIES, MCP_CLIENT_INFO, MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSION_KEY
+from ..mcp import binding as b
 from .mcp import McpCaller
 
 __all__ = ["Forward", "HttpEndpoint", "McpHttpBridge"]
@@ -48,6 +49,8 @@ Forward = Callable[[str, "dict[str, Any] | None", Notify], Awaitable[Any]]
 #: the handshake-era revisions a legacy client may ask for (answered with its own, else the newest)
 _LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 _SSE = b"text/event-stream"
+#: the binding's outer failures, passed on to the HTTP client with their code
+_BINDING_CODES = (b.LIMIT_EXCEEDED, b.SERVER_UNAVAILABLE, b.BACKEND_FAILED, b.REQUEST_CANCELLED)
 
 
 @dataclass
@@ -138,6 +141,13 @@ class McpHttpBridge:
             try:
                 await server.serve(sockets=[sock])
             finally:
+                # (cancelled before uvicorn's own shutdown: stop serving the socket before closing
+                # it, else the loop keeps a selector entry for its fd, which the next listener
+                # given that fd number inherits, and never hears a connection)
+                for listener in server.servers:
+                    listener.close()
+                for connection in list(server.server_state.connections):
+                    connection.shutdown()
                 sock.close()
 
         self._serving = self._tasks.spawn(serve(), name="acplink-mcp-http-serve")
@@ -152,8 +162,11 @@ class McpHttpBridge:
         for ep in self._endpoints.values():
             for task in ep.active.values():
                 task.cancel()
-        if self._server is not None:
+        if self._server is not None and self._serving is not None:
+            # uvicorn's own shutdown: close the listener, then the idle connections (it notices
+            # within a tick; what still runs after its grace period is cancelled below)
             self._server.should_exit = True
+            await asyncio.wait({self._serving}, timeout=5)
         await self._tasks.aclose()
         self._server = self._serving = None
 
@@ -248,7 +261,7 @@ class McpHttpBridge:
         if method == "initialize" and self.legacy_initialize:
             return await _json(send, 200, {"jsonrpc": "2.0", "id": rid, "result": self._initialize(ep, params)})
         if len(ep.active) >= self.max_active:
-            return await _json(send, 429, _error(rid, -32000, f"more than {self.max_active} requests at once"))
+            return await _json(send, 429, _error(rid, b.LIMIT_EXCEEDED, f"more than {self.max_active} requests at once"))
         await self._request(ep, rid, method, self._with_meta(ep, params), receive, send)
 
     def _initialize(self, ep: _Endpoint, params: dict[str, Any] | None) -> dict[str, Any]:
@@ -322,6 +335,8 @@ def _answer(rid: Any, done: asyncio.Future[Any]) -> dict[str, Any]:
         return {"jsonrpc": "2.0", "id": rid, "result": done.result()}
     if isinstance(exc, McpError):
         return {"jsonrpc": "2.0", "id": rid, "error": exc.to_wire()}
+    if isinstance(exc, RequestError) and exc.code in _BINDING_CODES:  # (as the TypeScript SDK's bridge)
+        return _error(rid, exc.code, exc.message)
     if isinstance(exc, AcpError):
         return _error(rid, -32603, str(exc))
     return _error(rid, -32603, "internal error")

@@ -1,0 +1,228 @@
+"""MCP-over-ACP interop with the official TypeScript SDKs (``@agentclientprotocol/sdk`` 2.4.0,
+``@modelcontextprotocol/server`` and ``/client`` 2.4.0), over real pipes, on ACP v1
+(``/unstable``) and v2 (``/experimental/v2/unstable``):
+
+1. the TS client's provider (``McpOverAcpProvider``, a hand-written handler and an MCP-SDK
+   server through ``fromMcpServer``) → an acplink agent calling them with ``ctx.mcp``;
+2. acplink's provider (``client.mcp.register`` with an :class:`acplink.mcp.McpServer`) → a TS
+   agent calling it with ``McpOverAcpCaller``, directly and through ``McpOverAcpHttpBridge``
+   with the TS MCP client;
+3. an acplink agent's :class:`acplink.agent.McpHttpBridge` ← the TS MCP client (Streamable
+   HTTP), serving a TS provider's server and an acplink provider's.
+
+The node peers are in ``tests/interop/js/mcp_*.mjs``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from peerenv import JS_DIR, NODE, ROOT
+
+from acplink import McpCall, McpError, connect
+from acplink.mcp import McpServer
+
+MCP_AGENT = [sys.executable, str(ROOT / "tests" / "mcp" / "mcp_agent.py")]
+
+
+def _missing() -> str | None:
+    if NODE is None:
+        return "node not found on PATH (needed for the official TypeScript SDK peers)"
+    for package in ("@agentclientprotocol/sdk", "@modelcontextprotocol/server", "@modelcontextprotocol/client"):
+        if not (JS_DIR / "node_modules" / package).is_dir():
+            return f"{package} not installed: (cd tests/interop/js && npm ci)"
+    return None
+
+
+missing = _missing()
+pytestmark = [pytest.mark.skipif(missing is not None, reason=missing or ""),
+              pytest.mark.parametrize("version", [1, 2])]
+
+
+def run(cmd: list[str], timeout: float = 120) -> list[dict[str, Any]]:
+    """Run a peer; its events (one JSON object per line), checked for a clean exit."""
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    assert not [e for e in events if e["event"] == "fatal"], events
+    return events
+
+
+def node(script: str, *args: str) -> list[str]:
+    return [str(NODE), str(JS_DIR / script), *args]
+
+
+def replies(events: list[dict[str, Any]]) -> dict[str, str]:
+    return {e["prompt"]: e["text"] for e in events if e["event"] == "reply"}
+
+
+# -- 1. the TS client provides, an acplink agent calls -------------------------------------------
+
+PROMPTS_1 = ["tools raw", 'call raw echo {"text": "hi"}', "call raw fail", "cancel raw", "timeout raw",
+             'request raw tools/list {"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-06-18"}}',
+             "request nosuch tools/list",
+             "tools sdk", 'call sdk echo {"text": "hi"}', "call sdk nope", "cancel sdk"]
+
+
+def test_ts_provider_to_acplink_agent(version: int, tmp_path: Path) -> None:
+    events = run(node("mcp_provider_client.mjs", "--protocol", str(version), "--cwd", str(tmp_path),
+                      *[a for p in PROMPTS_1 for a in ("--prompt", p)], "--", *MCP_AGENT))
+    init = events[0]
+    assert init["protocolVersion"] == version
+    caps = init["agentCapabilities"]
+    assert (caps["mcpCapabilities"]["acp"] is True) if version == 1 else (caps["session"]["mcp"]["acp"] == {})
+    got = replies(events)
+    # the hand-written handler: list, a call with progress, an inner error, cancellation, timeout
+    assert got["tools raw"] == "echo,fail,hang"
+    assert got['call raw echo {"text": "hi"}'] == "progress: 1,2; result: echo: hi"
+    assert got["call raw fail"] == "mcp-error: -32602 bad arguments"
+    assert got["cancel raw"] == "cancelled"
+    assert got["timeout raw"] == "timed out"
+    assert [e["server"] for e in events if e["event"] == "cancelled"].count("raw") == 2  # ($/cancel_request)
+    # the TS provider checks the inner version: an inner error, which acplink's caller returns as a value
+    assert got[PROMPTS_1[5]] == ('mcp-error: -32022 Unsupported protocol version '
+                                 '{"requested": "2025-06-18", "supported": ["2026-07-28"]}')
+    # an outer binding error keeps its code
+    assert got["request nosuch tools/list"].startswith("outer: -33001 ")
+    # acplink's caller sent the metadata the TS provider requires, with a string requestId
+    calls = [e for e in events if e["event"] == "call"]
+    assert calls and all(c["protocolVersion"] == "2026-07-28" and c["clientCapabilities"] == {}
+                         and c["clientInfo"] == {"name": "mcp-agent", "version": "1.0"}
+                         and c["requestIdType"] == "string" for c in calls)
+    # the MCP TypeScript SDK's server through fromMcpServer
+    assert got["tools sdk"] == "echo,hang"
+    assert got['call sdk echo {"text": "hi"}'] == "progress: 1,2; result: echo: hi"
+    assert got["call sdk nope"] == "mcp-error: -32602 Tool nope not found"
+    assert got["cancel sdk"] == "cancelled"
+    assert [e["server"] for e in events if e["event"] == "cancelled"].count("sdk") == 1
+    # each tools/call showed as an ACP tool call: started, then completed or failed
+    tools = [(e["status"], e["title"]) for e in events if e["event"] == "tool"]
+    assert ("in_progress", "echo") in tools and ("completed", None) in tools and ("failed", None) in tools
+
+
+# -- 2. acplink's client provides, a TS agent calls ----------------------------------------------
+
+
+def acplink_tools() -> tuple[McpServer, list[str]]:
+    """An acplink McpServer: echo (with progress), fail (an inner error), hang (until cancelled);
+    the list records each cancelled call."""
+    server = McpServer("acplink-tools")
+    cancelled: list[str] = []
+
+    @server.tool()
+    async def echo(text: str, call: McpCall) -> str:
+        """Say the text back."""
+        await call.progress(1, 2)
+        await call.progress(2, 2)
+        return f"echo: {text}"
+
+    @server.tool()
+    def fail() -> str:
+        """Answer an inner MCP error."""
+        raise McpError(-32602, "bad arguments", {"field": "text"})
+
+    @server.tool()
+    async def hang(call: McpCall) -> str:
+        """Run until cancelled."""
+        await call.progress(0)
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.append(call.server_id)
+            raise
+        return "never"
+
+    return server, cancelled
+
+
+async def say(session: Any, text: str) -> str:
+    turn = session.prompt(text)
+    chunks = [u.content.text async for u in turn if getattr(u, "content", None) is not None
+              and isinstance(getattr(u.content, "text", None), str)]
+    assert turn.stop_reason == "end_turn"
+    return "".join(chunks)
+
+
+async def until(predicate: Any) -> None:
+    for _ in range(1000):
+        if predicate():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("never happened")
+
+
+async def test_acplink_provider_to_ts_caller(version: int, tmp_path: Path) -> None:
+    server, cancelled = acplink_tools()
+    async with connect(node("mcp_caller_agent.mjs", "--protocol", str(version)), protocol=version) as client:
+        reg = client.mcp.register("tools", server)
+        session = await client.new_session(tmp_path)
+        # the TS agent advertised acp MCP: acplink declared the server in session/new
+        assert await say(session, "servers") == f"tools={reg.server_id}"
+        assert await say(session, "tools tools") == "echo,fail,hang"
+        # acplink sends both progress notifications before the answer (in order, on the same pipe);
+        # the TS caller dispatches notifications through an async handler chain but resolves the
+        # response at once, so it may drop the last ones as "late" (docs/mcp.md, Interoperability)
+        progress, result = (await say(session, 'call tools echo {"text": "hi"}')).split("; ")
+        assert progress in ("progress: ", "progress: 1", "progress: 1,2") and result == "result: echo: hi"
+        assert await say(session, "call tools fail") == "mcp-error: -32602 bad arguments"
+        assert await say(session, "request tools tools/call {\"name\": \"fail\"}") == \
+            'mcp-error: -32602 bad arguments {"field":"text"}'
+        # the TS caller's abort is $/cancel_request: acplink cancels the tool, answers -32800
+        assert await say(session, "cancel tools") == "cancelled: -32800"
+        await until(lambda: cancelled == [reg.server_id])
+        # outer errors keep the binding's codes
+        assert (await say(session, "tools nosuch")).startswith("outer: -33001 ")
+        # the TS caller's metadata (2026-07-28, its capabilities and info) passes acplink's checks
+        discover = json.loads((await say(session, "request tools server/discover")).removeprefix("result: "))
+        assert discover["supportedVersions"] == ["2026-07-28"] and discover["serverInfo"]["name"] == "acplink-tools"
+        # through the TS agent's McpOverAcpHttpBridge, with the MCP TypeScript SDK's HTTP client
+        out = await say(session, 'http tools echo {"text": "via http"}')
+        tools, progress, result = out.split("; ")
+        assert tools == "tools: echo,fail,hang" and result == "result: echo: via http"
+        assert progress in ("progress: ", "progress: 1", "progress: 1,2")
+        assert await say(session, "http tools fail") == "tools: echo,fail,hang; mcp-error: -32602 bad arguments"
+
+
+# -- 3. an acplink agent's McpHttpBridge, reached by the TS MCP client ---------------------------
+
+MCP_HTTP_AGENT = [sys.executable, str(ROOT / "tests" / "interop" / "mcp_http_agent.py")]
+
+
+def check_http_run(reply: str, tools: list[str], fail: dict[str, Any]) -> None:
+    """What js/mcp_http_client.mjs saw through the bridge: the listing, a call with its progress as
+    server-sent events, an inner error, and a call cancelled by dropping its response."""
+    seen = json.loads(reply)
+    assert seen == {"tools": tools, "progress": [1, 2], "result": "echo: via http", "fail": fail, "hang": "aborted"}
+
+
+def test_ts_mcp_client_through_acplink_bridge_to_ts_provider(version: int, tmp_path: Path) -> None:
+    prompts = ["raw", "sdk", "raw legacy", "sdk legacy"]
+    events = run(node("mcp_provider_client.mjs", "--protocol", str(version), "--cwd", str(tmp_path),
+                      *[a for p in prompts for a in ("--prompt", p)], "--", *MCP_HTTP_AGENT))
+    got = replies(events)
+    for era in ("", " legacy"):  # MCP 2026-07-28 (server/discover), and a handshake-era client
+        check_http_run(got["raw" + era], ["echo", "fail", "hang"], {"code": -32602, "message": "bad arguments"})
+        check_http_run(got["sdk" + era], ["echo", "hang"], {"code": -32602, "message": "Tool fail not found"})
+    # each dropped HTTP response was a $/cancel_request that reached the TS provider's handler
+    assert sorted(e["server"] for e in events if e["event"] == "cancelled") == ["raw", "raw", "sdk", "sdk"]
+    # the bridge passed on what the TS MCP client sent; a 2026-07-28 client's own metadata, a
+    # handshake-era client's from its initialize
+    infos = [c["clientInfo"] for c in events if c["event"] == "call" and c["server"] == "raw"]
+    assert {"name": "ts-mcp-http-client", "version": "2.4.0"} in infos
+
+
+async def test_ts_mcp_client_through_acplink_bridge_to_acplink_provider(version: int, tmp_path: Path) -> None:
+    server, cancelled = acplink_tools()
+    async with connect(MCP_HTTP_AGENT, protocol=version) as client:
+        reg = client.mcp.register("tools", server)
+        session = await client.new_session(tmp_path)
+        for era in ("", " legacy"):
+            check_http_run(await say(session, "tools" + era), ["echo", "fail", "hang"],
+                           {"code": -32602, "message": "bad arguments"})
+        await until(lambda: cancelled == [reg.server_id] * 2)
