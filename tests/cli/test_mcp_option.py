@@ -113,6 +113,13 @@ def test_a_server_that_cannot_start(cli: Cli) -> None:
     _one_error(proc, "--mcp web: cannot start the MCP server 'http://127.0.0.1:")
 
 
+def test_a_server_that_does_not_answer(cli: Cli) -> None:
+    # (stopped: the cli fixture fails the test if the server's process outlives the command)
+    proc = cli.run("prompt", "--startup-timeout", "1", "--mcp", f"slow={sys.executable} -c 'import time; "
+                   "time.sleep(100)'", "hello", timeout=60)
+    _one_error(proc, "acplink: error: --mcp slow: the MCP server", "did not answer within 1 s (--startup-timeout)")
+
+
 def test_chat_with_a_server_that_cannot_start(cli: Cli) -> None:
     pytest.importorskip("rich")
     _one_error(cli.run("chat", "--mcp", f"{TOOLS} --fail-at-start", input="hello\n", timeout=120),

@@ -72,7 +72,7 @@ async def mcp_servers(args: argparse.Namespace, startup_timeout: float | None = 
                 async with asyncio.timeout(startup_timeout):
                     await stack.enter_async_context(bridge)
             except TimeoutError:
-                raise McpStartFailed(f"the MCP server {name!r} (--mcp) did not answer within "
+                raise McpStartFailed(f"--mcp {name}: the MCP server {bridge.name!r} did not answer within "
                                      f"{startup_timeout:g} s (--startup-timeout)") from None
             except McpBridgeError as exc:
                 raise McpStartFailed(f"--mcp {name}: {exc}") from None
