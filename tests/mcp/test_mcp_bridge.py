@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import socket
-import subprocess
 import sys
 import time
 import uuid
@@ -158,21 +157,8 @@ def _free_port() -> int:
 
 @pytest.fixture
 def http_server() -> Iterator[str]:
-    port = _free_port()
-    proc = subprocess.Popen(_command("--http", str(port)), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-                break
-            except OSError:
-                assert proc.poll() is None, "the MCP HTTP server exited"
-                time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        proc.wait(30)
+    with mcp_tools_server.over_http() as url:
+        yield url
 
 
 async def test_a_streamable_http_server(http_server: str) -> None:

@@ -37,6 +37,7 @@ from .common import (
     open_client,
     start_session,
 )
+from .mcp_option import McpStartFailed, mcp_servers
 
 __all__ = ["ChatApp", "run_chat"]
 
@@ -53,7 +54,9 @@ def run_chat(args: argparse.Namespace) -> int:
     else:  # library warnings would scribble over the screen; --debug shows them
         lib.handlers, lib.propagate = [logging.NullHandler()], False
     try:
-        return asyncio.run(ChatApp(args).main())
+        return asyncio.run(_chat(args))
+    except McpStartFailed as exc:
+        return fail(str(exc), 2)
     except AcpError as exc:
         if args.debug:
             raise
@@ -62,6 +65,11 @@ def run_chat(args: argparse.Namespace) -> int:
         return 130
     finally:
         lib.handlers, lib.propagate = saved
+
+
+async def _chat(args: argparse.Namespace) -> int:
+    async with mcp_servers(args, args.startup_timeout):  # (--mcp: started before the agent, stopped after it)
+        return await ChatApp(args).main()
 
 
 class ChatApp(LocalCommands, Questions):

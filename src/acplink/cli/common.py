@@ -29,6 +29,7 @@ from ..errors import (
 )
 from ..transports._remote import CookieJar, require_libraries
 from ..transports.subprocess import SubprocessTransport, stderr_report
+from .mcp_option import add_mcp_option, mcp_usage_error, offer_mcp, require_mcp
 
 __all__ = [
     "DEFAULT_STARTUP_TIMEOUT",
@@ -158,6 +159,7 @@ class _AgentAfterDashDash(ArgParser):
                 self._fail(wrong)
             if ns.url:  # (the remote extra; main() shows the MissingDependency)
                 require_libraries(ns.url)
+            require_mcp(ns)
         return ns, extra
 
 
@@ -198,7 +200,7 @@ def client_usage_error(args: argparse.Namespace) -> str | None:
     for d in args.add_dir:
         if not os.path.isdir(d):
             return f"--add-dir {d!r} is not a directory"
-    return None
+    return mcp_usage_error(args)
 
 
 def port_number(text: str) -> int:
@@ -222,6 +224,7 @@ def add_client_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-terminal", action="store_true", help="do not offer terminals to the agent")
     add_startup_option(p)
     p.add_argument("--debug", action="store_true", help="show tracebacks and protocol logs")
+    add_mcp_option(p)
     _add_remote_options(p)
     p.add_argument("agent", nargs="*", default=[], metavar="-- AGENT_CMD",
                    help="the agent command line, after `--` (default: the built-in demo agent)")
@@ -304,7 +307,7 @@ def open_client(args: argparse.Namespace, permission: PermissionPolicy, **kw: An
         cmd = agent_command(args)
         opening = connect(cmd, cwd=cwd, fs=not args.no_fs, permission=permission, debug=args.debug, **kw)
     limit = getattr(args, "startup_timeout", None) or DEFAULT_STARTUP_TIMEOUT
-    return _Startup(opening, limit, cmd)
+    return _Startup(opening, limit, cmd, args)
 
 
 class StartupTimeout(AcpError):
@@ -315,21 +318,26 @@ class _Startup:
     """``connect(...)`` whose opening (spawn + ``initialize``) must end within ``limit`` seconds;
     past it the agent is stopped and :class:`StartupTimeout` raised."""
 
-    def __init__(self, opening: connect, limit: float, command: Sequence[str]) -> None:
+    def __init__(self, opening: connect, limit: float, command: Sequence[str],
+                 args: argparse.Namespace | None = None) -> None:
         self.opening = opening
         self.limit = limit
         self.command = shlex.join(command)
+        self.args = args
 
     async def _open(self) -> Client:
         bound = asyncio.timeout(self.limit)
         try:
             async with bound:
-                return await self.opening.__aenter__()
+                client = await self.opening.__aenter__()
         except TimeoutError:
             if not bound.expired():
                 raise
             raise StartupTimeout(f"the agent {self.command!r} did not answer initialize within {self.limit:g} s "
                                  "(--startup-timeout)") from None
+        if self.args is not None:
+            offer_mcp(client, self.args)  # (the --mcp servers, declared in the sessions it opens)
+        return client
 
     async def __aenter__(self) -> Client:
         return await self._open()

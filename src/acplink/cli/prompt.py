@@ -29,6 +29,7 @@ from .common import (
     positive_seconds,
     start_session,
 )
+from .mcp_option import McpStartFailed, mcp_servers
 
 HELP = "send one prompt to an agent and print its reply"
 EXAMPLES = """examples:
@@ -37,6 +38,7 @@ EXAMPLES = """examples:
   acplink prompt --allow "write notes.txt hi" -- my-agent --acp
   acplink prompt --timeout 120 "fix the tests" -- my-agent --acp
   acplink prompt --protocol auto "hello" -- my-agent # ACP v2 (draft) if the agent speaks it, else v1
+  acplink prompt --mcp tools='python server.py' mcp  # offer an MCP server to the agent over ACP
 ACP v1 is the default: v2 has no client files or terminals yet (the demo's read, write and run).
 exit status: 0 when the turn ends with end_turn, 1 for any other stop reason or error,
 124 when --timeout or --startup-timeout runs out, 141 when the reader of stdout goes away."""
@@ -83,6 +85,11 @@ def _summary(update: Any, session: Session | None = None) -> str | None:
 
 
 async def _run(args: argparse.Namespace) -> int:
+    async with mcp_servers(args, args.startup_timeout):  # (--mcp: started before the agent, stopped after it)
+        return await _run_client(args)
+
+
+async def _run_client(args: argparse.Namespace) -> int:
     policy = PermissionPolicy.allow_all() if args.allow else PermissionPolicy.deny_all()
     # --timeout bounds the whole run: the agent's start-up, the session's set-up and the turn
     deadline = None if args.timeout is None else asyncio.get_running_loop().time() + args.timeout
@@ -221,6 +228,8 @@ def run(args: argparse.Namespace) -> int:
             return asyncio.run(_run(args))
     except StartupTimeout as exc:
         return fail(str(exc), EXIT_TIMEOUT)
+    except McpStartFailed as exc:
+        return fail(str(exc), 2)
     except AcpError as exc:
         if args.debug:
             raise

@@ -12,6 +12,7 @@ client-facing feature of the protocol, so client authors can test against it:
     wait [N]             a tool call that waits N seconds (ACP v2 clients can cancel just it)
     title TEXT           set the session title
     ask                  ask the user a question (elicitation), if the client supports it
+    mcp [TOOL JSON]      list and call the tools of the client's MCP servers (MCP-over-ACP)
     help                 this list
     anything else        echoed back, streamed word by word
 
@@ -37,6 +38,7 @@ from ..agent.context import Context, PromptContext
 from ..errors import InvalidParams, ResourceNotFound
 from ..schema import _generated as s
 from ..schema._parse import parse
+from .mcp_command import run_mcp_command
 
 __all__ = ["COMMANDS", "DemoStore", "create_demo_agent", "main"]
 
@@ -50,6 +52,7 @@ COMMANDS: list[tuple[str, str, str | None]] = [
     ("wait", "A tool call that waits N seconds (cancel it alone on ACP v2)", "N"),
     ("title", "Set the session title", "TEXT"),
     ("ask", "Ask you a question (elicitation)", None),
+    ("mcp", "List and call the tools of your MCP servers (--mcp)", "[TOOL JSON]"),
     ("help", "List what the demo agent can do", None),
 ]
 
@@ -293,6 +296,8 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
                 await reply.stream(f"Title set to {rest.strip()!r}.")
             elif cmd == "ask":
                 await do_ask(ctx, reply)
+            elif cmd == "mcp":
+                await run_mcp_command(ctx, reply, rest)
             elif cmd == "help":
                 lines = [f"  {n} {h or ''} - {d}" for n, d, h in COMMANDS]
                 await reply.stream("I am the acplink demo agent. Try:\n" + "\n".join(lines))
