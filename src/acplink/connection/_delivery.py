@@ -24,12 +24,14 @@ The rules it keeps:
   are held.
 
 The decisions: the :class:`Signal` values, which carry nothing (the driver knows what they are
-about), and four small records: :class:`Start`, :class:`Refuse`, :class:`Settle` and
-:class:`Cancel`. :meth:`Delivery.take` also hands over what waits in the queue as it is: a
-notification (an ``IncomingNotification``, or the ``bytes`` of one whose decoding the engine
-deferred) to handle now, or an ``IncomingRequest`` whose turn has come, to :meth:`admit`. The
-common cases (deliver now, start now, settle now, queued) allocate nothing. The records are
-values: the driver reads them, nothing changes them.
+about), and three small records: :class:`Refuse`, :class:`Settle` and :class:`Cancel`.
+Engine events are handed over as they are, their type saying what to do with them:
+:meth:`Delivery.release` returns the held ``IncomingRequest`` values that may start now (start
+each), and :meth:`Delivery.take` what waits in the queue: a notification (an
+``IncomingNotification``, or the ``bytes`` of one whose decoding the engine deferred) to handle
+now, or an ``IncomingRequest`` whose turn has come, to :meth:`admit`. The common cases (deliver
+now, start now, settle now, queued, a held request released as another ends) allocate no
+decision. The records are values: the driver reads them, nothing changes them.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ from ..rpc.engine import IncomingRequest, IncomingResponse
 
 __all__ = [
     "END_OF_INPUT", "HOLD", "IDLE", "PAUSE_READING", "QUEUED", "QUEUE_FULL", "RELEASE", "RESUME_READING", "SETTLE",
-    "START", "WATCH_WRITES", "Cancel", "Decision", "Delivery", "Refuse", "Settle", "Signal", "Start",
+    "START", "WATCH_WRITES", "Cancel", "Decision", "Delivery", "Refuse", "Settle", "Signal",
 ]
 
 
@@ -93,15 +95,6 @@ END_OF_INPUT: Final = Signal.END_OF_INPUT
 # dataclasses: nothing is generated when acplink is imported (an agent's start-up counts).
 
 
-class Start(Record):
-    """Start this inbound request (it was held, and may run now)."""
-
-    __slots__ = ("request",)
-
-    def __init__(self, request: IncomingRequest) -> None:
-        self.request = request
-
-
 class Refuse(Record):
     """Answer inbound request ``id`` with ``error``; it does not run."""
 
@@ -135,8 +128,8 @@ class Cancel(Record):
         self.id = id
 
 
-#: what the driver may be told to do
-Decision = Signal | Start | Refuse | Settle | Cancel
+#: what the driver may be told to do (an ``IncomingRequest`` from :meth:`Delivery.release`: start it)
+Decision = Signal | IncomingRequest | Refuse | Settle | Cancel
 
 _NOTHING: Final[tuple[Decision, ...]] = ()
 
@@ -276,7 +269,11 @@ class Delivery:
 
     def admit(self, ev: IncomingRequest, writing_paused: bool) -> Decision:
         """An inbound request whose turn has come: START, HOLD (max_running_requests run
-        already, or ``writing_paused``: the peer is not taking our output), or a Refuse."""
+        already, or ``writing_paused``: the peer is not taking our output), or a Refuse.
+
+        ``writing_paused`` matters only while nothing is held (behind a held request a new one
+        is held whatever the buffer): the driver need not look at its transport then (it
+        passes False)."""
         held = self.held
         running = self.running
         limit = self.max_concurrent_requests
@@ -296,8 +293,9 @@ class Delivery:
         return START
 
     def release(self, writing_paused: bool) -> list[Decision]:
-        """Start the held requests that may run now, in arrival order (:class:`Start` each);
-        WATCH_WRITES while ``writing_paused``; RESUME_READING when reading was paused for them."""
+        """The held requests that may start now, in arrival order (each ``IncomingRequest``
+        itself: start it); WATCH_WRITES while ``writing_paused``; RESUME_READING when reading
+        was paused for them."""
         held = self.held
         order = self._held_order
         out: list[Decision] = []
@@ -320,7 +318,7 @@ class Delivery:
                 running[ev.id] = long
                 if not long:
                     self.busy += 1
-                out.append(Start(ev))
+                out.append(ev)
         if not held:
             order.clear()
         self._unheld(out)

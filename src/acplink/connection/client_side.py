@@ -137,14 +137,14 @@ class ClientSideConnection(Connection):
             self.enable_fast_path(self.protocol.wire("session_update"))
         return selected
 
-    def _params(self, info: MethodInfo | None, method: str, params: Any) -> Any:
-        # (only what did not come typed through the fast path gets here: not the update flood)
+    def _notification_params(self, info: MethodInfo | None, method: str, params: Any) -> Any:
+        # (only the notifications that did not come typed through the fast path get here: not
+        # the update flood, and no request)
         try:
             return Connection._params(self, info, method, params)
         except InvalidParams as exc:
             hook = self.on_invalid_update
-            if hook is not None and info is not None and info.kind == "notification" \
-                    and self.protocol.is_(method, "session_update"):
+            if hook is not None and info is not None and self.protocol.is_(method, "session_update"):
                 error: InvalidParams = exc
                 try:  # (the schema's own error: it names the path)
                     parse(info.params_type, params if params is not None else {}, name=info.params_name)
