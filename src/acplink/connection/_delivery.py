@@ -274,63 +274,82 @@ class Delivery:
         ``writing_paused`` matters only while nothing is held (behind a held request a new one
         is held whatever the buffer): the driver need not look at its transport then (it
         passes False)."""
+        rid = ev.id
         held = self.held
         running = self.running
         limit = self.max_concurrent_requests
         if len(running) + len(held) >= limit:
-            return Refuse(ev.id, InternalError(f"too many concurrent requests (limit {limit})"))
-        if ev.id in running or ev.id in held:
-            return _duplicate(ev.id)
+            return Refuse(rid, InternalError(f"too many concurrent requests (limit {limit})"))
+        if rid in running or rid in held:
+            return _duplicate(rid)
         if held or writing_paused or (self.busy >= self.max_running_requests and ev.method not in self.long_running):
-            held[ev.id] = ev  # (behind the ones already waiting: arrival order is kept)
+            held[rid] = ev  # (behind the ones already waiting: arrival order is kept)
             self._held_order.append(ev)
             return HOLD
         if ev.method in self.long_running:
-            running[ev.id] = True
+            running[rid] = True
         else:
-            running[ev.id] = False
+            running[rid] = False
             self.busy += 1
         return START
 
-    def release(self, writing_paused: bool) -> list[Decision]:
+    def release(self, writing_paused: bool) -> Decision | list[Decision] | None:
         """The held requests that may start now, in arrival order (each ``IncomingRequest``
-        itself: start it); WATCH_WRITES while ``writing_paused``; RESUME_READING when reading
-        was paused for them."""
+        itself: start it); WATCH_WRITES while ``writing_paused``; RESUME_READING (last) when
+        reading was paused for them. One decision comes alone (the common case: a request
+        ended and the first held one takes its slot), several as a list, none as None."""
         held = self.held
         order = self._held_order
-        out: list[Decision] = []
+        first: Decision | None = None
+        more: list[Decision] | None = None  # (all of them, once a second one starts)
         if held and not self.closed:
             if writing_paused:
-                return [WATCH_WRITES]  # (the driver releases them when the buffer drains)
+                return WATCH_WRITES  # (the driver releases them when the buffer drains)
             limit = self.max_running_requests
             long_running = self.long_running
             running = self.running
             while held:
                 ev = order[0]
-                if held.get(ev.id) is not ev:  # (cancelled while held)
+                rid = ev.id
+                if held.get(rid) is not ev:  # (cancelled while held)
                     order.popleft()
                     continue
-                long = ev.method in long_running
-                if self.busy >= limit and not long:
-                    return out
-                order.popleft()
-                del held[ev.id]
-                running[ev.id] = long
-                if not long:
+                if ev.method in long_running:
+                    running[rid] = True
+                elif self.busy < limit:
+                    running[rid] = False
                     self.busy += 1
-                out.append(ev)
+                else:
+                    return first if more is None else more  # (the others wait for the next slot)
+                order.popleft()
+                del held[rid]
+                if first is None:
+                    first = ev
+                elif more is None:
+                    more = [first, ev]
+                else:
+                    more.append(ev)
         if not held:
             order.clear()
-        self._unheld(out)
-        return out
+        resume = self._unheld()
+        if resume is None:
+            return first if more is None else more
+        if first is None:
+            return resume
+        if more is None:
+            return [first, resume]
+        more.append(resume)
+        return more
 
-    def _unheld(self, out: list[Decision]) -> None:
-        """Nothing is held any more (or nothing will start): reading paused for them resumes."""
+    def _unheld(self) -> Signal | None:
+        """Nothing is held any more (or nothing will start): RESUME_READING when reading was
+        paused for them (and not for the queue too)."""
         self.held_bytes = 0
         if self.held_paused:
             self.held_paused = False
             if not self.reading_paused:
-                out.append(RESUME_READING)
+                return RESUME_READING
+        return None
 
     def request_ended(self, rid: int | str) -> Signal | None:
         """Inbound request ``rid`` ended: RELEASE when requests are held (one may start now)."""
@@ -345,7 +364,8 @@ class Delivery:
             out: list[Decision] = [Refuse(rid, RequestCancelled("Request cancelled"))]
             if not self.held:
                 self._held_order.clear()
-                self._unheld(out)
+                if (resume := self._unheld()) is not None:
+                    out.append(resume)
             elif len(self._held_order) > 2 * len(self.held) + 64:  # (cancelled ones: keep it bounded)
                 self._held_order = collections.deque(self.held.values())
             return out

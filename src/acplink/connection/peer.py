@@ -383,11 +383,14 @@ class Peer(Outbound):
 
     def _release(self) -> None:
         """Start the held requests that may run now (RELEASE; called directly as a request ends)."""
-        for d in self.delivery.release(self.transport.writing_paused):
-            if type(d) is IncomingRequest:
-                self.tasks.spawn_keyed(self.run_request(d), d.id)
-            else:
+        decided = self.delivery.release(self.transport.writing_paused)
+        if type(decided) is IncomingRequest:  # (the common case: it takes the slot of one that ended)
+            self.tasks.spawn_keyed(self.run_request(decided), decided.id)
+        elif isinstance(decided, list):
+            for d in decided:
                 self._do(d)
+        elif decided is not None:
+            self._do(decided)
 
     def _wake(self) -> None:
         """Something joined the delivery queue: wake the consumer."""
@@ -539,8 +542,12 @@ class Peer(Outbound):
                 data = self.engine.error(ev.id, RequestCancelled("Request cancelled"))
             except Exception as exc:
                 data = self.engine.error(ev.id, failure_answer(exc, ev.method, self.name, self.debug, self._closed))
-            if not self._closed:
-                self._write_quiet(data, MessageMeta(reply_to=ev.id) if self._reply_meta else None)
+            if not self._closed:  # (what _write_quiet does, without its frame: once per request)
+                self.sent_bytes += len(data)
+                try:
+                    self.transport.send(data, MessageMeta(reply_to=ev.id) if self._reply_meta else None)
+                except Exception as exc:  # a transport that cannot write any more: the connection is over
+                    self.mark_closed(exc)
         finally:  # (the task ends: the delivery may start a held request)
             self.tasks.keyed.pop(ev.id, None)
             if self.delivery.request_ended(ev.id) is RELEASE:
