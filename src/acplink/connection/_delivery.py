@@ -37,7 +37,6 @@ decision. The records are values: the driver reads them, nothing changes them.
 from __future__ import annotations
 
 import collections
-import enum
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -51,44 +50,42 @@ __all__ = [
 ]
 
 
-class Signal(enum.Enum):
-    """A decision that carries nothing."""
+class Signal:
+    """A decision that carries nothing: a named constant, compared with ``is``. (Not an
+    ``enum.Enum``: creating an enum class costs every agent's start-up more than these
+    eleven objects.)"""
 
-    #: start the request just given to :meth:`Delivery.request` / :meth:`Delivery.admit`
-    START = "start"
-    #: the request just given waits (backpressure); a later :meth:`Delivery.release` starts it
-    HOLD = "hold"
-    #: settle the response just given to :meth:`Delivery.response` now: nothing waits before it
-    SETTLE = "settle"
-    #: it waits in the queue behind what arrived before it: wake the consumer
-    QUEUED = "queued"
-    #: as QUEUED, and now more than ``max_queued_notifications`` wait: also stop reading
-    QUEUE_FULL = "queue full"
-    #: stop reading (bytes read while requests are held passed the limit)
-    PAUSE_READING = "pause reading"
-    #: read again
-    RESUME_READING = "resume reading"
-    #: held requests wait for the write buffer to drain: watch it, then :meth:`Delivery.release`
-    WATCH_WRITES = "watch writes"
-    #: requests are held and may start now: ask :meth:`Delivery.release` (with the buffer's state)
-    RELEASE = "release"
-    #: nothing to deliver: the consumer waits for the next arrival
-    IDLE = "idle"
-    #: everything before the peer's end of input was delivered: handle the end now
-    END_OF_INPUT = "end of input"
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
 
 
-START: Final = Signal.START
-HOLD: Final = Signal.HOLD
-SETTLE: Final = Signal.SETTLE
-QUEUED: Final = Signal.QUEUED
-QUEUE_FULL: Final = Signal.QUEUE_FULL
-PAUSE_READING: Final = Signal.PAUSE_READING
-RESUME_READING: Final = Signal.RESUME_READING
-WATCH_WRITES: Final = Signal.WATCH_WRITES
-RELEASE: Final = Signal.RELEASE
-IDLE: Final = Signal.IDLE
-END_OF_INPUT: Final = Signal.END_OF_INPUT
+#: start the request just given to :meth:`Delivery.request` / :meth:`Delivery.admit`
+START: Final = Signal("START")
+#: the request just given waits (backpressure); a later :meth:`Delivery.release` starts it
+HOLD: Final = Signal("HOLD")
+#: settle the response just given to :meth:`Delivery.response` now: nothing waits before it
+SETTLE: Final = Signal("SETTLE")
+#: it waits in the queue behind what arrived before it: wake the consumer
+QUEUED: Final = Signal("QUEUED")
+#: as QUEUED, and now more than ``max_queued_notifications`` wait: also stop reading
+QUEUE_FULL: Final = Signal("QUEUE_FULL")
+#: stop reading (bytes read while requests are held passed the limit)
+PAUSE_READING: Final = Signal("PAUSE_READING")
+#: read again
+RESUME_READING: Final = Signal("RESUME_READING")
+#: held requests wait for the write buffer to drain: watch it, then :meth:`Delivery.release`
+WATCH_WRITES: Final = Signal("WATCH_WRITES")
+#: requests are held and may start now: ask :meth:`Delivery.release` (with the buffer's state)
+RELEASE: Final = Signal("RELEASE")
+#: nothing to deliver: the consumer waits for the next arrival
+IDLE: Final = Signal("IDLE")
+#: everything before the peer's end of input was delivered: handle the end now
+END_OF_INPUT: Final = Signal("END_OF_INPUT")
 
 
 # The records are Records (compared and shown by value, like the engine's events), not

@@ -17,11 +17,13 @@ import orjson
 
 from ..errors import InvalidParams, ProtocolError, RequestError, SchemaValidationError, UsageError
 from ..protocol import Protocol, get_protocol, known_versions
-from ..protocol.initialize import Agreed, Handshake, Refused
 from ..schema import _generated as s
 from ..schema._parse import parse
 from ..schema._table import MethodInfo
 from .base import Connection
+
+if TYPE_CHECKING:  # (imported when a handshake runs: an agent, which imports this module, never does)
+    from ..protocol.initialize import Agreed, Handshake
 
 __all__ = ["ClientSideConnection"]
 
@@ -172,6 +174,8 @@ class ClientSideConnection(Connection):
                 body = retry.body
                 continue
             outcome = handshake.on_result(raw)
+            from ..protocol.initialize import Refused
+
             if isinstance(outcome, Refused):
                 raise ProtocolError(outcome.message)
             if outcome.note:
@@ -233,6 +237,8 @@ class ClientSideConnection(Connection):
         result: s.InitializeResponse = await super()._call(method, request, {}, timeout=timeout)
         version = result.protocol_version
         proto = get_protocol(version) if version in known_versions() else self.protocol
+        from ..protocol.initialize import Agreed
+
         self._agreed(Agreed(proto, result, request.client_capabilities, version=version))
         return result
 
