@@ -29,7 +29,6 @@ from acplink.connection._delivery import (
     Delivery,
     Refuse,
     Settle,
-    Start,
 )
 from acplink.errors import InternalError, RequestCancelled
 from acplink.rpc.engine import IncomingNotification, IncomingRequest, IncomingResponse
@@ -43,8 +42,9 @@ def req(rid: int, method: str = "fs/read_text_file") -> IncomingRequest:
     return IncomingRequest(rid, method, {})
 
 
-def ended(d: Delivery, rid: int) -> list[Any]:
-    """Request ``rid`` ended while others are held: what the release then decides."""
+def ended(d: Delivery, rid: int) -> Any:
+    """Request ``rid`` ended while others are held: what the release then decides (the
+    requests to start are handed over themselves; one decision alone, several in a list)."""
     assert d.request_ended(rid) is RELEASE
     return d.release(writing_paused=False)
 
@@ -110,10 +110,10 @@ def test_the_running_limit_holds_requests_in_arrival_order_and_releases_them_as_
     assert [d.request(req(i), False) for i in range(4)] == [START, START, HOLD, HOLD]
     assert list(d.held) == [2, 3]
     assert d.request(req(9, "terminal/wait_for_exit"), False) is HOLD  # (behind the held ones: order kept)
-    assert ended(d, 0) == [Start(req(2))]
+    assert ended(d, 0) == req(2)  # (one decision: alone, no list)
     assert list(d.held) == [3, 9] and d.busy == 2
     # a long-running method takes no slot: it starts too, although two run
-    assert ended(d, 1) == [Start(req(3)), Start(req(9, "terminal/wait_for_exit"))]
+    assert ended(d, 1) == [req(3), req(9, "terminal/wait_for_exit")]
     assert not d.held and d.running[9] is True
     assert d.busy == 2 and d.request_ended(9) is None and d.busy == 2
     assert d.request(req(10, "terminal/wait_for_exit"), False) is START
@@ -126,9 +126,9 @@ def test_the_running_limit_holds_requests_in_arrival_order_and_releases_them_as_
 def test_no_request_starts_while_the_write_buffer_is_full() -> None:
     d = Delivery()
     assert d.request(req(1), writing_paused=True) is HOLD
-    assert d.request(req(2), writing_paused=False) is HOLD  # (behind the held one)
-    assert d.release(writing_paused=True) == [WATCH_WRITES]  # watch the buffer, start them when it drains
-    assert d.release(writing_paused=False) == [Start(req(1)), Start(req(2))] and not d.held
+    assert d.request(req(2), writing_paused=False) is HOLD  # (behind the held one: the driver passes False then)
+    assert d.release(writing_paused=True) is WATCH_WRITES  # watch the buffer, start them when it drains
+    assert d.release(writing_paused=False) == [req(1), req(2)] and not d.held
 
 
 def test_reading_pauses_while_too_much_waits_for_the_consumer_and_resumes_at_half() -> None:
@@ -155,7 +155,7 @@ def test_bytes_read_while_requests_are_held_pause_reading_until_they_start() -> 
     assert d.request(req(1), False) is START
     assert d.request(req(2), False) is HOLD
     assert d.read(60) is None and d.read(60) is PAUSE_READING and d.read(60) is None
-    assert ended(d, 1) == [Start(req(2)), RESUME_READING]
+    assert ended(d, 1) == [req(2), RESUME_READING]
     assert d.held_bytes == 0 and not d.held_paused
 
 
@@ -168,7 +168,7 @@ def test_reading_paused_for_both_reasons_resumes_only_when_both_are_over() -> No
         d.enqueue(note(i))
     assert d.reading_paused
     assert RESUME_READING not in drain(d) and not d.reading_paused  # (still paused for the bytes)
-    assert ended(d, 1) == [Start(req(2)), RESUME_READING]
+    assert ended(d, 1) == [req(2), RESUME_READING]
 
 
 def test_cancelling_a_held_a_queued_a_running_and_an_unknown_request() -> None:
@@ -181,7 +181,7 @@ def test_cancelling_a_held_a_queued_a_running_and_an_unknown_request() -> None:
     assert isinstance(out[0].error, RequestCancelled)
     assert d.cancel(1) == [Cancel(1)]  # running: the driver cancels its task
     assert d.cancel(99) == ()
-    assert ended(d, 1) == [Start(req(3))]
+    assert ended(d, 1) == req(3)
     # queued behind a notification: refused, and skipped when its turn comes
     d.enqueue(note(0))
     r = req(4)
@@ -205,7 +205,7 @@ def test_nothing_held_starts_once_shut() -> None:
     d.request(req(2), False)
     d.shut()
     assert not d.held and d.request_ended(1) is None
-    assert d.release(False) == []
+    assert d.release(False) is None
 
 
 def test_delivery_knows_nothing_of_the_peer_nor_of_io() -> None:
@@ -215,3 +215,23 @@ def test_delivery_knows_nothing_of_the_peer_nor_of_io() -> None:
     for call in (r"\.transport\b", r"\bspawn", r"\.tasks\b", r"\bawait\b", r"\basync\b", "run_request",
                  "reply_error", "handle_event", "mark_closed"):
         assert not re.search(call, source), call
+
+
+def test_a_release_hands_one_decision_alone_several_in_order_and_none_as_none() -> None:
+    d = Delivery(max_running_requests=2, max_held_bytes=10)
+    assert d.request(req(1), writing_paused=True) is HOLD
+    assert d.request(req(2), writing_paused=False) is HOLD
+    assert d.read(11) is PAUSE_READING
+    assert d.release(writing_paused=False) == [req(1), req(2), RESUME_READING]  # (in this order)
+    assert d.request(req(3), False) is HOLD and d.request_ended(1) is RELEASE
+    assert d.release(False) == req(3)
+    assert d.request(req(4), False) is HOLD
+    assert d.request(req(5, "terminal/wait_for_exit"), False) is HOLD  # (behind 4)
+    assert d.release(False) is None  # (two run, 4 waits for a slot, 5 behind it)
+    # nothing starts once shut, but reading paused for the held ones resumes
+    d = Delivery(max_running_requests=1, max_held_bytes=10)
+    d.request(req(1), False)
+    d.request(req(2), False)
+    assert d.read(11) is PAUSE_READING
+    d.shut()
+    assert d.release(False) is RESUME_READING

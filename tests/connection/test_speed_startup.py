@@ -29,6 +29,8 @@ INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize",
 #: not on a v1 stdio agent's way to answering initialize
 DEFERRED = {
     "acplink.agent._turns",  # the receipt lifecycle (versions whose prompt is answered with a receipt)
+    "acplink.protocol.codec",  # the client side of a version that does not speak v1
+    "acplink.protocol.initialize",  # the client's handshake
     "acplink.protocol.router",  # the version router (a v2 client asking a v1-only agent)
     "acplink.protocol.v2",
     "acplink.transports.memory",

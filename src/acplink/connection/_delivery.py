@@ -24,18 +24,19 @@ The rules it keeps:
   are held.
 
 The decisions: the :class:`Signal` values, which carry nothing (the driver knows what they are
-about), and four small records: :class:`Start`, :class:`Refuse`, :class:`Settle` and
-:class:`Cancel`. :meth:`Delivery.take` also hands over what waits in the queue as it is: a
-notification (an ``IncomingNotification``, or the ``bytes`` of one whose decoding the engine
-deferred) to handle now, or an ``IncomingRequest`` whose turn has come, to :meth:`admit`. The
-common cases (deliver now, start now, settle now, queued) allocate nothing. The records are
-values: the driver reads them, nothing changes them.
+about), and three small records: :class:`Refuse`, :class:`Settle` and :class:`Cancel`.
+Engine events are handed over as they are, their type saying what to do with them:
+:meth:`Delivery.release` returns the held ``IncomingRequest`` values that may start now (start
+each), and :meth:`Delivery.take` what waits in the queue: a notification (an
+``IncomingNotification``, or the ``bytes`` of one whose decoding the engine deferred) to handle
+now, or an ``IncomingRequest`` whose turn has come, to :meth:`admit`. The common cases (deliver
+now, start now, settle now, queued, a held request released as another ends) allocate no
+decision. The records are values: the driver reads them, nothing changes them.
 """
 
 from __future__ import annotations
 
 import collections
-import enum
 from collections.abc import Sequence
 from typing import Any, Final
 
@@ -45,61 +46,50 @@ from ..rpc.engine import IncomingRequest, IncomingResponse
 
 __all__ = [
     "END_OF_INPUT", "HOLD", "IDLE", "PAUSE_READING", "QUEUED", "QUEUE_FULL", "RELEASE", "RESUME_READING", "SETTLE",
-    "START", "WATCH_WRITES", "Cancel", "Decision", "Delivery", "Refuse", "Settle", "Signal", "Start",
+    "START", "WATCH_WRITES", "Cancel", "Decision", "Delivery", "Refuse", "Settle", "Signal",
 ]
 
 
-class Signal(enum.Enum):
-    """A decision that carries nothing."""
+class Signal:
+    """A decision that carries nothing: a named constant, compared with ``is``. (Not an
+    ``enum.Enum``: creating an enum class costs every agent's start-up more than these
+    eleven objects.)"""
 
-    #: start the request just given to :meth:`Delivery.request` / :meth:`Delivery.admit`
-    START = "start"
-    #: the request just given waits (backpressure); a later :meth:`Delivery.release` starts it
-    HOLD = "hold"
-    #: settle the response just given to :meth:`Delivery.response` now: nothing waits before it
-    SETTLE = "settle"
-    #: it waits in the queue behind what arrived before it: wake the consumer
-    QUEUED = "queued"
-    #: as QUEUED, and now more than ``max_queued_notifications`` wait: also stop reading
-    QUEUE_FULL = "queue full"
-    #: stop reading (bytes read while requests are held passed the limit)
-    PAUSE_READING = "pause reading"
-    #: read again
-    RESUME_READING = "resume reading"
-    #: held requests wait for the write buffer to drain: watch it, then :meth:`Delivery.release`
-    WATCH_WRITES = "watch writes"
-    #: requests are held and may start now: ask :meth:`Delivery.release` (with the buffer's state)
-    RELEASE = "release"
-    #: nothing to deliver: the consumer waits for the next arrival
-    IDLE = "idle"
-    #: everything before the peer's end of input was delivered: handle the end now
-    END_OF_INPUT = "end of input"
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return self.name
 
 
-START: Final = Signal.START
-HOLD: Final = Signal.HOLD
-SETTLE: Final = Signal.SETTLE
-QUEUED: Final = Signal.QUEUED
-QUEUE_FULL: Final = Signal.QUEUE_FULL
-PAUSE_READING: Final = Signal.PAUSE_READING
-RESUME_READING: Final = Signal.RESUME_READING
-WATCH_WRITES: Final = Signal.WATCH_WRITES
-RELEASE: Final = Signal.RELEASE
-IDLE: Final = Signal.IDLE
-END_OF_INPUT: Final = Signal.END_OF_INPUT
+#: start the request just given to :meth:`Delivery.request` / :meth:`Delivery.admit`
+START: Final = Signal("START")
+#: the request just given waits (backpressure); a later :meth:`Delivery.release` starts it
+HOLD: Final = Signal("HOLD")
+#: settle the response just given to :meth:`Delivery.response` now: nothing waits before it
+SETTLE: Final = Signal("SETTLE")
+#: it waits in the queue behind what arrived before it: wake the consumer
+QUEUED: Final = Signal("QUEUED")
+#: as QUEUED, and now more than ``max_queued_notifications`` wait: also stop reading
+QUEUE_FULL: Final = Signal("QUEUE_FULL")
+#: stop reading (bytes read while requests are held passed the limit)
+PAUSE_READING: Final = Signal("PAUSE_READING")
+#: read again
+RESUME_READING: Final = Signal("RESUME_READING")
+#: held requests wait for the write buffer to drain: watch it, then :meth:`Delivery.release`
+WATCH_WRITES: Final = Signal("WATCH_WRITES")
+#: requests are held and may start now: ask :meth:`Delivery.release` (with the buffer's state)
+RELEASE: Final = Signal("RELEASE")
+#: nothing to deliver: the consumer waits for the next arrival
+IDLE: Final = Signal("IDLE")
+#: everything before the peer's end of input was delivered: handle the end now
+END_OF_INPUT: Final = Signal("END_OF_INPUT")
 
 
 # The records are Records (compared and shown by value, like the engine's events), not
 # dataclasses: nothing is generated when acplink is imported (an agent's start-up counts).
-
-
-class Start(Record):
-    """Start this inbound request (it was held, and may run now)."""
-
-    __slots__ = ("request",)
-
-    def __init__(self, request: IncomingRequest) -> None:
-        self.request = request
 
 
 class Refuse(Record):
@@ -135,8 +125,8 @@ class Cancel(Record):
         self.id = id
 
 
-#: what the driver may be told to do
-Decision = Signal | Start | Refuse | Settle | Cancel
+#: what the driver may be told to do (an ``IncomingRequest`` from :meth:`Delivery.release`: start it)
+Decision = Signal | IncomingRequest | Refuse | Settle | Cancel
 
 _NOTHING: Final[tuple[Decision, ...]] = ()
 
@@ -276,63 +266,87 @@ class Delivery:
 
     def admit(self, ev: IncomingRequest, writing_paused: bool) -> Decision:
         """An inbound request whose turn has come: START, HOLD (max_running_requests run
-        already, or ``writing_paused``: the peer is not taking our output), or a Refuse."""
+        already, or ``writing_paused``: the peer is not taking our output), or a Refuse.
+
+        ``writing_paused`` matters only while nothing is held (behind a held request a new one
+        is held whatever the buffer): the driver need not look at its transport then (it
+        passes False)."""
+        rid = ev.id
         held = self.held
         running = self.running
         limit = self.max_concurrent_requests
         if len(running) + len(held) >= limit:
-            return Refuse(ev.id, InternalError(f"too many concurrent requests (limit {limit})"))
-        if ev.id in running or ev.id in held:
-            return _duplicate(ev.id)
+            return Refuse(rid, InternalError(f"too many concurrent requests (limit {limit})"))
+        if rid in running or rid in held:
+            return _duplicate(rid)
         if held or writing_paused or (self.busy >= self.max_running_requests and ev.method not in self.long_running):
-            held[ev.id] = ev  # (behind the ones already waiting: arrival order is kept)
+            held[rid] = ev  # (behind the ones already waiting: arrival order is kept)
             self._held_order.append(ev)
             return HOLD
         if ev.method in self.long_running:
-            running[ev.id] = True
+            running[rid] = True
         else:
-            running[ev.id] = False
+            running[rid] = False
             self.busy += 1
         return START
 
-    def release(self, writing_paused: bool) -> list[Decision]:
-        """Start the held requests that may run now, in arrival order (:class:`Start` each);
-        WATCH_WRITES while ``writing_paused``; RESUME_READING when reading was paused for them."""
+    def release(self, writing_paused: bool) -> Decision | list[Decision] | None:
+        """The held requests that may start now, in arrival order (each ``IncomingRequest``
+        itself: start it); WATCH_WRITES while ``writing_paused``; RESUME_READING (last) when
+        reading was paused for them. One decision comes alone (the common case: a request
+        ended and the first held one takes its slot), several as a list, none as None."""
         held = self.held
         order = self._held_order
-        out: list[Decision] = []
+        first: Decision | None = None
+        more: list[Decision] | None = None  # (all of them, once a second one starts)
         if held and not self.closed:
             if writing_paused:
-                return [WATCH_WRITES]  # (the driver releases them when the buffer drains)
+                return WATCH_WRITES  # (the driver releases them when the buffer drains)
             limit = self.max_running_requests
             long_running = self.long_running
             running = self.running
             while held:
                 ev = order[0]
-                if held.get(ev.id) is not ev:  # (cancelled while held)
+                rid = ev.id
+                if held.get(rid) is not ev:  # (cancelled while held)
                     order.popleft()
                     continue
-                long = ev.method in long_running
-                if self.busy >= limit and not long:
-                    return out
-                order.popleft()
-                del held[ev.id]
-                running[ev.id] = long
-                if not long:
+                if ev.method in long_running:
+                    running[rid] = True
+                elif self.busy < limit:
+                    running[rid] = False
                     self.busy += 1
-                out.append(Start(ev))
+                else:
+                    return first if more is None else more  # (the others wait for the next slot)
+                order.popleft()
+                del held[rid]
+                if first is None:
+                    first = ev
+                elif more is None:
+                    more = [first, ev]
+                else:
+                    more.append(ev)
         if not held:
             order.clear()
-        self._unheld(out)
-        return out
+        resume = self._unheld()
+        if resume is None:
+            return first if more is None else more
+        if first is None:
+            return resume
+        if more is None:
+            return [first, resume]
+        more.append(resume)
+        return more
 
-    def _unheld(self, out: list[Decision]) -> None:
-        """Nothing is held any more (or nothing will start): reading paused for them resumes."""
+    def _unheld(self) -> Signal | None:
+        """Nothing is held any more (or nothing will start): RESUME_READING when reading was
+        paused for them (and not for the queue too)."""
         self.held_bytes = 0
         if self.held_paused:
             self.held_paused = False
             if not self.reading_paused:
-                out.append(RESUME_READING)
+                return RESUME_READING
+        return None
 
     def request_ended(self, rid: int | str) -> Signal | None:
         """Inbound request ``rid`` ended: RELEASE when requests are held (one may start now)."""
@@ -347,7 +361,8 @@ class Delivery:
             out: list[Decision] = [Refuse(rid, RequestCancelled("Request cancelled"))]
             if not self.held:
                 self._held_order.clear()
-                self._unheld(out)
+                if (resume := self._unheld()) is not None:
+                    out.append(resume)
             elif len(self._held_order) > 2 * len(self.held) + 64:  # (cancelled ones: keep it bounded)
                 self._held_order = collections.deque(self.held.values())
             return out

@@ -230,6 +230,10 @@ class Connection:
         except SchemaValidationError as exc:
             raise InvalidParams(f"Invalid params for {method}: {exc.message}", exc.data) from None
 
+    #: the params of a notification that did not come typed: ``_params`` here, a side may add
+    #: its own handling (the client's invalid-update hook) without a frame on every request
+    _notification_params = _params
+
     def _result_json(self, info: MethodInfo | None, method: str, result: Any) -> bytes:
         if type(result) is RawJSON:
             return result.data
@@ -270,7 +274,7 @@ class Connection:
                 log.debug("%s: no handler for notification %s", self.side, method)
             return DONE
         if not typed:
-            params = self._params(self.protocol.info(method, "notification"), method, params)
+            params = self._notification_params(self.protocol.info(method, "notification"), method, params)
         return handler(params)
 
     def enable_fast_path(self, method: str) -> None:

@@ -17,11 +17,13 @@ import orjson
 
 from ..errors import InvalidParams, ProtocolError, RequestError, SchemaValidationError, UsageError
 from ..protocol import Protocol, get_protocol, known_versions
-from ..protocol.initialize import Agreed, Handshake, Refused
 from ..schema import _generated as s
 from ..schema._parse import parse
 from ..schema._table import MethodInfo
 from .base import Connection
+
+if TYPE_CHECKING:  # (imported when a handshake runs: an agent, which imports this module, never does)
+    from ..protocol.initialize import Agreed, Handshake
 
 __all__ = ["ClientSideConnection"]
 
@@ -144,14 +146,14 @@ class ClientSideConnection(Connection):
             return self._result_json(None, method, await router.requests[method](params))
         return await Connection.handle_request(self, method, params)
 
-    def _params(self, info: MethodInfo | None, method: str, params: Any) -> Any:
-        # (only what did not come typed through the fast path gets here: not the update flood)
+    def _notification_params(self, info: MethodInfo | None, method: str, params: Any) -> Any:
+        # (only the notifications that did not come typed through the fast path get here: not
+        # the update flood, and no request)
         try:
             return Connection._params(self, info, method, params)
         except InvalidParams as exc:
             hook = self.on_invalid_update
-            if hook is not None and info is not None and info.kind == "notification" \
-                    and self.protocol.is_(method, "session_update"):
+            if hook is not None and info is not None and self.protocol.is_(method, "session_update"):
                 error: InvalidParams = exc
                 try:  # (the schema's own error: it names the path)
                     parse(info.params_type, params if params is not None else {}, name=info.params_name)
@@ -179,6 +181,8 @@ class ClientSideConnection(Connection):
                 body = retry.body
                 continue
             outcome = handshake.on_result(raw)
+            from ..protocol.initialize import Refused
+
             if isinstance(outcome, Refused):
                 raise ProtocolError(outcome.message)
             if outcome.note:
@@ -240,6 +244,8 @@ class ClientSideConnection(Connection):
         result: s.InitializeResponse = await super()._call(method, request, {}, timeout=timeout)
         version = result.protocol_version
         proto = get_protocol(version) if version in known_versions() else self.protocol
+        from ..protocol.initialize import Agreed
+
         self._agreed(Agreed(proto, result, request.client_capabilities, version=version))
         return result
 

@@ -59,7 +59,6 @@ from ._delivery import (
     Delivery,
     Refuse,
     Settle,
-    Start,
 )
 from ._failures import failure_answer
 from ._noise import BadInput, WarningLimiter
@@ -334,7 +333,9 @@ class Peer(Outbound):
                 else:
                     self._wake()
         elif t is IncomingRequest:
-            decision = self.delivery.request(ev, self.transport.writing_paused)
+            delivery = self.delivery
+            # (the buffer's state matters only while nothing is held: see Delivery.admit)
+            decision = delivery.request(ev, not delivery.held and self.transport.writing_paused)
             if decision is START:
                 self.tasks.spawn_keyed(self.run_request(ev), ev.id)
             elif decision is not HOLD:  # (held: a later release starts it)
@@ -356,9 +357,8 @@ class Peer(Outbound):
             self._wake()
             return
         t = type(decision)
-        if t is Start:
-            ev = decision.request  # type: ignore[union-attr]
-            self.tasks.spawn_keyed(self.run_request(ev), ev.id)
+        if t is IncomingRequest:  # (released: start it)
+            self.tasks.spawn_keyed(self.run_request(decision), decision.id)  # type: ignore[arg-type, union-attr]
         elif t is Refuse:
             self.reply_error(decision.id, decision.error)  # type: ignore[union-attr]
         elif t is Cancel:
@@ -375,12 +375,22 @@ class Peer(Outbound):
         elif decision is RESUME_READING:
             self.transport.resume_reading()
         elif decision is RELEASE:
-            for d in self.delivery.release(self.transport.writing_paused):
-                self._do(d)
+            self._release()
         elif decision is WATCH_WRITES:
             self._watch_writes()
         # (HOLD: nothing to do; START, SETTLE, Settle, IDLE and END_OF_INPUT are carried
         # out where they are returned)
+
+    def _release(self) -> None:
+        """Start the held requests that may run now (RELEASE; called directly as a request ends)."""
+        decided = self.delivery.release(self.transport.writing_paused)
+        if type(decided) is IncomingRequest:  # (the common case: it takes the slot of one that ended)
+            self.tasks.spawn_keyed(self.run_request(decided), decided.id)
+        elif isinstance(decided, list):
+            for d in decided:
+                self._do(d)
+        elif decided is not None:
+            self._do(decided)
 
     def _wake(self) -> None:
         """Something joined the delivery queue: wake the consumer."""
@@ -392,7 +402,8 @@ class Peer(Outbound):
         """The consumer task: carries out what the delivery takes from its queue, in order."""
         wakeup = self._wakeup
         assert wakeup is not None
-        take = self.delivery.take
+        delivery = self.delivery
+        take = delivery.take
         handle = self.dispatcher.handle_notification
         decode = self.engine.decode_deferred
         while True:
@@ -414,7 +425,7 @@ class Peer(Outbound):
             elif t is Settle:
                 resolve(item.future, item.event, item.hook)
             elif t is IncomingRequest:  # (its turn in the order is now)
-                decision = self.delivery.admit(item, self.transport.writing_paused)
+                decision = delivery.admit(item, not delivery.held and self.transport.writing_paused)
                 if decision is START:
                     self.tasks.spawn_keyed(self.run_request(item), item.id)
                 elif decision is not HOLD:
@@ -531,12 +542,16 @@ class Peer(Outbound):
                 data = self.engine.error(ev.id, RequestCancelled("Request cancelled"))
             except Exception as exc:
                 data = self.engine.error(ev.id, failure_answer(exc, ev.method, self.name, self.debug, self._closed))
-            if not self._closed:
-                self._write_quiet(data, MessageMeta(reply_to=ev.id) if self._reply_meta else None)
+            if not self._closed:  # (what _write_quiet does, without its frame: once per request)
+                self.sent_bytes += len(data)
+                try:
+                    self.transport.send(data, MessageMeta(reply_to=ev.id) if self._reply_meta else None)
+                except Exception as exc:  # a transport that cannot write any more: the connection is over
+                    self.mark_closed(exc)
         finally:  # (the task ends: the delivery may start a held request)
             self.tasks.keyed.pop(ev.id, None)
             if self.delivery.request_ended(ev.id) is RELEASE:
-                self._do(RELEASE)
+                self._release()
 
     # -- transport sink: the write side --------------------------------------------------------
 

@@ -15,13 +15,15 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from types import MappingProxyType, ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from ..schema._table import MethodInfo, MethodTable
 from . import rules
-from .codec import ClientCodec
 from .turns import V1_TURNS, TurnRules
+
+if TYPE_CHECKING:  # (a v1 agent never needs it: imported by the versions that have one)
+    from .codec import ClientCodec
 
 __all__ = ["Protocol", "get_protocol", "known_versions", "negotiate", "register_protocol", "unregister_protocol"]
 

@@ -125,20 +125,18 @@ class FlowControl:
     """Write-side flow control for asyncio protocols (pause_writing / resume_writing)."""
 
     def __init__(self) -> None:
-        self._paused = False
+        #: whether the write buffer is over its high-water mark (a plain attribute, not a
+        #: property: the connection reads it as each inbound request starts); read it only
+        self.writing_paused = False
         self._waiter: asyncio.Future[None] | None = None
         self._lost: BaseException | None = None
         self._is_lost = False
 
-    @property
-    def writing_paused(self) -> bool:
-        return self._paused
-
     def pause_writing(self) -> None:
-        self._paused = True
+        self.writing_paused = True
 
     def resume_writing(self) -> None:
-        self._paused = False
+        self.writing_paused = False
         self._wake()
 
     def _wake(self, exc: BaseException | None = None) -> None:
@@ -161,7 +159,7 @@ class FlowControl:
     async def wait_writable(self) -> None:
         """Wait until the buffer is below the high-water mark. Raises ConnectionClosed if the
         reader went away while data was still waiting to be written (it can never arrive)."""
-        if not self._paused:
+        if not self.writing_paused:
             return
         if self._is_lost:
             raise self._lost_error()
