@@ -72,7 +72,7 @@ class Router:
         self.requests: dict[str, Handler] = {}
         self.notifications: dict[str, Handler] = {}
         #: requests whose handler takes the raw params and checks them itself (a method whose
-        #: envelope has rules of its own, e.g. ``mcp/message``; the client side honours it)
+        #: envelope has rules of its own, e.g. ``mcp/message``)
         self.raw_requests: set[str] = set()
 
     def copy(self) -> Router:
@@ -255,11 +255,14 @@ class Connection:
         """Hook: raise before handling ``method`` (e.g. before initialize). Default: allow."""
 
     async def handle_request(self, method: str, params: Any) -> bytes:
-        handler = self.router.requests.get(method)
+        router = self.router
+        handler = router.requests.get(method)
         if handler is None:
             raise MethodNotFound(f"Method not found: {method}", {"method": method})
         if self._gated:
             await self.gate(method)
+        if method in router.raw_requests:  # (an envelope with rules of its own: its handler checks it)
+            return self._result_json(None, method, await handler(params))
         info = self.protocol.info(method, "request")
         typed = self._params(info, method, params)
         result = await handler(typed)

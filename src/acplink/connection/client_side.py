@@ -139,13 +139,6 @@ class ClientSideConnection(Connection):
             self.enable_fast_path(self.protocol.wire("session_update"))
         return selected
 
-    async def handle_request(self, method: str, params: Any) -> bytes:
-        # (the client's requests are not its hot path: session/update is a notification)
-        router = self.router
-        if method in router.raw_requests:
-            return self._result_json(None, method, await router.requests[method](params))
-        return await Connection.handle_request(self, method, params)
-
     def _notification_params(self, info: MethodInfo | None, method: str, params: Any) -> Any:
         # (only the notifications that did not come typed through the fast path get here: not
         # the update flood, and no request)
