@@ -46,11 +46,7 @@ Notify = Callable[[str, "dict[str, Any] | None"], Awaitable[None]]
 #: result, or raises :class:`~acplink.McpError` (an inner error) or another AcpError (the outer one)
 Forward = Callable[[str, "dict[str, Any] | None", Notify], Awaitable[Any]]
 
-#: the handshake-era revisions a legacy client may ask for (answered with its own, else the newest)
-_LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 _SSE = b"text/event-stream"
-#: the binding's outer failures, passed on to the HTTP client with their code
-_BINDING_CODES = (b.LIMIT_EXCEEDED, b.SERVER_UNAVAILABLE, b.BACKEND_FAILED, b.REQUEST_CANCELLED)
 
 
 @dataclass
@@ -270,7 +266,7 @@ class McpHttpBridge:
         ep.legacy = {MCP_CLIENT_CAPABILITIES: params.get("capabilities") or {}}
         if isinstance(params.get("clientInfo"), dict):
             ep.legacy[MCP_CLIENT_INFO] = params["clientInfo"]
-        return {"protocolVersion": asked if asked in _LEGACY_VERSIONS else _LEGACY_VERSIONS[-1],
+        return {"protocolVersion": b.legacy_version(asked),
                 "capabilities": {"tools": {}}, "serverInfo": {"name": self.server_name, "version": __version__}}
 
     def _with_meta(self, ep: _Endpoint, params: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -329,13 +325,13 @@ class McpHttpBridge:
 
 def _answer(rid: Any, done: asyncio.Future[Any]) -> dict[str, Any]:
     if done.cancelled():
-        return _error(rid, -32800, "cancelled")
+        return _error(rid, b.REQUEST_CANCELLED, "cancelled")
     exc = done.exception()
     if exc is None:
         return {"jsonrpc": "2.0", "id": rid, "result": done.result()}
     if isinstance(exc, McpError):
         return {"jsonrpc": "2.0", "id": rid, "error": exc.to_wire()}
-    if isinstance(exc, RequestError) and exc.code in _BINDING_CODES:  # (as the TypeScript SDK's bridge)
+    if isinstance(exc, RequestError) and exc.code in b.BINDING_CODES:  # (as the TypeScript SDK's bridge)
         return _error(rid, exc.code, exc.message)
     if isinstance(exc, AcpError):
         return _error(rid, -32603, str(exc))

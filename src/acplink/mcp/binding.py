@@ -58,6 +58,18 @@ BACKEND_FAILED: Final = -33002
 #: the inner error code of a request in an MCP version the provider does not speak
 UNSUPPORTED_VERSION: Final = -32022
 
+#: the codes only the binding gives (never an MCP server's own error: never inside a carrier)
+BINDING_CODES: Final = frozenset({REQUEST_CANCELLED, LIMIT_EXCEEDED, SERVER_UNAVAILABLE, BACKEND_FAILED})
+
+#: the handshake-era MCP revisions a legacy ``initialize`` may ask for
+LEGACY_VERSIONS: Final = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+
+
+def legacy_version(asked: Any) -> str:
+    """The revision to answer a legacy ``initialize`` with: the one asked for when it is known,
+    else the newest handshake-era one."""
+    return asked if asked in LEGACY_VERSIONS else LEGACY_VERSIONS[-1]
+
 
 @dataclass(frozen=True, slots=True)
 class Envelope:

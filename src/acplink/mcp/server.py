@@ -51,6 +51,7 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 from .._version import __version__
 from ..errors import AcpError, McpError, RequestError, UsageError
 from ._call import MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSION_KEY, McpCall
+from .binding import legacy_version
 
 __all__ = ["McpServer", "ToolResult"]
 
@@ -62,9 +63,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 INVALID_PARAMS = -32602
 METHOD_NOT_FOUND = -32601
 
-#: the legacy (``initialize``) protocol versions an ``initialize`` may ask for; the newest is
-#: answered to any other
-LEGACY_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 #: MCP content block types a tool may return as a list
 CONTENT_TYPES = frozenset({"text", "image", "audio", "resource_link", "resource"})
 _TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}\Z")
@@ -282,7 +280,7 @@ class McpServer:
             return self._modern(call, discovered, cacheable=True)
         if method == "initialize":
             asked = params.get("protocolVersion")
-            version = asked if asked in LEGACY_VERSIONS else LEGACY_VERSIONS[-1]
+            version = legacy_version(asked)
             return {"protocolVersion": version, **self._about()}
         if method == "ping":
             return {}
