@@ -167,3 +167,15 @@ def test_devtools_lists_it_beside_the_findings(tmp_path: Path) -> None:
     assert "<td>tools/call</td><td>echo</td><td>50.0 ms</td><td>result</td><td>2</td>" in table
     assert "<td>inner-error -32602 text is required</td>" in table
     assert "<td>outer-error -32002 Resource not found</td>" in table
+
+
+def test_ids_that_are_not_hashable_are_no_crash() -> None:
+    # (a hostile trace: an id that is a JSON object, on an opener and on mcp/message)
+    tr = _Trace()
+    tr.msg("c2a", {"id": {"x": 1}, "method": "session/new", "params": {"cwd": "/w", "mcpServers": [FILES]}})
+    tr.msg("a2c", {"id": {"x": 1}, "result": {"sessionId": "s1"}})
+    tr.msg("a2c", {"id": [1], "method": "mcp/message", "params": {"serverId": "srv-files", "requestId": [2],
+                                                               "method": "tools/list"}})
+    tr.msg("c2a", {"id": [1], "result": {"result": {"tools": []}}})
+    t = analyze(tr.records)
+    assert [(e.server, e.session_id, e.outcome) for e in t.mcp] == [("files", "s1", "result")]

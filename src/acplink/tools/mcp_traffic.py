@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from ..mcp.binding import BINDING_CODES
 from ..methods import MCP_MESSAGE
 
 __all__ = ["MCP_FINDINGS", "McpExchange", "McpTraffic"]
@@ -29,9 +30,7 @@ MCP_FINDINGS = {
 }
 
 #: outer error codes the binding (and JSON-RPC itself) may answer ``mcp/message`` with
-_OUTER_CODES = frozenset({-32700, -32600, -32601, -32602, -32603, -32800, -33000, -33001, -33002})
-#: codes that only the binding gives: never inside a carrier
-_BINDING_CODES = frozenset({-32800, -33000, -33001, -33002})
+_OUTER_CODES = frozenset({-32700, -32600, -32601, -32602, -32603}) | BINDING_CODES
 
 
 @dataclass
@@ -82,25 +81,27 @@ class McpTraffic:
     def message(self, d: str, msg: dict[str, Any], mono: float, seq: int | None) -> list[tuple[str, str]]:
         method = msg.get("method")
         if isinstance(method, str):
-            params = _obj(msg.get("params"))
             if method == MCP_MESSAGE:
-                return self._envelope(d, msg, params, mono, seq)
-            if isinstance(params.get("mcpServers"), list) and "id" in msg:
-                self._openers[(d, msg["id"])] = params["mcpServers"]
-                sid = params.get("sessionId")
-                if isinstance(sid, str):  # (load / resume name their session)
-                    self._declare(params["mcpServers"], sid)
+                return self._envelope(d, msg, _obj(msg.get("params")), mono, seq)
+            if "id" in msg:  # (a session opener declares servers; notifications, the flood, do not)
+                params = _obj(msg.get("params"))
+                if isinstance(params.get("mcpServers"), list):
+                    self._openers[(d, _hashable(msg["id"]))] = params["mcpServers"]
+                    sid = params.get("sessionId")
+                    if isinstance(sid, str):  # (load / resume name their session)
+                        self._declare(params["mcpServers"], sid)
             return []
-        if "id" not in msg:
+        if "id" not in msg or not (self._openers or self._open):  # (most answers: nothing of ours)
             return []
         back = "a2c" if d == "c2a" else "c2a"
-        servers = self._openers.pop((back, msg["id"]), None)
+        rid = _hashable(msg["id"])
+        servers = self._openers.pop((back, rid), None)
         if servers is not None:
             result = _obj(msg.get("result"))
             sid = result.get("sessionId")
             self._declare(servers, sid if isinstance(sid, str) else None)
             return []
-        ex = self._open.pop((back, msg["id"]), None)
+        ex = self._open.pop((back, rid), None)
         return [] if ex is None else self._answer(ex, msg, mono)
 
     def _declare(self, servers: list[Any], session_id: str | None) -> None:
@@ -156,7 +157,7 @@ class McpTraffic:
         ex.outcome, ex.code, ex.message = "inner-error", _code(err), _text(err)
         if ex.code is None:
             return [("mcp-carrier", f"{what}: the carrier's error has no integer code")]
-        if ex.code in _BINDING_CODES:
+        if ex.code in BINDING_CODES:
             return [("mcp-outer-as-inner", f"{what}: the binding error {ex.code} {ex.message!r} was sent inside "
                      "the carrier; it is an outer ACP error")]
         return []
