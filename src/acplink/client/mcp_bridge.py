@@ -259,9 +259,7 @@ def _is_connection_lost(exc: Any) -> bool:
 
 
 def _one_line(exc: BaseException) -> str:
-    text = " ".join(str(exc).split()) or type(exc).__name__
-    if isinstance(exc, BaseExceptionGroup):
-        inner = [e for e in exc.exceptions]
-        if inner:
-            return _one_line(inner[0])
-    return sanitize_for_terminal(text)
+    """One line for ``exc``; for a task group's error, its first cause (anyio wraps them)."""
+    if isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        return _one_line(exc.exceptions[0])
+    return sanitize_for_terminal(" ".join(str(exc).split()) or type(exc).__name__)
