@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import asyncio
+import collections
 import os
 from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Literal, TypeVar
@@ -87,7 +88,8 @@ class Client(ClientOn):
         self.sessions: dict[str, Session] = {}
         #: the ids of the sessions closed here (an update for one breaks another rule than an
         #: update for a session never opened: see protocol.rules.update_session_finding)
-        self._closed_sessions: set[str] = set()
+        #: (the last 1,024: only the wording of a warning depends on it, memory must not)
+        self._closed_sessions: collections.deque[str] = collections.deque(maxlen=1024)
         self.observers: list[UpdateObserver] = []
         self._fs: dict[str, FileSystemHandler] = {}
         # one budget for all sessions' file operations; a read waits for earlier answers to drain

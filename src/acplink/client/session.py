@@ -254,7 +254,7 @@ class Session:
             return
         self.closed = True
         self.client.sessions.pop(self.session_id, None)
-        self.client._closed_sessions.add(self.session_id)
+        self.client._closed_sessions.append(self.session_id)
         if self.client.offers("close_session") and not self.client.closed:
             conn = self.client.connection
             await conn.call(conn.protocol.wire("close_session"), session_id=self.session_id)
