@@ -35,6 +35,7 @@ RANK = {
     "testing": 6,
     "tools": 6,
     "server": 7,
+    "proxy": 7,  # proxy chains: the proxy API and the conductor (beside server/)
     "devtools": 7,
     "cli": 8,
 }

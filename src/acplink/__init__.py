@@ -79,6 +79,12 @@ if TYPE_CHECKING:
         UsageError as UsageError,
     )
     from .mcp import McpCall as McpCall
+    from .proxy import (
+        Component as Component,
+        Conductor as Conductor,
+        ProxyApp as ProxyApp,
+        ProxyContext as ProxyContext,
+    )
     from .runtime import tune_gc as tune_gc
     from .schema import (  # the session updates a prompt turn yields, by their public names
         AgentMessageChunk as AgentMessageChunk,
@@ -107,6 +113,10 @@ from ._version import __version__ as __version__
 #: public name -> the module that defines it; imported on first use, so an agent process
 #: does not pay for the client side (and the other way round)
 _LAZY: dict[str, str] = {
+    'Component': '.proxy',
+    'Conductor': '.proxy',
+    'ProxyApp': '.proxy',
+    'ProxyContext': '.proxy',
     'AgentMessageChunk': '.schema',
     'AgentThoughtChunk': '.schema',
     'Plan': '.schema',

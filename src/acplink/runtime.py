@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import gc
 
-__all__ = ["tune_gc"]
+__all__ = ["cancel_on_signals", "tune_gc"]
 
 #: the young-generation threshold tune_gc sets (CPython's default: 700 up to 3.12, 2,000 from
 #: 3.13, where 3.14's incremental collector also does a slice of the old generation's work)
@@ -40,3 +40,20 @@ def tune_gc(*, freeze: bool = True, young_threshold: int = YOUNG_THRESHOLD) -> N
     young = gc.get_threshold()[0]
     if young and young < young_threshold:  # 0 means the process turned collection off
         gc.set_threshold(young_threshold)  # (only the first: the others are kept as they are)
+
+
+def cancel_on_signals() -> None:
+    """Cancel the running task on SIGTERM or SIGINT (how a served program stops: its ``finally``
+    blocks close what it opened). Call it from the task that serves; no-op where a loop
+    cannot have signal handlers (not the main thread, Windows)."""
+    import asyncio
+    import contextlib
+    import signal
+
+    loop = asyncio.get_running_loop()
+    task = asyncio.current_task()
+    if task is None:
+        return
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, task.cancel)

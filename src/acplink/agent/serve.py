@@ -13,6 +13,7 @@ import signal
 import sys
 from typing import Any
 
+from ..runtime import cancel_on_signals
 from ..runtime import tune_gc as _tune_gc
 from ..transports.base import Transport, TransportSink
 from ..transports.stdio import StdioTransport
@@ -119,12 +120,7 @@ def run_agent(app: AgentBase, *, debug: bool = False, log_level: int = logging.W
               f"`acplink chat -- {own_command()}` (Ctrl-D ends it)", file=sys.stderr, flush=True)
 
     async def main() -> None:
-        loop = asyncio.get_running_loop()
-        task = asyncio.current_task()
-        assert task is not None
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            with contextlib.suppress(NotImplementedError, RuntimeError):
-                loop.add_signal_handler(sig, task.cancel)
+        cancel_on_signals()
         if by_hand:
             kw["transport"] = _TypedAtStdio(app.name)
         try:

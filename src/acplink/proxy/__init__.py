@@ -1,0 +1,19 @@
+"""ACP proxy chains: the proxy API (:class:`ProxyApp`) and the conductor that runs a chain.
+
+See docs/proxies.md. The wire codec of the ``proxy/successor`` envelope is
+:mod:`acplink.protocol.proxy`.
+"""
+
+from .app import ProxyApp, ProxyContext
+from .builtins import builtin_proxy, context_proxy, passthrough_proxy
+from .conductor import Component, Conductor
+
+__all__ = [
+    "Component",
+    "Conductor",
+    "ProxyApp",
+    "ProxyContext",
+    "builtin_proxy",
+    "context_proxy",
+    "passthrough_proxy",
+]

@@ -1,0 +1,192 @@
+"""The proxy API: an ACP proxy written in Python, run by a conductor.
+
+A :class:`ProxyApp` forwards everything both ways unchanged by default: what its predecessor
+(the client's side) sends goes to its successor (the agent's side) wrapped in
+``proxy/successor``, and what its successor sends comes out plainly to its predecessor;
+results and errors come back as they were. Unknown and ``_`` methods, ``_meta`` and either
+protocol version pass the same way. Hooks registered with :meth:`ProxyApp.from_client` and
+:meth:`ProxyApp.from_agent` intercept one method coming from that side: they get a
+:class:`ProxyContext` and the params (JSON values, changed in place or replaced) and may
+forward them (:meth:`ProxyContext.forward`), answer themselves, or send their own messages to
+either side.
+
+It answers ``proxy/initialize`` in the names it was initialized with (``proxy/*``, or the older
+``_proxy/*``), after forwarding ``initialize`` to its successor as the spec requires. Started
+without a conductor (a plain ``initialize``), it answers one clear error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal
+
+import orjson
+
+from ..connection.peer import Peer, PeerLimits
+from ..errors import InvalidRequest
+from ..methods import INITIALIZE
+from ..protocol.proxy import MODERN, Dialect, dialect_of, unwrap, wrap
+from ..runtime import cancel_on_signals
+from ..transports.base import Transport
+from ..transports.stdio import StdioTransport
+
+__all__ = ["ProxyApp", "ProxyContext", "Side"]
+
+log = logging.getLogger("acplink.proxy")
+
+#: where a message comes from: the predecessor (the client's side) or the successor (the agent's)
+Side = Literal["client", "agent"]
+
+Hook = Callable[["ProxyContext", Any], Awaitable[Any]]
+
+
+class ProxyContext:
+    """One intercepted message: where it came from, and the means to pass it on or send more.
+
+    ``method``: the message's; ``source``: ``"client"`` (from the predecessor) or
+    ``"agent"`` (from the successor); ``is_request``: a request (the hook's return value is
+    its answer) or a notification; ``meta``: the ``proxy/successor`` envelope's own
+    ``_meta`` when it came wrapped (hop-local)."""
+
+    def __init__(self, conn: _ProxyConnection, method: str, source: Side, is_request: bool, meta: Any) -> None:
+        self._conn = conn
+        self.method = method
+        self.source: Side = source
+        self.is_request = is_request
+        self.meta = meta
+
+    async def forward(self, params: Any) -> Any:
+        """Pass the message on to the other side with ``params``; a request's result (or its
+        error, raised) comes back."""
+        send = self._conn.to_successor if self.source == "client" else self._conn.to_predecessor
+        return await send(self.method, params, request=self.is_request)
+
+    async def request_successor(self, method: str, params: Any = None) -> Any:
+        """Send a request of our own to the successor (the agent's side); its result."""
+        return await self._conn.to_successor(method, params, request=True)
+
+    async def request_predecessor(self, method: str, params: Any = None) -> Any:
+        """Send a request of our own to the predecessor (the client's side); its result."""
+        return await self._conn.to_predecessor(method, params, request=True)
+
+    async def notify_successor(self, method: str, params: Any = None) -> None:
+        await self._conn.to_successor(method, params, request=False)
+
+    async def notify_predecessor(self, method: str, params: Any = None) -> None:
+        await self._conn.to_predecessor(method, params, request=False)
+
+
+class ProxyApp:
+    """An ACP proxy (see the module doc). ``name``: for logs and errors."""
+
+    def __init__(self, name: str = "acplink-proxy", *, debug: bool = False, limits: PeerLimits | None = None) -> None:
+        self.name = name
+        self.debug = debug
+        self.limits = limits or PeerLimits(max_running_requests=10_000)
+        self._hooks: dict[tuple[Side, str], Hook] = {}
+
+    def from_client(self, method: str) -> Callable[[Hook], Hook]:
+        """Register a hook for ``method`` coming from the predecessor (on its way to the agent)."""
+        return self._register("client", method)
+
+    def from_agent(self, method: str) -> Callable[[Hook], Hook]:
+        """Register a hook for ``method`` coming from the successor (on its way to the client)."""
+        return self._register("agent", method)
+
+    def _register(self, side: Side, method: str) -> Callable[[Hook], Hook]:
+        def deco(fn: Hook) -> Hook:
+            self._hooks[(side, method)] = fn
+            return fn
+        return deco
+
+    async def serve(self, transport: Transport | None = None) -> None:
+        """Serve the proxy on ``transport`` (default: stdio) until its conductor hangs up."""
+        conn = _ProxyConnection(self)
+        peer = conn.peer = Peer(transport or StdioTransport(), conn, limits=self.limits, debug=self.debug,
+                                name=self.name)
+        await peer.start()
+        try:
+            await peer.wait_closed()
+        finally:
+            await peer.aclose()
+
+    def run(self, *, log_level: int = logging.WARNING) -> None:
+        """Serve on stdio until stdin closes (how a conductor runs a proxy). Logs go to stderr."""
+        logging.basicConfig(level=logging.DEBUG if self.debug else log_level, stream=sys.stderr,
+                            format="%(levelname)s %(name)s: %(message)s")
+
+        async def main() -> None:
+            cancel_on_signals()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.serve()
+
+        with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):
+            asyncio.run(main())
+
+
+class _ProxyConnection:
+    """One proxy's connection to its conductor (the dispatcher of its Peer)."""
+
+    def __init__(self, app: ProxyApp) -> None:
+        self.app = app
+        self.peer: Peer | None = None
+        #: the names our conductor initialized us with (None: not yet)
+        self.dialect: Dialect | None = None
+
+    def _no_conductor(self, method: str) -> InvalidRequest:
+        msg = (f"{self.app.name} is an ACP proxy and must run under a conductor (for example "
+               f"`acplink conduct --proxy '<this command>' -- <agent command>`), which sends proxy/initialize; "
+               f"it got {method} first")
+        log.error("%s", msg)
+        return InvalidRequest(msg)
+
+    async def to_successor(self, method: str, params: Any, *, request: bool) -> Any:
+        assert self.peer is not None
+        dialect = self.dialect or MODERN
+        data = orjson.dumps(wrap(method, params))
+        if request:
+            return await self.peer.request(dialect.successor, data)
+        await self.peer.notify(dialect.successor, data)
+        return None
+
+    async def to_predecessor(self, method: str, params: Any, *, request: bool) -> Any:
+        assert self.peer is not None
+        data = None if params is None else orjson.dumps(params)
+        if request:
+            return await self.peer.request(method, data)
+        await self.peer.notify(method, data)
+        return None
+
+    async def _handle(self, method: str, params: Any, request: bool) -> Any:
+        dialect = dialect_of(method)
+        meta = None
+        if dialect is not None and method == dialect.initialize:
+            if not request:
+                return None
+            self.dialect = dialect
+            method, source = INITIALIZE, "client"
+        elif self.dialect is None:
+            if request:
+                raise self._no_conductor(method)
+            return None
+        elif dialect is not None and method == dialect.successor:
+            wrapped = unwrap(params, envelope=method)
+            method, params, meta, source = wrapped.method, wrapped.params, wrapped.meta, "agent"
+        else:
+            source = "client"
+        side: Side = "client" if source == "client" else "agent"
+        ctx = ProxyContext(self, method, side, request, meta)
+        hook = self.app._hooks.get((side, method))
+        if hook is not None:
+            return await hook(ctx, params)
+        return await ctx.forward(params)
+
+    async def handle_request(self, method: str, params: Any) -> bytes:
+        return orjson.dumps(await self._handle(method, params, True))
+
+    async def handle_notification(self, method: str, params: Any, typed: bool = False) -> None:
+        await self._handle(method, params, False)
