@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from pathlib import Path
 
 import pytest
-from proxy_raw import DEMO, HERE, PROBE, PY, RawClient, bad_proxy, conduct
+from proxy_raw import DEMO, HERE, PROBE, PY, RawClient, bad_proxy, conduct, processes_with
 
 from acplink import PermissionPolicy, connect, schema
 from acplink.errors import InternalError, InvalidRequest, MethodNotFound
@@ -53,6 +54,39 @@ async def test_permission_request_comes_back_through_the_proxies(tmp_path: Path)
         await session.prompt("write a.txt through two proxies")
     assert len(asked) == 1 and [o.kind for o in asked[0].options] == ["allow_once", "allow_always", "reject_once"]
     assert (tmp_path / "a.txt").read_text() == "through two proxies\n"
+
+
+async def test_session_cancel_goes_hop_by_hop(tmp_path: Path) -> None:
+    async with connect(conduct("acplink:passthrough", EXAMPLE, agent=DEMO),
+                       env={"ACPLINK_DEMO_STORE": str(tmp_path)}) as client:
+        session = await client.new_session(cwd=tmp_path)
+        turn = session.prompt("slow 200")
+        seen = 0
+        async for update in turn:
+            if isinstance(update, schema.AgentMessageChunk):
+                seen += 1
+                if seen == 2:
+                    await turn.cancel()
+        assert turn.stop_reason == "cancelled"
+        assert 2 <= seen < 200
+
+
+async def test_closing_stdin_stops_every_component(tmp_path: Path) -> None:
+    marker = f"ACPLINK_PROXY_TEST_{os.getpid()}_{id(tmp_path)}"
+    inner = f"{PY} -m acplink conduct --as-proxy --proxy acplink:passthrough --proxy '{EXAMPLE}'"
+    async with RawClient(conduct(EXAMPLE, inner, bad_proxy("none"), agent=PROBE), env={marker: "1"}) as c:
+        await c.initialize()
+        assert len(processes_with(marker)) == 6  # conductor, example, inner conductor, its example, bad, agent
+        pending = asyncio.ensure_future(c.call("_probe/hang", {}))
+        await asyncio.sleep(0.1)
+    # (the client closed the conductor's stdin and waited for it to exit)
+    assert c.transport.returncode == 0
+    for _ in range(100):
+        if not processes_with(marker):
+            break
+        await asyncio.sleep(0.05)
+    assert processes_with(marker) == []
+    assert pending.done()
 
 
 async def test_extension_method_meta_and_unknown_method(tmp_path: Path) -> None:
