@@ -123,6 +123,33 @@ async def test_notification_order_holds_end_to_end() -> None:
         assert ticks == list(range(500))  # all of them, in order, before the answer
 
 
+async def test_a_notification_right_behind_an_answer_does_not_overtake_it() -> None:
+    async with RawClient(conduct("acplink:passthrough", EXAMPLE, agent=PROBE)) as c:
+        await c.initialize()
+        seen: list[str] = []
+        c.notes = _Log(seen)  # type: ignore[assignment]
+        for _ in range(20):
+            await c.peer.request("_probe/open", b'{"before": 50}', on_result=lambda r: seen.append("answer " + r["sessionId"]) or r)
+        for _ in range(100):
+            if len(seen) == 40:
+                break
+            await asyncio.sleep(0.05)
+    # in arrival order: each answer, then the update about the session it opened
+    assert len(seen) == 40
+    assert [a.replace("answer", "update") for a in seen[0::2]] == seen[1::2]
+
+
+class _Log(list):  # type: ignore[type-arg]
+    def __init__(self, seen: list[str]) -> None:
+        super().__init__()
+        self.seen = seen
+
+    def append(self, item: object) -> None:
+        method, params = item  # type: ignore[misc]
+        if method == "_probe/opened":
+            self.seen.append("update " + params["sessionId"])
+
+
 async def test_agent_request_travels_up_to_the_client() -> None:
     async with RawClient(conduct("acplink:passthrough", agent=PROBE), answers={"_probe/question": "yes"}) as c:
         await c.initialize()

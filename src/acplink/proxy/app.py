@@ -33,6 +33,7 @@ from ..protocol.proxy import MODERN, Dialect, dialect_of, unwrap, wrap
 from ..runtime import cancel_on_signals
 from ..transports.base import Transport
 from ..transports.stdio import StdioTransport
+from ._order import OrderGate
 
 __all__ = ["ProxyApp", "ProxyContext", "Side"]
 
@@ -136,6 +137,8 @@ class _ProxyConnection:
         self.peer: Peer | None = None
         #: the names our conductor initialized us with (None: not yet)
         self.dialect: Dialect | None = None
+        #: the answers received and not forwarded yet (see _order.py)
+        self.gate = OrderGate()
 
     def _no_conductor(self, method: str) -> InvalidRequest:
         msg = (f"{self.app.name} is an ACP proxy and must run under a conductor (for example "
@@ -145,23 +148,25 @@ class _ProxyConnection:
         return InvalidRequest(msg)
 
     async def to_successor(self, method: str, params: Any, *, request: bool) -> Any:
-        assert self.peer is not None
         dialect = self.dialect or MODERN
-        data = orjson.dumps(wrap(method, params))
-        if request:
-            return await self.peer.request(dialect.successor, data)
-        await self.peer.notify(dialect.successor, data)
-        return None
+        return await self._send(dialect.successor, orjson.dumps(wrap(method, params)), request)
 
     async def to_predecessor(self, method: str, params: Any, *, request: bool) -> Any:
+        return await self._send(method, None if params is None else orjson.dumps(params), request)
+
+    async def _send(self, method: str, data: bytes | None, request: bool) -> Any:
         assert self.peer is not None
-        data = None if params is None else orjson.dumps(params)
-        if request:
-            return await self.peer.request(method, data)
-        await self.peer.notify(method, data)
-        return None
+        if not request:
+            await self.peer.notify(method, data)
+            return None
+        held: list[asyncio.Future[None] | None] = [None]
+        try:
+            return await self.peer.request(method, data, on_result=self.gate.hooked(held))
+        finally:  # (the answer is written in this same step: nothing behind it overtakes it)
+            self.gate.release(held[0])
 
     async def _handle(self, method: str, params: Any, request: bool) -> Any:
+        await self.gate.wait()
         dialect = dialect_of(method)
         meta = None
         if dialect is not None and method == dialect.initialize:

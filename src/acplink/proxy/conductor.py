@@ -53,11 +53,12 @@ from ..errors import (
     UsageError,
 )
 from ..methods import INITIALIZE
-from ..protocol import known_versions
+from ..protocol import PROTOCOL_VERSION, known_versions
 from ..protocol.proxy import DIALECTS, MODERN, Dialect, dialect_of, unwrap, wrap
 from ..transports.base import Transport
 from ..transports.memory import memory_pair
 from ..transports.subprocess import SubprocessTransport
+from ._order import OrderGate
 from .trace import TraceWriter
 
 __all__ = ["Component", "Conductor"]
@@ -100,6 +101,8 @@ class _Node:
         self.dialect: Dialect = MODERN
         self.peer: Peer | None = None
         self.transport: Transport | None = None
+        #: the answers it sent that are not forwarded yet (see _order.py)
+        self.gate = OrderGate()
 
 
 class Conductor:
@@ -140,6 +143,7 @@ class Conductor:
         #: why the chain stopped, when a component did (one line naming it)
         self.failure: str | None = None
         self.upstream: Peer | None = None
+        self.upstream_gate = OrderGate()
         self.tasks = TaskSet("conductor")
         self._started: asyncio.Future[None] | None = None
         self._stop = asyncio.Event()
@@ -153,6 +157,10 @@ class Conductor:
         if index >= len(self.nodes):
             return "successor"
         return self.nodes[index].label
+
+    def gate(self, index: int) -> OrderGate:
+        """The order gate of the connection node ``index`` talks to us over."""
+        return self.nodes[index].gate if 0 <= index < len(self.nodes) else self.upstream_gate
 
     def own_error(self, index: int, what: str) -> InternalError:
         """An error of the conductor's own, about node ``index``."""
@@ -290,8 +298,11 @@ class Conductor:
             tid = trace.new_id()
             trace.request(self.label(src), self.label(dst), tid, wmethod if wire_method else method, params)
         limit = timeout if timeout is not None else self.request_timeout
+        held: list[asyncio.Future[None] | None] = [None]
+        gate = self.gate(dst)
         try:
-            result = await peer.request(wmethod, None if wparams is None else orjson.dumps(wparams), timeout=limit)
+            result = await peer.request(wmethod, None if wparams is None else orjson.dumps(wparams), timeout=limit,
+                                        on_result=gate.hooked(held))
         except RequestError as exc:
             if trace is not None:
                 trace.response(self.label(dst), self.label(src), tid, exc.to_wire(), True)
@@ -300,6 +311,8 @@ class Conductor:
             raise self.own_error(dst, f"did not answer {method} within {limit:g} s") from None
         except TransportError:
             raise self.own_error(dst, self._gone(dst)) from None
+        finally:  # (the caller writes the answer in this same step: nothing behind it overtakes it)
+            gate.release(held[0])
         if trace is not None:
             trace.response(self.label(dst), self.label(src), tid, result, False)
         return result
@@ -326,9 +339,10 @@ class Conductor:
             return params
         requested = params.get("protocolVersion")
         if self.version is None:
-            top = max(known_versions())
-            ok = isinstance(requested, int) and not isinstance(requested, bool)
-            self.version = min(requested, top) if ok and requested >= 1 else top  # type: ignore[operator, type-var]
+            # the client's version when acplink speaks it; otherwise acplink's stable one (a newer
+            # draft's params have another shape: the client's would not fit it)
+            known = isinstance(requested, int) and not isinstance(requested, bool) and requested in known_versions()
+            self.version = requested if known else PROTOCOL_VERSION
         if requested != self.version:
             params = {**params, "protocolVersion": self.version}
         return params
@@ -381,6 +395,7 @@ class _Upstream:
 
     async def handle_request(self, method: str, params: Any) -> bytes:
         c = self.c
+        await c.upstream_gate.wait()
         dialect = dialect_of(method)
         if c.as_proxy:
             if dialect is not None and method == dialect.initialize:
@@ -400,6 +415,7 @@ class _Upstream:
 
     async def handle_notification(self, method: str, params: Any, typed: bool = False) -> None:
         c = self.c
+        await c.upstream_gate.wait()
         dialect = dialect_of(method)
         if c.as_proxy and dialect is not None and method == dialect.successor:
             wrapped = unwrap(params, envelope=method)
@@ -418,6 +434,7 @@ class _Hop:
 
     async def handle_request(self, method: str, params: Any) -> bytes:
         c, i = self.c, self.index
+        await c.nodes[i].gate.wait()
         dialect = dialect_of(method)
         if dialect is None or method != dialect.successor or not c.nodes[i].has_successor:
             return await c.request(i, i - 1, method, params)  # to its predecessor
@@ -434,6 +451,7 @@ class _Hop:
 
     async def handle_notification(self, method: str, params: Any, typed: bool = False) -> None:
         c, i = self.c, self.index
+        await c.nodes[i].gate.wait()
         dialect = dialect_of(method)
         if dialect is not None and method == dialect.successor and c.nodes[i].has_successor:
             wrapped = unwrap(params, envelope=method)

@@ -5,6 +5,7 @@
 ``$/cancel_request`` (then a ``_probe/cancelled`` notification naming the id it was cancelled
 with, and the -32800 answer); ``_probe/burst`` {n} → n ``_probe/tick`` notifications, then the
 answer; ``_probe/ask`` → asks the client ``_probe/question`` and answers with its result;
+``_probe/open`` → an answer and, right behind it, a ``_probe/opened`` notification;
 ``_probe/exit`` → exits with code 3 at once; anything else → -32601.
 """
 
@@ -35,6 +36,11 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": "probe-1"}})
     elif method == "_probe/echo":
         send({"jsonrpc": "2.0", "id": rid, "result": {"method": method, "params": params}})
+    elif method == "_probe/open":  # an answer, and right behind it an update naming what it opened
+        for i in range(params.get("before", 0)):  # (a queue of notifications ahead of the answer)
+            send({"jsonrpc": "2.0", "method": "_probe/tick", "params": {"i": i}})
+        send({"jsonrpc": "2.0", "id": rid, "result": {"sessionId": f"s-{rid}"}})
+        send({"jsonrpc": "2.0", "method": "_probe/opened", "params": {"sessionId": f"s-{rid}"}})
     elif method == "_probe/note":
         send({"jsonrpc": "2.0", "method": "_probe/noted", "params": params})
     elif method == "_probe/hang":

@@ -1,0 +1,51 @@
+"""Keeping a hop's order across a forwarded response.
+
+A connection delivers a response only after the notifications that came before it, but the
+response resumes the task that forwards it on a later turn of the loop, while the notification
+behind it could be forwarded at once and overtake it on the next hop (a ``session/update``
+ahead of the ``session/new`` answer naming its session). An :class:`OrderGate` per source
+connection closes that gap: a response registers a hold in the ordered delivery path
+(``Peer.request``'s ``on_result``), the forwarder releases it right before the answer is
+written (same task step: nothing runs in between), and messages received behind the response
+wait for the holds that existed when they arrived.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+__all__ = ["OrderGate"]
+
+
+class OrderGate:
+    """The answers received on one connection and not forwarded yet."""
+
+    __slots__ = ("_held",)
+
+    def __init__(self) -> None:
+        self._held: set[asyncio.Future[None]] = set()
+
+    def hold(self) -> asyncio.Future[None]:
+        """A response arrived (call from the ordered delivery path); release it once forwarded."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._held.add(fut)
+        return fut
+
+    def release(self, fut: asyncio.Future[None] | None) -> None:
+        if fut is not None:
+            self._held.discard(fut)
+            if not fut.done():
+                fut.set_result(None)
+
+    def hooked(self, slot: list[asyncio.Future[None] | None]) -> Any:
+        """An ``on_result`` hook that holds the gate and puts the hold in ``slot[0]``."""
+        def on_result(result: Any) -> Any:
+            slot[0] = self.hold()
+            return result
+        return on_result
+
+    async def wait(self) -> None:
+        """Wait until the answers received so far have been forwarded (at once when none)."""
+        if self._held:
+            await asyncio.wait(tuple(self._held))
