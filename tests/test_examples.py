@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import shutil
 import subprocess
 import sys
@@ -186,3 +187,18 @@ def test_client_example_reports_errors(tmp_path: Path, agent: list[str], name: s
     proc = client_example("fail", tmp_path, *agent)
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[-1] == "[error] Internal error: peer failure (code -32603)"
+
+
+# -- examples/proxy_context.py, in a chain run by acplink conduct --------------------------------------
+
+
+async def test_proxy_context_example_in_a_chain(tmp_path: Path) -> None:
+    chain = [sys.executable, "-m", "acplink", "conduct", "--proxy", shlex.join(example("proxy_context.py")),
+             "--", *example("echo_agent.py")]
+    async with connect(chain) as client:
+        session = await client.new_session(cwd=tmp_path)
+        turn = session.prompt("hi there")
+        updates = [u async for u in turn]
+    assert turn.stop_reason == "end_turn"
+    # the echo agent answers the prompt's blocks: the proxy's line came first
+    assert [u.content.text for u in updates] == ["You said: Context from examples/proxy_context.py.hi there"]
