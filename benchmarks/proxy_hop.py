@@ -1,0 +1,113 @@
+#!/usr/bin/env python3
+"""The cost of one proxy hop: the ``flood`` and ``rtt`` scenarios against acplink's scenario
+agent directly, and behind ``acplink conduct`` with one pass-through proxy.
+
+    python benchmarks/proxy_hop.py                  # flood 20000, rtt 5000, 3 rounds
+    python benchmarks/proxy_hop.py --rounds 5 --json out.json
+    python benchmarks/proxy_hop.py --quick          # a smoke run (small N, one round)
+
+Each run is ``benchmarks/scenario_client.py SCENARIO N -- CHAIN`` (a fresh process tree), where
+CHAIN is, per configuration:
+
+* ``direct``: ``python benchmarks/scenario_agent.py``;
+* ``builtin``: ``acplink conduct --proxy acplink:passthrough -- <agent>`` (the proxy runs in
+  the conductor's process: one extra process, two extra message crossings, in memory);
+* ``process``: ``acplink conduct --proxy '<python this --proxy>' -- <agent>`` (a pass-through
+  ``ProxyApp`` in its own process: two extra processes, four extra pipe crossings).
+
+Figures: ``flood`` session/update notifications per second as the client receives them;
+``rtt`` fs/read_text_file round trips per second made one at a time by the agent (each
+crossing every hop twice), and the agent's p50 in µs. The median of the rounds is kept; the
+ratios are to ``direct``. The conductor's start-up is outside the timings (the client times
+the prompt alone). Timings are only comparable within one run on one machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+CLIENT = [sys.executable, str(HERE / "scenario_client.py")]
+AGENT = [sys.executable, str(HERE / "scenario_agent.py")]
+CONDUCT = [sys.executable, "-m", "acplink", "conduct"]
+
+
+def chains() -> dict[str, list[str]]:
+    own_proxy = shlex.join([sys.executable, str(Path(__file__).resolve()), "--proxy"])
+    return {
+        "direct": AGENT,
+        "builtin": [*CONDUCT, "--proxy", "acplink:passthrough", "--", *AGENT],
+        "process": [*CONDUCT, "--proxy", own_proxy, "--", *AGENT],
+    }
+
+
+def run_one(scenario: str, n: int, chain: list[str]) -> dict[str, Any]:
+    proc = subprocess.run([*CLIENT, scenario, str(n), "--", *chain], capture_output=True, text=True, timeout=900)
+    lines = [line for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not lines:
+        return {"ok": False, "error": f"no result (exit {proc.returncode}): {proc.stderr[-500:]}"}
+    result: dict[str, Any] = json.loads(lines[-1])
+    return result
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--proxy", action="store_true", help=argparse.SUPPRESS)  # (serve a pass-through proxy)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--flood", type=int, default=20000)
+    parser.add_argument("--rtt", type=int, default=5000)
+    parser.add_argument("--quick", action="store_true", help="small N, one round (a smoke run)")
+    parser.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    args = parser.parse_args()
+    if args.proxy:
+        from acplink import ProxyApp
+
+        ProxyApp("bench-passthrough").run()
+        return 0
+    if args.quick:
+        args.rounds, args.flood, args.rtt = 1, 500, 100
+    figures: dict[str, dict[str, Any]] = {}
+    ok = True
+    for name, chain in chains().items():
+        row: dict[str, Any] = {}
+        for scenario, n in (("flood", args.flood), ("rtt", args.rtt)):
+            runs = [run_one(scenario, n, chain) for _ in range(args.rounds)]
+            bad = [r for r in runs if not r.get("ok")]
+            if bad:
+                ok = False
+                row[scenario] = {"error": bad[0].get("error")}
+                continue
+            row[scenario] = {"rate": statistics.median(r["rate"] for r in runs)}
+            if scenario == "rtt":
+                p50 = [r["p50_us"] for r in runs if r.get("p50_us") is not None]
+                row[scenario]["p50_us"] = statistics.median(p50) if p50 else None
+        figures[name] = row
+    direct = figures["direct"]
+    for name, row in figures.items():
+        for scenario in ("flood", "rtt"):
+            if "rate" in row.get(scenario, {}) and "rate" in direct.get(scenario, {}):
+                row[scenario]["vs_direct"] = round(row[scenario]["rate"] / direct[scenario]["rate"], 3)
+    for name, row in figures.items():
+        cells = []
+        for scenario in ("flood", "rtt"):
+            cell = row.get(scenario, {})
+            if "error" in cell:
+                cells.append(f"{scenario}: ERROR {cell['error']}")
+            else:
+                extra = f", p50 {cell['p50_us']:.0f} µs" if cell.get("p50_us") is not None else ""
+                cells.append(f"{scenario} {cell['rate']:.0f}/s ({cell.get('vs_direct', 1):.0%} of direct{extra})")
+        print(f"{name:8} " + "; ".join(cells))
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
