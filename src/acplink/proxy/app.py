@@ -28,11 +28,13 @@ import orjson
 
 from ..connection.peer import Peer, PeerLimits
 from ..errors import InvalidRequest
-from ..methods import INITIALIZE
+from ..mcp import McpCall
+from ..methods import INITIALIZE, MCP_MESSAGE, SESSION_LOAD, SESSION_NEW, SESSION_RESUME
 from ..protocol.proxy import MODERN, Dialect, dialect_of, unwrap, wrap
 from ..runtime import cancel_on_signals
 from ..transports.base import Transport
 from ..transports.stdio import StdioTransport
+from ._mcp import ProxyMcp
 from ._order import OrderGate
 
 __all__ = ["ProxyApp", "ProxyContext", "Side"]
@@ -89,6 +91,17 @@ class ProxyApp:
         self.debug = debug
         self.limits = limits or PeerLimits(max_running_requests=10_000)
         self._hooks: dict[tuple[Side, str], Hook] = {}
+        #: name -> handler of the MCP servers the proxy offers the agent (see add_mcp_server)
+        self.mcp_servers: dict[str, Callable[[McpCall], Awaitable[Any]]] = {}
+
+    def add_mcp_server(self, name: str, handler: Callable[[McpCall], Awaitable[Any]]) -> None:
+        """Offer ``handler`` (an :class:`~acplink.McpServer`, or any ``async def
+        handler(call: McpCall)``) to the agent as the MCP server ``name``, over ACP: it is
+        declared (``{"type": "acp"}``) in every ``session/new``, ``session/load`` and
+        ``session/resume`` the proxy forwards, when the agent advertised ``acp`` MCP, and the
+        agent's ``mcp/message`` requests for it are answered here; those for other servers
+        (the client's) pass on."""
+        self.mcp_servers[name] = handler
 
     def from_client(self, method: str) -> Callable[[Hook], Hook]:
         """Register a hook for ``method`` coming from the predecessor (on its way to the agent)."""
@@ -129,6 +142,10 @@ class ProxyApp:
             asyncio.run(main())
 
 
+#: the requests whose params declare a session's MCP servers
+_OPENERS = frozenset({SESSION_NEW, SESSION_LOAD, SESSION_RESUME})
+
+
 class _ProxyConnection:
     """One proxy's connection to its conductor (the dispatcher of its Peer)."""
 
@@ -139,6 +156,8 @@ class _ProxyConnection:
         self.dialect: Dialect | None = None
         #: the answers received and not forwarded yet (see _order.py)
         self.gate = OrderGate()
+        #: the MCP servers this connection offers the agent (None: the app has none)
+        self.mcp = ProxyMcp(app.name, app.mcp_servers) if app.mcp_servers else None
 
     def _no_conductor(self, method: str) -> InvalidRequest:
         msg = (f"{self.app.name} is an ACP proxy and must run under a conductor (for example "
@@ -184,11 +203,18 @@ class _ProxyConnection:
         else:
             source = "client"
         side: Side = "client" if source == "client" else "agent"
+        mcp = self.mcp
+        if mcp is not None:
+            if side == "agent" and method == MCP_MESSAGE and mcp.owns(params):
+                return await mcp.handle(params) if request else None
+            if side == "client" and method in _OPENERS:
+                params = mcp.declare(params)
         ctx = ProxyContext(self, method, side, request, meta)
         hook = self.app._hooks.get((side, method))
-        if hook is not None:
-            return await hook(ctx, params)
-        return await ctx.forward(params)
+        result = await hook(ctx, params) if hook is not None else await ctx.forward(params)
+        if mcp is not None and method == INITIALIZE and side == "client":
+            mcp.agent_answered(result)
+        return result
 
     async def handle_request(self, method: str, params: Any) -> bytes:
         return orjson.dumps(await self._handle(method, params, True))
