@@ -269,3 +269,23 @@ async def test_trace_has_one_line_per_hop_message(tmp_path: Path) -> None:
     assert all(isinstance(e["ts"], float) for e in events)
 
 
+
+
+async def test_a_v2_client_through_the_chain(tmp_path: Path) -> None:
+    async with connect(conduct("acplink:passthrough", EXAMPLE, agent=DEMO), protocol=2,
+                       env={"ACPLINK_DEMO_STORE": str(tmp_path)}) as client:
+        assert client.protocol_version == 2
+        session = await client.new_session(cwd=tmp_path)
+        turn = session.prompt("hello v2")
+        text = await turn.text()
+    assert turn.stop_reason == "end_turn"
+    assert text == "You said: Context from examples/proxy_context.py.hello v2"
+
+
+async def test_a_proxy_started_without_a_conductor_says_so() -> None:
+    async with RawClient(bad_proxy("none").split()) as c:
+        with pytest.raises(InvalidRequest) as info:
+            await c.initialize()
+    assert "is an ACP proxy and must run under a conductor" in info.value.message
+    assert "acplink conduct --proxy" in info.value.message
+    assert [line for line in c.transport.stderr_tail if "must run under a conductor" in line]
