@@ -10,6 +10,8 @@ Each run is ``benchmarks/scenario_client.py SCENARIO N -- CHAIN`` (a fresh proce
 CHAIN is, per configuration:
 
 * ``direct``: ``python benchmarks/scenario_agent.py``;
+* ``conductor``: ``acplink conduct -- <agent>`` (no proxy: the conductor's own cost, one
+  extra process and two extra pipe crossings);
 * ``builtin``: ``acplink conduct --proxy acplink:passthrough -- <agent>`` (the proxy runs in
   the conductor's process: one extra process, two extra message crossings, in memory);
 * ``process``: ``acplink conduct --proxy '<python this --proxy>' -- <agent>`` (a pass-through
@@ -43,6 +45,7 @@ def chains() -> dict[str, list[str]]:
     own_proxy = shlex.join([sys.executable, str(Path(__file__).resolve()), "--proxy"])
     return {
         "direct": AGENT,
+        "conductor": [*CONDUCT, "--", *AGENT],
         "builtin": [*CONDUCT, "--proxy", "acplink:passthrough", "--", *AGENT],
         "process": [*CONDUCT, "--proxy", own_proxy, "--", *AGENT],
     }
@@ -103,7 +106,7 @@ def main() -> int:
             else:
                 extra = f", p50 {cell['p50_us']:.0f} µs" if cell.get("p50_us") is not None else ""
                 cells.append(f"{scenario} {cell['rate']:.0f}/s ({cell.get('vs_direct', 1):.0%} of direct{extra})")
-        print(f"{name:8} " + "; ".join(cells))
+        print(f"{name:9} " + "; ".join(cells))
     if args.json:
         Path(args.json).write_text(json.dumps(figures, indent=2))
     return 0 if ok else 1
