@@ -93,7 +93,7 @@ def main() -> int:
                 row[scenario]["p50_us"] = statistics.median(p50) if p50 else None
         figures[name] = row
     direct = figures["direct"]
-    for name, row in figures.items():
+    for row in figures.values():
         for scenario in ("flood", "rtt"):
             if "rate" in row.get(scenario, {}) and "rate" in direct.get(scenario, {}):
                 row[scenario]["vs_direct"] = round(row[scenario]["rate"] / direct[scenario]["rate"], 3)

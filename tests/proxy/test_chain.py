@@ -289,3 +289,14 @@ async def test_a_proxy_started_without_a_conductor_says_so() -> None:
     assert "is an ACP proxy and must run under a conductor" in info.value.message
     assert "acplink conduct --proxy" in info.value.message
     assert [line for line in c.transport.stderr_tail if "must run under a conductor" in line]
+
+
+async def test_typed_hooks_get_models_and_forward_them(tmp_path: Path) -> None:
+    typed = f"{PY} {HERE / 'components' / 'typed_proxy.py'}"
+    async with connect(conduct(typed, agent=DEMO), env={"ACPLINK_DEMO_STORE": str(tmp_path)}) as client:
+        session = await client.new_session(cwd=tmp_path)
+        turn = session.prompt("hello")
+        updates = [u async for u in turn]
+    assert turn.stop_reason == "end_turn"
+    assert "".join(u.content.text for u in updates if isinstance(u, schema.AgentMessageChunk)) == \
+        "YOU SAID: HELLO AND MORE"

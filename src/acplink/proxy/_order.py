@@ -13,9 +13,12 @@ wait for the holds that existed when they arrived.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Coroutine
 from typing import Any
 
-__all__ = ["OrderGate"]
+from ..connection.peer import DONE
+
+__all__ = ["OrderGate", "forward_notification"]
 
 
 class OrderGate:
@@ -49,3 +52,17 @@ class OrderGate:
         """Wait until the answers received so far have been forwarded (at once when none)."""
         if self._held:
             await asyncio.wait(tuple(self._held))
+
+
+async def forward_notification(peer: Any, method: str, data: bytes | None) -> None:
+    """Send a notification on ``peer`` with flow control, without yielding to the event loop
+    when the transport is not over its high-water mark: a hop forwards a burst in one turn of
+    the loop, so the burst leaves in one batched write (an in-memory transport's drain always
+    yields a turn, which made every forwarded notification a write of its own)."""
+    written = peer.notify(method, data)
+    if written is DONE:
+        return
+    if peer.transport.writing_paused:
+        await written
+    elif isinstance(written, Coroutine):
+        written.close()  # (the drain it would have awaited has nothing to wait for)

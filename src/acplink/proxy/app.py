@@ -6,7 +6,8 @@ A :class:`ProxyApp` forwards everything both ways unchanged by default: what its
 results and errors come back as they were. Unknown and ``_`` methods, ``_meta`` and either
 protocol version pass the same way. Hooks registered with :meth:`ProxyApp.from_client` and
 :meth:`ProxyApp.from_agent` intercept one method coming from that side: they get a
-:class:`ProxyContext` and the params (JSON values, changed in place or replaced) and may
+:class:`ProxyContext` and the params (JSON values, changed in place or replaced; or, when the
+hook annotates them with a model such as ``schema.PromptRequest``, that model) and may
 forward them (:meth:`ProxyContext.forward`), answer themselves, or send their own messages to
 either side.
 
@@ -19,12 +20,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import inspect
 import logging
 import sys
+import typing
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 import orjson
+from pydantic import BaseModel
 
 from ..connection.peer import Peer, PeerLimits
 from ..errors import InvalidRequest
@@ -32,10 +36,11 @@ from ..mcp import McpCall
 from ..methods import INITIALIZE, MCP_MESSAGE, SESSION_LOAD, SESSION_NEW, SESSION_RESUME
 from ..protocol.proxy import MODERN, Dialect, dialect_of, unwrap, wrap
 from ..runtime import cancel_on_signals
+from ..schema import dump, parse
 from ..transports.base import Transport
 from ..transports.stdio import StdioTransport
 from ._mcp import ProxyMcp
-from ._order import OrderGate
+from ._order import OrderGate, forward_notification
 
 __all__ = ["ProxyApp", "ProxyContext", "Side"]
 
@@ -45,6 +50,22 @@ log = logging.getLogger("acplink.proxy")
 Side = Literal["client", "agent"]
 
 Hook = Callable[["ProxyContext", Any], Awaitable[Any]]
+
+
+def _params_type(fn: Hook) -> type[BaseModel] | None:
+    """The model a hook's params are annotated with (a typed hook), or None (raw JSON values)."""
+    try:
+        names = list(inspect.signature(fn).parameters)
+        hints = typing.get_type_hints(fn)
+    except (TypeError, ValueError, NameError):
+        return None
+    ann = hints.get(names[1]) if len(names) > 1 else None
+    return ann if isinstance(ann, type) and issubclass(ann, BaseModel) else None
+
+
+def _wire(value: Any) -> Any:
+    """A model as its wire form (camelCase, unset fields omitted); JSON values as they are."""
+    return dump(value) if isinstance(value, BaseModel) else value
 
 
 class ProxyContext:
@@ -63,10 +84,10 @@ class ProxyContext:
         self.meta = meta
 
     async def forward(self, params: Any) -> Any:
-        """Pass the message on to the other side with ``params``; a request's result (or its
-        error, raised) comes back."""
+        """Pass the message on to the other side with ``params`` (JSON values, or a model); a
+        request's result (or its error, raised) comes back as JSON values."""
         send = self._conn.to_successor if self.source == "client" else self._conn.to_predecessor
-        return await send(self.method, params, request=self.is_request)
+        return await send(self.method, _wire(params), request=self.is_request)
 
     async def request_successor(self, method: str, params: Any = None) -> Any:
         """Send a request of our own to the successor (the agent's side); its result."""
@@ -90,7 +111,7 @@ class ProxyApp:
         self.name = name
         self.debug = debug
         self.limits = limits or PeerLimits(max_running_requests=10_000)
-        self._hooks: dict[tuple[Side, str], Hook] = {}
+        self._hooks: dict[tuple[Side, str], tuple[Hook, type[BaseModel] | None]] = {}
         #: name -> handler of the MCP servers the proxy offers the agent (see add_mcp_server)
         self.mcp_servers: dict[str, Callable[[McpCall], Awaitable[Any]]] = {}
 
@@ -113,7 +134,7 @@ class ProxyApp:
 
     def _register(self, side: Side, method: str) -> Callable[[Hook], Hook]:
         def deco(fn: Hook) -> Hook:
-            self._hooks[(side, method)] = fn
+            self._hooks[(side, method)] = (fn, _params_type(fn))
             return fn
         return deco
 
@@ -168,15 +189,15 @@ class _ProxyConnection:
 
     async def to_successor(self, method: str, params: Any, *, request: bool) -> Any:
         dialect = self.dialect or MODERN
-        return await self._send(dialect.successor, orjson.dumps(wrap(method, params)), request)
+        return await self._send(dialect.successor, orjson.dumps(wrap(method, _wire(params))), request)
 
     async def to_predecessor(self, method: str, params: Any, *, request: bool) -> Any:
-        return await self._send(method, None if params is None else orjson.dumps(params), request)
+        return await self._send(method, None if params is None else orjson.dumps(_wire(params)), request)
 
     async def _send(self, method: str, data: bytes | None, request: bool) -> Any:
         assert self.peer is not None
         if not request:
-            await self.peer.notify(method, data)
+            await forward_notification(self.peer, method, data)
             return None
         held: list[asyncio.Future[None] | None] = [None]
         try:
@@ -211,7 +232,11 @@ class _ProxyConnection:
                 params = mcp.declare(params)
         ctx = ProxyContext(self, method, side, request, meta)
         hook = self.app._hooks.get((side, method))
-        result = await hook(ctx, params) if hook is not None else await ctx.forward(params)
+        if hook is None:
+            result = await ctx.forward(params)
+        else:
+            fn, model = hook
+            result = _wire(await fn(ctx, params if model is None else parse(model, params, name=method)))
         if mcp is not None and method == INITIALIZE and side == "client":
             mcp.agent_answered(result)
         return result

@@ -58,7 +58,7 @@ from ..protocol.proxy import DIALECTS, MODERN, Dialect, dialect_of, unwrap, wrap
 from ..transports.base import Transport
 from ..transports.memory import memory_pair
 from ..transports.subprocess import SubprocessTransport
-from ._order import OrderGate
+from ._order import OrderGate, forward_notification
 from .trace import TraceWriter
 
 __all__ = ["Component", "Conductor"]
@@ -327,7 +327,7 @@ class Conductor:
         if self.trace is not None:
             self.trace.notification(self.label(src), self.label(dst), method, params)
         try:
-            await peer.notify(wmethod, None if wparams is None else orjson.dumps(wparams))
+            await forward_notification(peer, wmethod, None if wparams is None else orjson.dumps(wparams))
         except TransportError as exc:  # (the component is gone: its watcher stops the chain)
             log.debug("acplink conductor: %s to %s dropped: %s", method, self.label(dst), exc)
 
