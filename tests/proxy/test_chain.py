@@ -300,3 +300,24 @@ async def test_typed_hooks_get_models_and_forward_them(tmp_path: Path) -> None:
     assert turn.stop_reason == "end_turn"
     assert "".join(u.content.text for u in updates if isinstance(u, schema.AgentMessageChunk)) == \
         "YOU SAID: HELLO AND MORE"
+
+
+async def test_a_wrapped_message_before_the_successor_is_initialized_is_refused() -> None:
+    async with RawClient(conduct(bad_proxy("early"), agent=PROBE)) as c:
+        with pytest.raises(InvalidRequest) as info:
+            await c.initialize()
+    assert "proxy/successor wrapping _probe/echo before the successor was initialized" in info.value.message
+
+
+async def test_a_proxy_answers_in_the_older_dialect_it_was_initialized_with() -> None:
+    answer = {"protocolVersion": 1, "agentCapabilities": {}}
+    async with RawClient(bad_proxy("none").split(), answers={"_proxy/successor": answer}) as c:
+        init = {"protocolVersion": 1, "clientCapabilities": {}}
+        assert await c.call("_proxy/initialize", init) == answer
+        assert await c.call("_x/y", {"a": 1}) == answer
+        await c.notify("_x/z")
+        assert await c.call("_proxy/successor", {"method": "_probe/echo"}) is None  # up, to the conductor
+    assert c.asked == [("_proxy/successor", {"method": "initialize", "params": init}),
+                       ("_proxy/successor", {"method": "_x/y", "params": {"a": 1}}),
+                       ("_probe/echo", None)]
+    assert c.notes == [("_proxy/successor", {"method": "_x/z"})]

@@ -17,6 +17,8 @@ async def initialize(ctx: ProxyContext, params: dict) -> object:
         return {"protocolVersion": params["protocolVersion"], "agentCapabilities": {}}
     if mode == "proxy-init":  # forwards proxy/initialize instead of initialize
         return await ctx.request_successor("proxy/initialize", params)
+    if mode == "early":  # talks to its successor before initializing it (the refusal is answered)
+        await ctx.request_successor("_probe/echo", {})
     result = await ctx.forward(params)
     if mode == "version":
         result["protocolVersion"] = result["protocolVersion"] + 1
