@@ -16,7 +16,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "interop"))
 from peerenv import ACPLINK_AGENT, agent_cmd, client_cmd, peer_params
 from proxy_raw import conduct
 
-pytestmark = pytest.mark.parametrize("peer", peer_params())
+per_peer = pytest.mark.parametrize("peer", peer_params())
 
 TWO = ("acplink:passthrough", "acplink:passthrough")
 
@@ -39,6 +39,7 @@ def _chunks(events: list[dict]) -> list[str]:
             if e["event"] == "update" and e["update"]["sessionUpdate"] == "agent_message_chunk"]
 
 
+@per_peer
 def test_official_client_streamed_prompt_and_permission_through_two_proxies(peer: str, tmp_path: Path) -> None:
     events = _drive(peer, tmp_path, conduct(*TWO, agent=ACPLINK_AGENT), "hello", "full")
     assert events[0]["event"] == "initialize"
@@ -50,14 +51,36 @@ def test_official_client_streamed_prompt_and_permission_through_two_proxies(peer
     assert [e for e in events if e["event"] == "stop"] == [{"event": "stop", "stopReason": "end_turn"}] * 2
 
 
+@per_peer
 def test_official_client_cancel_through_two_proxies(peer: str, tmp_path: Path) -> None:
     events = _drive(peer, tmp_path, conduct(*TWO, agent=ACPLINK_AGENT), "wait", cancel_after=0.3)
     assert _chunks(events) == ["waiting"]
     assert events[-1] == {"event": "stop", "stopReason": "cancelled"}
 
 
+@per_peer
 def test_official_client_to_the_same_sdks_agent_behind_a_context_proxy(peer: str, tmp_path: Path) -> None:
     # the agents answer the first text block of a prompt: the context proxy's line is now first
     events = _drive(peer, tmp_path, conduct("acplink:context=CTX-LINE", agent=agent_cmd(peer)), "hello")
     assert _chunks(events) == ["CTX-LINE"]
     assert events[-1] == {"event": "stop", "stopReason": "end_turn"}
+
+
+def test_ts_v2_client_through_two_proxies_to_the_demo_agent(tmp_path: Path) -> None:
+    from peerenv import JS_DIR, NODE, PEERS
+
+    if PEERS["ts-sdk"][2] is not None:
+        pytest.skip(PEERS["ts-sdk"][2])
+    demo = [sys.executable, "-m", "acplink", "demo-agent", "--delay", "0.005", "--store", str(tmp_path / "store")]
+    proc = subprocess.run([str(NODE), str(JS_DIR / "v2_client.mjs"), "--cwd", str(tmp_path), "--timeout", "30", "--",
+                           *conduct(*TWO, agent=demo)], capture_output=True, text=True, timeout=120)
+    events = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert proc.returncode == 0, (proc.stdout, proc.stderr)
+    by = {e["event"]: e for e in events}
+    assert by["initialize"]["result"]["protocolVersion"] == 2
+    assert by["text"]["text"] == "You said: hello v2"
+    assert by["stop"]["stopReason"] == "cancelled"
+    assert by["permission"]["title"] == "Write v2.txt"
+    assert by["states"]["states"] == ["running", "requires_action", "running"]
+    assert by["echoes"] == {"event": "echoes", "texts": ["slow 3", "held one"], "stops": ["end_turn", "end_turn"]}
+    assert by["closed"]["result"] == {}
