@@ -89,6 +89,9 @@ class Launch:
     kind: Kind
     command: list[str]
     env: dict[str, str] = field(default_factory=dict)
+    #: the program without the registry's ``args`` (``npx --yes PACKAGE``, the binary): what a
+    #: terminal auth method's own ``args`` follow
+    program: list[str] = field(default_factory=list)
     #: the agent's own variables, as the registry gives them (before the merge)
     agent_env: dict[str, str] = field(default_factory=dict)
     #: a binary's install folder
@@ -283,8 +286,8 @@ class Registry:
         if chosen == "binary":
             target = self.target(agent)
             folder = self.install(agent.id)
-            program = _program(folder, target["cmd"], agent.id)
-            command = [str(program), *target.get("args", [])]
+            head = [str(_program(folder, target["cmd"], agent.id))]
+            command = [*head, *target.get("args", [])]
             agent_env = dict(target.get("env", {}))
         else:
             package = agent.distribution[chosen]
@@ -299,7 +302,8 @@ class Registry:
             agent_env = dict(package.get("env", {}))
             folder = None
         env = {k: v for k, v in agent_env.items() if k not in os.environ}
-        return Launch(agent=agent, kind=chosen, command=command, env=env, agent_env=agent_env, folder=folder)
+        return Launch(agent=agent, kind=chosen, command=command, env=env, program=head, agent_env=agent_env,
+                      folder=folder)
 
 
 def _program(folder: Path, cmd: str, agent_id: str) -> Path:
