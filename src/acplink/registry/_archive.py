@@ -167,7 +167,7 @@ def _unzip(archive: Path, w: _Writer) -> None:
                 w.symlink(info.filename, z.read(info).decode("utf-8", "surrogateescape"))
             elif info.is_dir():
                 w.folder(info.filename)
-            elif mode and not stat.S_ISREG(mode):
+            elif stat.S_IFMT(mode) and not stat.S_ISREG(mode):  # (no type bits: a file)
                 raise w.refuse(f"member {info.filename!r} is not a file, folder or link")
             else:
                 with z.open(info) as data:
