@@ -53,27 +53,26 @@ def serve() -> Iterator[Served]:
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
             data = served.files.get(self.path)
+            etag = served.etags.get(self.path)
+            status = 404 if data is None else 304 if etag is not None and self.headers.get("If-None-Match") == etag \
+                else 200
+            served.log.append((self.path, status))  # (before the answer: the client may look at once)
             if data is None:
-                status = 404
                 self.send_response(404)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
             else:
-                etag = served.etags.get(self.path)
-                if etag is not None and self.headers.get("If-None-Match") == etag:
-                    status = 304
+                if status == 304:
                     self.send_response(304)
                     self.send_header("ETag", etag)
                     self.end_headers()
                 else:
-                    status = 200
                     self.send_response(200)
                     if etag is not None:
                         self.send_header("ETag", etag)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
-            served.log.append((self.path, status))
 
         def log_message(self, *args: Any) -> None:
             pass
@@ -81,7 +80,7 @@ def serve() -> Iterator[Served]:
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     served.base = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, name="loopback registry", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), name="loopback registry", daemon=True)
     thread.start()
     try:
         yield served

@@ -208,7 +208,7 @@ async def _with_client(launch: Launch, args: argparse.Namespace, method: str | N
 
 
 async def _auth_methods(registry: Registry, args: argparse.Namespace) -> list[dict[str, Any]]:
-    launch = await asyncio.to_thread(registry.launch, args.id)
+    launch = await registry.launch_async(args.id)
     try:
         return await _with_client(launch, args, None)
     except TimeoutError:

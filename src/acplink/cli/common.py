@@ -343,7 +343,7 @@ def open_client(args: argparse.Namespace, permission: PermissionPolicy, **kw: An
 
         async def prepare() -> tuple[connect, list[str]]:
             # the registry read and the install run before the startup limit starts, in a thread
-            launch = await asyncio.to_thread(registry_of(args).launch, args.agent_id)
+            launch = await registry_of(args).launch_async(args.agent_id)
             return connect(launch.command, env=launch.env, cwd=cwd, fs=not args.no_fs, permission=permission,
                            debug=args.debug, **kw), launch.command
 

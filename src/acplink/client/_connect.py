@@ -26,7 +26,7 @@ from .terminal import TerminalHandler
 if TYPE_CHECKING:
     from ..agent.app import AgentBase
     from ..connection.agent_side import AgentSideConnection
-    from ..registry import Launch, Registry
+    from ..registry import Registry
     from .client import Client
 
 __all__ = ["connect"]
@@ -126,7 +126,7 @@ class connect:
         owned: list[AgentSideConnection] = []
         env = self.env
         if self.agent_id is not None:
-            launch = await asyncio.to_thread(_launch, self.registry, self.agent_id)  # (downloads: off the loop)
+            launch = await _registry(self.registry).launch_async(self.agent_id)  # (downloads: off the loop)
             agent = launch.command
             env = {**launch.env, **(self.env or {})}  # (the caller's env wins, as the user's does)
         if isinstance(agent, Transport):
@@ -181,11 +181,10 @@ class connect:
         return self._open().__await__()
 
 
-def _launch(registry: Registry | str | os.PathLike[str] | None, agent_id: str) -> Launch:
+def _registry(registry: Registry | str | os.PathLike[str] | None) -> Registry:
     from ..registry import Registry  # (imported when used: archives and HTTP are not every client's)
 
-    reg = registry if isinstance(registry, Registry) else Registry(registry)
-    return reg.launch(agent_id)
+    return registry if isinstance(registry, Registry) else Registry(registry)
 
 
 async def _agent_failed(transport: Transport, exc: BaseException) -> AcpError | None:

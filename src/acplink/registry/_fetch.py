@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
+import threading
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -82,8 +83,9 @@ def get(url: str, *, etag: str | None = None, max_bytes: int, timeout: float) ->
     return Response(status, bytes(body), headers)
 
 
-def download(url: str, dest: Path, *, max_bytes: int, timeout: float) -> str:
-    """Save ``url`` to ``dest`` (at most ``max_bytes``); its sha256, hex."""
+def download(url: str, dest: Path, *, max_bytes: int, timeout: float, stop: threading.Event | None = None) -> str:
+    """Save ``url`` to ``dest`` (at most ``max_bytes``); its sha256, hex. ``stop`` set: the
+    download ends (a :class:`RegistryError`) at the next chunk."""
     _, _, reply = _open(url, {}, timeout)
     assert reply is not None  # (no If-None-Match: never a 304)
     digest = hashlib.sha256()
@@ -92,6 +94,8 @@ def download(url: str, dest: Path, *, max_bytes: int, timeout: float) -> str:
         try:
             while chunk := reply.read(_CHUNK):
                 size += len(chunk)
+                if stop is not None and stop.is_set():
+                    raise RegistryError(f"download of {url} stopped")
                 if size > max_bytes:
                     raise RegistryError(f"{url} is larger than {max_bytes:,} bytes")
                 digest.update(chunk)

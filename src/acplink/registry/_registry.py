@@ -4,6 +4,7 @@ command line built from its distribution (a binary installed into the cache, or 
 
 from __future__ import annotations
 
+import asyncio
 import difflib
 import hashlib
 import json
@@ -12,6 +13,7 @@ import platform
 import shutil
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -123,6 +125,7 @@ class Registry:
         self.limits = limits or ArchiveLimits()
         self.max_download = max_download
         self._agents: dict[str, RegistryAgent] | None = None
+        self._stop = threading.Event()  # (set: a download in a thread stops)
         #: how the registry was read last: "file", "fetched", "not modified" (a 304), "cached" (offline)
         self.how = ""
 
@@ -242,7 +245,8 @@ class Registry:
         folder.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".download-", dir=folder.parent) as tmp:
             archive = Path(tmp) / "archive"
-            digest = _fetch.download(url, archive, max_bytes=self.max_download, timeout=self.timeout)
+            digest = _fetch.download(url, archive, max_bytes=self.max_download, timeout=self.timeout,
+                                     stop=self._stop)
             if expected and digest != expected and not self.insecure:
                 raise RegistryError(f"sha256 of {url} is {digest}, the registry says {expected}: nothing was "
                                     "unpacked")
@@ -267,6 +271,40 @@ class Registry:
         return removed
 
     # launching ---------------------------------------------------------------------------
+
+    async def launch_async(self, agent_id: str, *, kind: Kind | None = None) -> Launch:
+        """:meth:`launch` from async code: run in a thread of its own, which ends with it (no
+        pool thread is left behind); cancelled, the download stops at its next chunk."""
+        loop = asyncio.get_running_loop()
+        done: asyncio.Future[Launch] = loop.create_future()
+
+        def settle(result: Launch | None, error: BaseException | None) -> None:
+            if done.cancelled():
+                return
+            if error is not None:
+                done.set_exception(error)
+            else:
+                done.set_result(result)  # type: ignore[arg-type]
+
+        def work() -> None:
+            try:
+                result = self.launch(agent_id, kind=kind)
+            except BaseException as exc:  # (handed to the awaiting task)
+                loop.call_soon_threadsafe(settle, None, exc)
+            else:
+                loop.call_soon_threadsafe(settle, result, None)
+
+        self._stop.clear()
+        thread = threading.Thread(target=work, name=f"acplink-registry-{agent_id}", daemon=True)
+        thread.start()
+        try:
+            return await done
+        except asyncio.CancelledError:
+            self._stop.set()
+            raise
+        finally:
+            while thread.is_alive() and not self._stop.is_set():  # (it has settled: about to end)
+                await asyncio.sleep(0.001)
 
     def launch(self, agent_id: str, *, kind: Kind | None = None) -> Launch:
         """How to start ``agent_id``: a binary for this platform (installed first when needed),
@@ -297,8 +335,8 @@ class Registry:
                 need = "Node.js (npm)" if tool == "npx" else "uv"
                 raise RegistryError(f"agent {agent.id!r} runs with {tool}, which is not on PATH: install {need}")
             # npx --yes: never ask whether to install the package (stdin is the ACP stream)
-            head = [found, "--yes"] if tool == "npx" else [found]
-            command = [*head, package["package"], *package.get("args", [])]
+            head = [found, "--yes", package["package"]] if tool == "npx" else [found, package["package"]]
+            command = [*head, *package.get("args", [])]
             agent_env = dict(package.get("env", {}))
             folder = None
         env = {k: v for k, v in agent_env.items() if k not in os.environ}
