@@ -81,7 +81,7 @@ def test_a_registry_that_fails_its_schema_is_refused(served: Served, cache: Path
 
 def test_a_local_file_and_the_environment_variable(tmp_path: Path, cache: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    assert [a.id for a in Registry(SNAPSHOT).agents()][0] == "codex-acp"
+    assert next(a.id for a in Registry(SNAPSHOT).agents()) == "codex-acp"
     monkeypatch.setenv("ACPLINK_REGISTRY", str(SNAPSHOT))
     reg = Registry()
     assert reg.source == str(SNAPSHOT) and reg.agent("gemini").version == "0.27.3"
@@ -151,7 +151,7 @@ def test_a_zip_loses_the_executable_bit_and_gets_it_back(served: Served, cache: 
 
 
 def test_a_digest_mismatch_unpacks_nothing(served: Served, cache: Path) -> None:
-    url, data = _binary_agent(served, sha="0" * 64)
+    url, _data = _binary_agent(served, sha="0" * 64)
     with pytest.raises(RegistryError, match=r"sha256 of .*/demo\.tar\.gz is [0-9a-f]{64}, the registry says 0{64}: "
                                             "nothing was unpacked"):
         Registry(url).install("demo")
