@@ -9,6 +9,7 @@ import json
 import sys
 import tarfile
 import threading
+import time
 import zipfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -29,6 +30,8 @@ class Served:
         self.files: dict[str, bytes] = {}
         self.etags: dict[str, str] = {}
         self.log: list[tuple[str, int]] = []  # (path, status)
+        #: path → seconds between 64 KiB chunks of its body (a slow download)
+        self.slow: dict[str, float] = {}
         self.base = ""
 
     def put(self, path: str, data: bytes, etag: str | None = None) -> str:
@@ -72,7 +75,17 @@ def serve() -> Iterator[Served]:
                         self.send_header("ETag", etag)
                     self.send_header("Content-Length", str(len(data)))
                     self.end_headers()
-                    self.wfile.write(data)
+                    pause = served.slow.get(self.path)
+                    if pause is None:
+                        self.wfile.write(data)
+                        return
+                    try:
+                        for i in range(0, len(data), 1 << 16):
+                            self.wfile.write(data[i:i + (1 << 16)])
+                            self.wfile.flush()
+                            time.sleep(pause)
+                    except OSError:  # (the client went away)
+                        pass
 
         def log_message(self, *args: Any) -> None:
             pass

@@ -3,11 +3,13 @@ bad input; binaries installed and removed; npx/uvx command lines; ``connect(agen
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 import socket
 import stat
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -202,6 +204,35 @@ def test_offline_launch_uses_the_installed_binary(served: Served, cache: Path) -
     Registry(url).remove("demo")
     with pytest.raises(RegistryError, match=r"offline, and agent 'demo' 1\.0\.0 is not installed"):
         Registry(url, offline=True).launch("demo")
+
+
+async def test_a_cancelled_launch_stops_its_download_and_its_thread(served: Served, cache: Path) -> None:
+    data = make_tar({"run-agent": launcher_script(), "padding": os.urandom(2 << 20)})
+    url, _ = _binary_agent(served, data=data)
+    served.slow["/demo.tar.gz"] = 0.2  # (2 MiB in 64 KiB chunks: 6.4 s, longer than the wait below)
+    reg = Registry(url)
+    task = asyncio.create_task(reg.launch_async("demo"))
+    while not served.statuses("/demo.tar.gz"):
+        await asyncio.sleep(0.01)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    for _ in range(200):  # the thread ends at its next chunk (the leak check would see it otherwise)
+        if not any(t.name == "acplink-registry-demo" for t in threading.enumerate()):
+            break
+        await asyncio.sleep(0.01)
+    assert not any(t.name == "acplink-registry-demo" for t in threading.enumerate())
+    assert _unpacked(cache) == [] and not reg.installed()
+
+
+def test_a_cache_folder_that_cannot_be_written(served: Served, tmp_path: Path) -> None:
+    blocked = tmp_path / "blocked"
+    blocked.write_text("a file, not a folder")
+    url, _ = _binary_agent(served)
+    reg = Registry(url, cache_dir=blocked)
+    assert [a.id for a in reg.agents()] == ["demo"]  # (read; not cached)
+    with pytest.raises(RegistryError, match=r"^cannot install agent 'demo' in .*blocked/agents/demo/"):
+        reg.install("demo")
 
 
 # -- npx / uvx ---------------------------------------------------------------------------

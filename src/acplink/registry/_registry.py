@@ -5,6 +5,7 @@ command line built from its distribution (a binary installed into the cache, or 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import difflib
 import hashlib
 import json
@@ -165,10 +166,11 @@ class Registry:
             return body_path.read_bytes()
         self.how = "fetched"
         self._parse(reply.body)  # (a copy is kept only of a valid registry)
-        body_path.parent.mkdir(parents=True, exist_ok=True)
-        _write_atomic(body_path, reply.body)
-        _write_atomic(meta_path, json.dumps({"url": self.source, "etag": reply.headers.get("etag"),
-                                             "fetched": time.time()}).encode())
+        with contextlib.suppress(OSError):  # (a cache that cannot be written: this run goes on without it)
+            body_path.parent.mkdir(parents=True, exist_ok=True)
+            _write_atomic(body_path, reply.body)
+            _write_atomic(meta_path, json.dumps({"url": self.source, "etag": reply.headers.get("etag"),
+                                                 "fetched": time.time()}).encode())
         return reply.body
 
     def _parse(self, body: bytes) -> dict[str, RegistryAgent]:
@@ -242,6 +244,13 @@ class Registry:
         if not expected and not self.insecure:
             raise RegistryError(f"the registry gives no sha256 for {url}: refusing to install agent {agent.id!r} "
                                 "without checking it (--insecure to install it anyway)")
+        try:
+            self._install(agent, target, folder, url, expected)
+        except OSError as exc:  # (the cache folder: not writable, full)
+            raise RegistryError(f"cannot install agent {agent.id!r} in {folder}: {exc.strerror or exc}") from None
+        return folder
+
+    def _install(self, agent: RegistryAgent, target: dict[str, Any], folder: Path, url: str, expected: str) -> None:
         folder.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix=".download-", dir=folder.parent) as tmp:
             archive = Path(tmp) / "archive"
@@ -256,10 +265,15 @@ class Registry:
             _program(staging, target["cmd"], agent.id)  # (the command must be in the archive)
             (staging / _MARKER).write_text(json.dumps({"id": agent.id, "version": agent.version, "archive": url,
                                                        "sha256": digest, "platform": platform_key()}))
+            if (folder / _MARKER).is_file():  # (another process installed it meanwhile)
+                return
             if folder.exists():  # (a half-removed earlier install)
                 shutil.rmtree(folder)
-            os.replace(staging, folder)
-        return folder
+            try:
+                os.replace(staging, folder)
+            except OSError:
+                if not (folder / _MARKER).is_file():  # (else: another process's install won the race)
+                    raise
 
     def remove(self, agent_id: str) -> list[Path]:
         """Remove every installed version of ``agent_id`` from the cache (the registry is not
