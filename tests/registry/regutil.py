@@ -30,6 +30,8 @@ class Served:
         self.files: dict[str, bytes] = {}
         self.etags: dict[str, str] = {}
         self.log: list[tuple[str, int]] = []  # (path, status)
+        #: path → the URL it redirects to (302)
+        self.redirects: dict[str, str] = {}
         #: path → seconds between 64 KiB chunks of its body (a slow download)
         self.slow: dict[str, float] = {}
         self.base = ""
@@ -55,6 +57,13 @@ def serve() -> Iterator[Served]:
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
+            if self.path in served.redirects:
+                served.log.append((self.path, 302))
+                self.send_response(302)
+                self.send_header("Location", served.redirects[self.path])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             data = served.files.get(self.path)
             etag = served.etags.get(self.path)
             status = 404 if data is None else 304 if etag is not None and self.headers.get("If-None-Match") == etag \

@@ -101,6 +101,18 @@ def test_download_failures(served: Served, cache: Path) -> None:
         Registry(f"http://127.0.0.1:{port}/r.json", timeout=5).agents()
 
 
+def test_redirects_to_http_are_followed_and_to_other_schemes_refused(served: Served, cache: Path) -> None:
+    body = registry_json(agent_entry("a", {"npx": {"package": "a"}}))
+    served.put("/real.json", body)
+    served.redirects["/moved.json"] = served.url("/real.json")
+    assert [a.id for a in Registry(served.url("/moved.json")).agents()] == ["a"]
+    assert served.log == [("/moved.json", 302), ("/real.json", 200)]
+    served.redirects["/ftp.json"] = "ftp://127.0.0.1/registry.json"
+    with pytest.raises(RegistryError, match=r"download of .*/ftp\.json failed: it redirects to "
+                                            r"'ftp://127\.0\.0\.1/registry\.json' \(refused"):
+        Registry(served.url("/ftp.json")).agents()
+
+
 def test_an_unknown_id_names_the_close_ones(cache: Path) -> None:
     with pytest.raises(RegistryError, match=r"no agent 'gemni' in the registry .*; did you mean gemini\?"):
         Registry(SNAPSHOT).agent("gemni")

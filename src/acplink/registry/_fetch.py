@@ -11,7 +11,7 @@ import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
 from .._version import __version__
 from ..errors import RegistryError
@@ -50,12 +50,27 @@ class Response:
     headers: dict[str, str] = field(default_factory=dict)
 
 
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """Redirects to http(s) only, and never from https:// down to http://."""
+
+    def redirect_request(self, req: urllib.request.Request, fp: Any, code: int, msg: str, headers: Any,
+                         newurl: str) -> urllib.request.Request | None:
+        if not is_url(newurl) or (req.full_url.lower().startswith("https://")
+                                  and newurl.lower().startswith("http://")):
+            raise RegistryError(f"download of {req.full_url} failed: it redirects to {newurl!r} (refused: only "
+                                "http(s), never from https to http)")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+_OPENER = urllib.request.build_opener(_Redirects())
+
+
 def _open(url: str, headers: dict[str, str], timeout: float) -> tuple[int, dict[str, str], BinaryIO | None]:
     if not is_url(url):
         raise RegistryError(f"{url!r} is not an http:// or https:// URL")
     request = urllib.request.Request(url, headers={"User-Agent": f"acplink/{__version__}", **headers})
     try:
-        reply = urllib.request.urlopen(request, timeout=timeout)  # (the scheme is checked above)
+        reply = _OPENER.open(request, timeout=timeout)  # (the scheme is checked above)
     except urllib.error.HTTPError as exc:
         if exc.code == 304:
             return 304, {k.lower(): v for k, v in exc.headers.items()}, None
