@@ -12,6 +12,8 @@ Commands (the prompt's text), each answered with one line of text:
   ``cancelled``;
 - ``flood SERVER N``: N concurrent calls of ``hang``; once the others are refused, calls
   ``release`` on the server ``gate``: ``ok=K limit=L`` (K answered, L refused -33000);
+- ``intid SERVER``: ``tools/list`` sent by hand with the integer ``requestId`` 5 (both schemas
+  say a string): ``result: JSON`` or the outer error;
 - ``background SERVER``: calls ``hang`` in a task of the connection's own (not the turn's),
   answered ``started`` once the provider reported progress; ``outcome`` (in any session) waits
   for that call and answers how it ended (``outer: CODE MESSAGE``, ...).
@@ -28,6 +30,8 @@ import asyncio
 import json
 from typing import Any
 
+import orjson
+
 from acplink import (
     AgentApp,
     Context,
@@ -38,6 +42,7 @@ from acplink import (
     ResourceNotFound,
     run_agent,
 )
+from acplink.mcp.binding import with_inner_meta
 
 app = AgentApp("mcp-agent", "1.0", protocols=(1, 2))
 #: the call ``background`` started (``outcome`` reports how it ended)
@@ -115,6 +120,12 @@ async def run(ctx: PromptContext, words: list[str]) -> str:
         return "answered"
     if cmd == "flood":
         return await _flood(ctx, words[1], int(words[2]))
+    if cmd == "intid":
+        conn = ctx.connection
+        body = {"serverId": ctx.mcp.servers.get(words[1], words[1]), "requestId": 5, "method": "tools/list",
+                "params": with_inner_meta(None)}
+        raw = await conn.peer.request(conn.protocol.wire("mcp_message"), orjson.dumps(body))
+        return f"result: {json.dumps(raw, sort_keys=True)}"
     if cmd == "background":
         started = asyncio.Event()
 

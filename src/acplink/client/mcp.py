@@ -58,7 +58,7 @@ class _Server:
         self.session_id = session_id
         #: made for a session-opening call that has not succeeded yet (it goes if the call fails)
         self.pending = registration.per_session
-        self.active: dict[str | int, asyncio.Task[Any]] = {}
+        self.active: dict[str, asyncio.Task[Any]] = {}
 
 
 class McpRegistration:
@@ -284,7 +284,7 @@ class McpProvider:
             if active.get(rid) is task:
                 del active[rid]
 
-    def _notifier(self, server: _Server, rid: str | int, task: asyncio.Task[Any]) -> Callable[..., Any]:
+    def _notifier(self, server: _Server, rid: str, task: asyncio.Task[Any]) -> Callable[..., Any]:
         peer = self._connection.peer
         wire = self._connection.protocol.wire("mcp_message")
 
