@@ -20,6 +20,7 @@ from typing import Any
 
 import httpx
 import pytest
+from procs import running as _running
 
 from acplink import AgentApp, Client, McpCall, PromptContext
 from acplink.agent.serve import serve
@@ -162,18 +163,6 @@ async def test_the_agents_listener_relays_and_tasks_go_with_the_connection(versi
     assert type(err.value).__name__ in ("ConnectionClosed", "RequestError")
     # and no task of the connection, the bridge or its handlers is left
     assert _live_tasks() - before == set()
-
-
-def _running(marker: str) -> list[int]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if marker.encode() in (proc / "cmdline").read_bytes():
-                    found.append(int(proc.name))
-            except OSError:
-                pass
-    return found
 
 
 async def test_a_command_mcp_bridge_leaves_no_process_or_task(version: int, tmp_path: Path) -> None:
