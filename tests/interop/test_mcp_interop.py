@@ -8,7 +8,8 @@
    agent calling it with ``McpOverAcpCaller``, directly and through ``McpOverAcpHttpBridge``
    with the TS MCP client;
 3. an acplink agent's :class:`acplink.agent.McpHttpBridge` ← the TS MCP client (Streamable
-   HTTP), serving a TS provider's server and an acplink provider's;
+   HTTP) and the Python ``mcp`` package's, serving a TS provider's server and an acplink
+   provider's;
 4. acplink's workspace server (the client's files and terminals) → a TS agent reading, writing
    and running through it with ``McpOverAcpCaller``.
 
@@ -211,15 +212,16 @@ def check_http_run(reply: str, tools: list[str], fail: dict[str, Any]) -> None:
 
 
 def test_ts_mcp_client_through_acplink_bridge_to_ts_provider(version: int, tmp_path: Path) -> None:
-    prompts = ["raw", "sdk", "raw legacy", "sdk legacy"]
+    prompts = ["raw", "sdk", "raw legacy", "sdk legacy", "raw python", "sdk python"]
     events = run(node("mcp_provider_client.mjs", "--protocol", str(version), "--cwd", str(tmp_path),
                       *[a for p in prompts for a in ("--prompt", p)], "--", *MCP_HTTP_AGENT))
     got = replies(events)
-    for era in ("", " legacy"):  # MCP 2026-07-28 (server/discover), and a handshake-era client
+    # MCP 2026-07-28 (server/discover), a handshake-era client, and the Python mcp package's client
+    for era in ("", " legacy", " python"):
         check_http_run(got["raw" + era], ["echo", "fail", "hang"], {"code": -32602, "message": "bad arguments"})
         check_http_run(got["sdk" + era], ["echo", "hang"], {"code": -32602, "message": "Tool fail not found"})
     # each dropped HTTP response was a $/cancel_request that reached the TS provider's handler
-    assert sorted(e["server"] for e in events if e["event"] == "cancelled") == ["raw", "raw", "sdk", "sdk"]
+    assert sorted(e["server"] for e in events if e["event"] == "cancelled") == ["raw"] * 3 + ["sdk"] * 3
     # the bridge passed on what the TS MCP client sent; a 2026-07-28 client's own metadata, a
     # handshake-era client's from its initialize
     infos = [c["clientInfo"] for c in events if c["event"] == "call" and c["server"] == "raw"]
@@ -231,10 +233,10 @@ async def test_ts_mcp_client_through_acplink_bridge_to_acplink_provider(version:
     async with connect(MCP_HTTP_AGENT, protocol=version) as client:
         reg = client.mcp.register("tools", server)
         session = await client.new_session(tmp_path)
-        for era in ("", " legacy"):
+        for era in ("", " legacy", " python"):
             check_http_run(await say(session, "tools" + era), ["echo", "fail", "hang"],
                            {"code": -32602, "message": "bad arguments"})
-        await until(lambda: cancelled == [reg.server_id] * 2)
+        await until(lambda: cancelled == [reg.server_id] * 3)
 
 
 # -- 4. acplink's workspace server, called by a TS agent -----------------------------------------
