@@ -18,7 +18,6 @@ import asyncio
 import json
 import shutil
 from pathlib import Path
-
 from typing import Any
 
 from acplink import AgentApp, PromptContext, run_agent
