@@ -98,10 +98,10 @@ def check_envelope(params: Any) -> Envelope:
     ``serverId``, a string ``requestId``, a string ``method`` and ``params`` an object or null.
     (``_meta`` that is not an object is ignored, as the schema says.)
 
-    ``requestId`` is a string in both schemas (``McpRequestId``), and the TypeScript SDK
-    refuses anything else (-32602, on both sides): an integer, as an inner JSON-RPC id could
-    be, is refused here too, so that acplink's provider and caller take what the reference
-    peers take, and ``5`` and ``"5"`` never name two requests of one server."""
+    ``requestId`` is a string in both schemas (``McpRequestId``), and the TypeScript SDK takes
+    nothing else (its provider answers an integer -32602): an integer, as an inner JSON-RPC id
+    could be, is refused here too, so that acplink's provider and caller take what the
+    reference peers take, and ``5`` and ``"5"`` never name two requests of one server."""
     if not isinstance(params, dict):
         raise _bad(f"params must be an object, not {_kind(params)}", "")
     server_id = params.get("serverId")
