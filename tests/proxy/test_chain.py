@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 from proxy_raw import DEMO, HERE, PROBE, PY, RawClient, bad_proxy, conduct, processes_with
 
 from acplink import PermissionPolicy, connect, schema
-from acplink.errors import InternalError, InvalidRequest, MethodNotFound
+from acplink.errors import InternalError, InvalidRequest, MethodNotFound, RequestCancelled
 
 EXAMPLE = f"{PY} {HERE.parent.parent / 'examples' / 'proxy_context.py'}"
 
@@ -321,3 +322,31 @@ async def test_a_proxy_answers_in_the_older_dialect_it_was_initialized_with() ->
                        ("_proxy/successor", {"method": "_x/y", "params": {"a": 1}}),
                        ("_probe/echo", None)]
     assert c.notes == [("_proxy/successor", {"method": "_x/z"})]
+
+
+async def test_a_cancelled_request_is_answered_after_what_the_agent_sent_before_its_answer() -> None:
+    # the agent, told $/cancel_request, sends a notification then its -32800: through two proxies
+    # the answer still comes last (each hop passes the cancel on and waits for the answer)
+    client = RawClient(conduct("acplink:passthrough", EXAMPLE, agent=PROBE))
+    ids: list[int | str] = []
+    wire: list[str] = []  # what arrives, in the order of the bytes on the pipe
+    received = client.peer.data_received
+
+    def tap(data: bytes) -> None:
+        for line in data.splitlines():
+            msg = json.loads(line)
+            if ids and msg.get("id") == ids[0]:
+                wire.append(f"answer {msg.get('error', {}).get('code')}")
+            elif msg.get("method") == "_probe/cancelled":
+                wire.append("cancelled note")
+        received(data)
+
+    client.peer.data_received = tap  # type: ignore[method-assign]
+    async with client as c:
+        await c.initialize()
+        call = asyncio.ensure_future(c.peer.request("_probe/hang", b"{}", on_sent=ids.append))
+        await c.call("_probe/echo", {})  # (the hang reached the agent: the hops keep order)
+        await c.notify("$/cancel_request", {"requestId": ids[0]})  # for our request, on our hop
+        with pytest.raises(RequestCancelled):
+            await asyncio.wait_for(call, 10)
+    assert wire == ["cancelled note", "answer -32800"]

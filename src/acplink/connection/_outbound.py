@@ -104,7 +104,8 @@ class Outbound:
         return self._write(self.engine.notification(method, params_json), meta)
 
     async def request(self, method: str, params_json: bytes | None, *, timeout: float | None = None,
-                      on_result: Callable[[Any], Any] | None = None, meta: MessageMeta | None = None) -> Any:
+                      on_result: Callable[[Any], Any] | None = None, meta: MessageMeta | None = None,
+                      on_sent: Callable[[int | str], Any] | None = None) -> Any:
         """Send a request and wait for its result (raw JSON value).
 
         Cancelling the caller sends ``$/cancel_request``; a ``timeout`` does the same and
@@ -114,7 +115,8 @@ class Outbound:
         message that arrived after the response is handled (not when the caller resumes,
         which may be later); what it returns is the call's result, what it raises the call's
         error. Not called for an error response, nor once the caller gave up. ``meta``: what
-        the transport may route the request by (e.g. its session).
+        the transport may route the request by (e.g. its session). ``on_sent``: called with the
+        request's id once it is on its way (a proxy cancels exactly it with ``$/cancel_request``).
         """
         calls = self.calls
         if self.engine.awaited >= calls.limit:
@@ -126,6 +128,8 @@ class Outbound:
         # small orjson result keeps a 4 KiB buffer; thousands of calls in flight add up).
         del params_json
         fut = calls.open(rid, on_result)
+        if on_sent is not None:
+            on_sent(rid)
         try:
             if timeout is None:
                 written = self._write(data, meta)

@@ -16,9 +16,13 @@ import asyncio
 from collections.abc import Coroutine
 from typing import Any
 
-from ..connection.peer import DONE
+import orjson
 
-__all__ = ["OrderGate", "forward_notification"]
+from .._tasks import TaskSet
+from ..connection.peer import CANCEL_REQUEST, DONE
+from ..errors import AcpError
+
+__all__ = ["CANCEL_GRACE", "OrderGate", "call_through", "forward_notification"]
 
 
 class OrderGate:
@@ -66,3 +70,36 @@ async def forward_notification(peer: Any, method: str, data: bytes | None) -> No
         await written
     elif isinstance(written, Coroutine):
         written.close()  # (the drain it would have awaited has nothing to wait for)
+
+
+#: how long a hop waits for the answer to a request it cancelled downstream before it answers
+#: ``-32800`` itself
+CANCEL_GRACE = 3.0
+
+
+async def call_through(peer: Any, tasks: TaskSet, method: str, data: bytes | None, *,
+                       timeout: float | None = None, on_result: Any = None, grace: float = CANCEL_GRACE) -> Any:
+    """Forward a request on ``peer`` and return its result (or raise its error).
+
+    When the caller is cancelled (the request it forwards was cancelled on its own hop with
+    ``$/cancel_request``), exactly the request it caused is cancelled on this hop, and its answer
+    (a result, or ``-32800``) is still awaited, within ``grace`` seconds, and returned: the
+    answer then leaves behind everything the successor sent before it (answering ``-32800`` at
+    once would let a late ``session/update`` arrive after the answer)."""
+    sent: list[int | str] = []
+    task = tasks.spawn(peer.request(method, data, timeout=timeout, on_result=on_result, on_sent=sent.append))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        if task.done() or not sent or peer.closed:
+            task.cancel()
+            raise
+        try:
+            await forward_notification(peer, CANCEL_REQUEST, orjson.dumps({"requestId": sent[0]}))
+        except AcpError:
+            pass
+        done, _ = await asyncio.wait((task,), timeout=grace)
+        if not done:
+            task.cancel()
+            raise
+        return task.result()

@@ -40,7 +40,7 @@ from ..schema import dump, parse
 from ..transports.base import Transport
 from ..transports.stdio import StdioTransport
 from ._mcp import ProxyMcp
-from ._order import OrderGate, forward_notification
+from ._order import OrderGate, call_through, forward_notification
 
 __all__ = ["ProxyApp", "ProxyContext", "Side"]
 
@@ -201,7 +201,7 @@ class _ProxyConnection:
             return None
         held: list[asyncio.Future[None] | None] = [None]
         try:
-            return await self.peer.request(method, data, on_result=self.gate.hooked(held))
+            return await call_through(self.peer, self.peer.tasks, method, data, on_result=self.gate.hooked(held))
         finally:  # (the answer is written in this same step: nothing behind it overtakes it)
             self.gate.release(held[0])
 

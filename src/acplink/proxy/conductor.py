@@ -58,7 +58,7 @@ from ..protocol.proxy import DIALECTS, MODERN, Dialect, dialect_of, unwrap, wrap
 from ..transports.base import Transport
 from ..transports.memory import memory_pair
 from ..transports.subprocess import SubprocessTransport
-from ._order import OrderGate, forward_notification
+from ._order import OrderGate, call_through, forward_notification
 from .trace import TraceWriter
 
 __all__ = ["Component", "Conductor"]
@@ -301,8 +301,8 @@ class Conductor:
         held: list[asyncio.Future[None] | None] = [None]
         gate = self.gate(dst)
         try:
-            result = await peer.request(wmethod, None if wparams is None else orjson.dumps(wparams), timeout=limit,
-                                        on_result=gate.hooked(held))
+            result = await call_through(peer, self.tasks, wmethod, None if wparams is None else orjson.dumps(wparams),
+                                        timeout=limit, on_result=gate.hooked(held))
         except RequestError as exc:
             if trace is not None:
                 trace.response(self.label(dst), self.label(src), tid, exc.to_wire(), True)
