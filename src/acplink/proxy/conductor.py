@@ -12,7 +12,8 @@ Then it routes every message, each over the connection of the component it conce
 
 Each connection is a :class:`~acplink.connection.peer.Peer` with its own ids, so a forwarded
 request gets a fresh id on each hop; ``$/cancel_request`` stays on its hop (cancelling a
-request cancels the forwarded request it caused, on the next hop, and nothing else); each hop
+request cancels the forwarded request it caused, on the next hop, and nothing else, and its
+answer is awaited and passed back: ``_order.call_through``); each hop
 keeps its notifications in order, and a response is forwarded only after the notifications
 that came before it. Backpressure is each connection's own (a component that floods its
 neighbour is held like any peer).
