@@ -14,14 +14,18 @@ Tools (arguments in snake case, as MCP tools usually spell them):
     The file's text (``line`` 1-based, ``limit`` a number of lines).
 ``write_text_file(path, content)``
     Create or replace the file (atomically). Only when the client serves writes.
-``run(command, args?, cwd?, env?, output_byte_limit?, timeout?)``
+``run(command, args?, cwd?, env?, output_byte_limit?, timeout?, run_id?)``
     Run a command (no shell) in a terminal, wait for it, return its output and exit status,
     release the terminal. ``timeout`` (seconds) stops it (``isError``); cancelling the call
     kills it. Only when the client serves terminals.
+``kill(run_id)``
+    Kill the command a running ``run`` call named ``run_id``: that call then answers with the
+    output collected so far and the signal. Offered with ``run``.
 
 A relative ``path`` or ``cwd`` is taken from the session's cwd. What the handlers refuse
 (outside the roots, not found, too large, not writable, command not found) is a tool result
-with ``isError: true`` and the handler's message; arguments that do not fit the schema are an
+with ``isError: true``, the handler's message as its text and the ACP error (``code``,
+``message``, ``data``) as ``structuredContent.error``; arguments that do not fit the schema are an
 inner ``-32602``. The server asks no permission itself: as in v1, asking is the agent's part
 (``session/request_permission``), and the client's policy decides what is served at all.
 """
@@ -38,7 +42,7 @@ from pydantic import Field
 
 from .._tasks import TaskSet
 from .._version import __version__
-from ..errors import InvalidParams, ResourceNotFound
+from ..errors import InvalidParams, RequestError, ResourceNotFound
 from ..mcp import McpCall, McpServer, ToolResult
 from ..schema import (
     CreateTerminalRequest,
@@ -57,7 +61,7 @@ from .terminal import TerminalHandler
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["WorkspaceServer", "workspace_server"]
+__all__ = ["WORKSPACE_SERVER_NAME", "WorkspaceServer", "workspace_server"]
 
 #: the name the workspace server is declared under
 WORKSPACE_SERVER_NAME = "workspace"
@@ -68,6 +72,7 @@ FilesFor = Callable[[str], FileSystemHandler]
 _READ = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 _WRITE = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
 _RUN = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+_KILL = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
 
 Path_ = Annotated[str, Field(description="The file's path: absolute, or relative to the session's working directory")]
 
@@ -93,12 +98,15 @@ class WorkspaceServer(McpServer):
         self.files = files
         self.terminals = terminals
         self.session_id = session_id
+        #: the commands running under a ``run_id``: (session id, run id) → terminal id
+        self._running: dict[tuple[str | None, str], str] = {}
         if files is not None:
             self.add_tool(self.read_text_file, annotations=_READ)
             if write:
                 self.add_tool(self.write_text_file, annotations=_WRITE)
         if terminals is not None:
             self.add_tool(self.run, annotations=_RUN)
+            self.add_tool(self.kill, annotations=_KILL)
 
     # -- the session, its handler, its paths ------------------------------------------------------
 
@@ -135,23 +143,30 @@ class WorkspaceServer(McpServer):
         line: Annotated[int | None, Field(ge=1, description="First line to read (1-based)")] = None,
         limit: Annotated[int | None, Field(ge=0, description="Most lines to read")] = None,
         call: McpCall | None = None,
-    ) -> str:
+    ) -> str | ToolResult:
         """Read a text file of the workspace (all of it, or `limit` lines from `line`)."""
         sid = self._session(call)
         files = self._files(sid)
-        request = ReadTextFileRequest(session_id=sid or "", path=self._absolute(path, sid), line=line, limit=limit)
-        return (await files.read_text_file(request)).content
+        try:
+            request = ReadTextFileRequest(session_id=sid or "", path=self._absolute(path, sid), line=line,
+                                          limit=limit)
+            return (await files.read_text_file(request)).content
+        except RequestError as exc:
+            return refusal(exc)
 
     async def write_text_file(
         self, path: Path_,
         content: Annotated[str, Field(description="The file's whole new content")],
         call: McpCall | None = None,
-    ) -> str:
+    ) -> str | ToolResult:
         """Create or replace a text file of the workspace with `content`."""
         sid = self._session(call)
         files = self._files(sid)
         target = self._absolute(path, sid)
-        await files.write_text_file(WriteTextFileRequest(session_id=sid or "", path=target, content=content))
+        try:
+            await files.write_text_file(WriteTextFileRequest(session_id=sid or "", path=target, content=content))
+        except RequestError as exc:
+            return refusal(exc)
         return f"wrote {len(content)} characters to {target}"
 
     async def run(
@@ -163,6 +178,7 @@ class WorkspaceServer(McpServer):
         output_byte_limit: Annotated[int | None, Field(ge=0, description="Most output bytes kept (the last ones)")]
         = None,
         timeout: Annotated[float | None, Field(gt=0, description="Seconds before the command is stopped")] = None,
+        run_id: Annotated[str | None, Field(min_length=1, description="A name for this run, for `kill`")] = None,
         call: McpCall | None = None,
     ) -> ToolResult:
         """Run a command in the workspace, wait for it to end, and return its output (stdout and
@@ -171,12 +187,20 @@ class WorkspaceServer(McpServer):
         if terminals is None:
             raise ResourceNotFound("this workspace server runs no commands")
         sid = self._session(call)
-        request = CreateTerminalRequest(
-            session_id=sid or "", command=command, args=args or [],
-            cwd=None if cwd is None else self._absolute(cwd, sid),
-            env=[EnvVariable(name=k, value=v) for k, v in (env or {}).items()],
-            output_byte_limit=output_byte_limit)
-        terminal_id = (await terminals.create(request)).terminal_id
+        key = (sid, run_id) if run_id is not None else None
+        if key is not None and key in self._running:
+            return refusal(InvalidParams(f"a command named {run_id!r} is running already", {"runId": run_id}))
+        try:
+            request = CreateTerminalRequest(
+                session_id=sid or "", command=command, args=args or [],
+                cwd=None if cwd is None else self._absolute(cwd, sid),
+                env=[EnvVariable(name=k, value=v) for k, v in (env or {}).items()],
+                output_byte_limit=output_byte_limit)
+            terminal_id = (await terminals.create(request)).terminal_id
+        except RequestError as exc:
+            return refusal(exc)
+        if key is not None:
+            self._running[key] = terminal_id
         try:
             if call is not None:
                 await call.progress(0, message=f"running {shlex.join([command, *(args or [])])}")
@@ -190,6 +214,8 @@ class WorkspaceServer(McpServer):
                 await terminals.kill(KillTerminalRequest(session_id=sid or "", terminal_id=terminal_id))
             out = await terminals.output(TerminalOutputRequest(session_id=sid or "", terminal_id=terminal_id))
         finally:
+            if key is not None:
+                self._running.pop(key, None)
             await _to_the_end(terminals.release(ReleaseTerminalRequest(session_id=sid or "", terminal_id=terminal_id)))
         status = out.exit_status
         code = status.exit_code if status is not None else None
@@ -199,6 +225,26 @@ class WorkspaceServer(McpServer):
             structured={"output": out.output, "truncated": out.truncated, "exitCode": code, "signal": sig,
                         "timedOut": timed_out},
             is_error=timed_out)
+
+    async def kill(
+        self,
+        run_id: Annotated[str, Field(min_length=1, description="The `run_id` given to a running `run`")],
+        call: McpCall | None = None,
+    ) -> ToolResult:
+        """Kill the command a running `run` call named `run_id` (that call then answers with the
+        output so far). Killing one that has ended does nothing."""
+        sid = self._session(call)
+        terminal_id = self._running.get((sid, run_id))
+        if terminal_id is None or self.terminals is None:
+            return ToolResult.text(f"no command named {run_id!r} is running", structured={"killed": False})
+        await self.terminals.kill(KillTerminalRequest(session_id=sid or "", terminal_id=terminal_id))
+        return ToolResult.text(f"killed {run_id!r}", structured={"killed": True})
+
+
+def refusal(exc: RequestError) -> ToolResult:
+    """What a handler refused, as a tool result: ``isError``, its message as the text and the
+    ACP error as ``structuredContent.error`` (a caller can raise the same error as v1's)."""
+    return ToolResult.text(exc.message, structured={"error": exc.to_wire()}, is_error=True)
 
 
 def _run_text(output: str, truncated: bool, code: int | None, sig: str | None, timed_out: float | None) -> str:
