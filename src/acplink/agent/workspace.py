@@ -34,7 +34,6 @@ from .context import TerminalHandle
 
 if TYPE_CHECKING:
     from .context import AgentSession, PromptContext
-    from .mcp import ProgressListener
 
 __all__ = ["WorkspaceTerminal", "declared_workspace", "workspace_route"]
 
@@ -103,10 +102,9 @@ def _checked(tool: str, result: dict[str, Any]) -> dict[str, Any]:
     raise RequestError(_text(result) or f"the workspace server's {tool} failed", {"tool": tool})
 
 
-async def call(ctx: PromptContext, server_id: str, tool: str, arguments: dict[str, Any], *,
-               on_progress: ProgressListener | None = None) -> dict[str, Any]:
+async def call(ctx: PromptContext, server_id: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     """One tool of the workspace server (no ACP tool call is shown: the agent shows its own)."""
-    return _checked(tool, await ctx.mcp.call_tool(server_id, tool, arguments, on_progress=on_progress, show=False))
+    return _checked(tool, await ctx.mcp.call_tool(server_id, tool, arguments, show=False))
 
 
 async def read_file(ctx: PromptContext, server_id: str, path: str, line: int | None, limit: int | None) -> str:
@@ -124,26 +122,41 @@ async def write_file(ctx: PromptContext, server_id: str, path: str, content: str
 
 class WorkspaceTerminal(TerminalHandle):
     """A command run by the client's workspace server (see the module): the interface of a
-    :class:`TerminalHandle`; ``terminal_id`` is the run's id (a string the agent chose)."""
+    :class:`TerminalHandle`. ``terminal_id`` is the client's terminal running it (the server
+    names it when the command starts), so a ``terminal`` tool-call content shows it as on v1."""
 
     def __init__(self, ctx: PromptContext, server_id: str, tools: list[str], arguments: dict[str, Any]) -> None:
-        super().__init__(ctx, f"run_{uuid.uuid4().hex[:16]}")
+        super().__init__(ctx, "")
         self.server_id = server_id
         self._can_kill = "kill" in tools
-        self._arguments = {**arguments, "run_id": self.terminal_id}
+        self._arguments = arguments
         #: set once the command has started (the server's first progress report) or the call ended
         self.started = asyncio.Event()
         self._task: asyncio.Future[dict[str, Any] | BaseException] = ctx.connection.tasks.spawn(
-            self._run(), name=f"acplink-workspace-{self.terminal_id}")
+            self._run(), name="acplink-workspace-run")
 
     async def _run(self) -> dict[str, Any] | BaseException:
         """The ``run`` call's outcome: its checked result, or the error (kept, not raised: it is
         raised to whoever asks for it)."""
-        def progress(_done: float, _total: float | None, _message: str | None) -> None:
+        def started(note: dict[str, Any]) -> None:
+            meta = (note.get("params") or {}).get("_meta")
+            terminal_id = meta.get(b.WORKSPACE_TERMINAL_META_KEY) if isinstance(meta, dict) else None
+            if isinstance(terminal_id, str) and not self.terminal_id:
+                self.terminal_id = terminal_id
             self.started.set()
 
+        params = {"name": "run", "arguments": self._arguments,
+                  "_meta": {"progressToken": f"run-{uuid.uuid4().hex[:16]}"}}
         try:
-            return await call(self.ctx, self.server_id, "run", self._arguments, on_progress=progress)
+            result = await self.ctx.mcp.request(self.server_id, "tools/call", params, on_notification=started)
+            if isinstance(result, McpError):
+                raise result
+            if not isinstance(result, dict):
+                raise ProtocolError("the workspace server's run answered with a result that is not an object")
+            structured = result.get("structuredContent")
+            if isinstance(structured, dict) and isinstance(structured.get("terminalId"), str) and not self.terminal_id:
+                self.terminal_id = structured["terminalId"]
+            return _checked("run", result)
         except Exception as exc:
             return exc
         finally:
@@ -182,8 +195,8 @@ class WorkspaceTerminal(TerminalHandle):
         server without the ``kill`` tool: the call is cancelled (its output is lost)."""
         if not self.running:
             return
-        if self._can_kill:
-            await call(self.ctx, self.server_id, "kill", {"run_id": self.terminal_id})
+        if self._can_kill and self.terminal_id:
+            await call(self.ctx, self.server_id, "kill", {"terminal_id": self.terminal_id})
         else:
             self._task.cancel()
         await asyncio.wait([self._task])

@@ -14,13 +14,15 @@ Tools (arguments in snake case, as MCP tools usually spell them):
     The file's text (``line`` 1-based, ``limit`` a number of lines).
 ``write_text_file(path, content)``
     Create or replace the file (atomically). Only when the client serves writes.
-``run(command, args?, cwd?, env?, output_byte_limit?, timeout?, run_id?)``
+``run(command, args?, cwd?, env?, output_byte_limit?, timeout?)``
     Run a command (no shell) in a terminal, wait for it, return its output and exit status,
     release the terminal. ``timeout`` (seconds) stops it (``isError``); cancelling the call
-    kills it. Only when the client serves terminals.
-``kill(run_id)``
-    Kill the command a running ``run`` call named ``run_id``: that call then answers with the
-    output collected so far and the signal. Offered with ``run``.
+    kills it. Its first progress report (when the caller sent a ``progressToken``) says the
+    command started and names its terminal (``_meta["acplink.dev/terminalId"]``), which the
+    result's ``structuredContent.terminalId`` names too. Only when the client serves terminals.
+``kill(terminal_id)``
+    Kill the command of a running ``run`` call: that call then answers with the output
+    collected so far and the signal. Offered with ``run``.
 
 A relative ``path`` or ``cwd`` is taken from the session's cwd. What the handlers refuse
 (outside the roots, not found, too large, not writable, command not found) is a tool result
@@ -44,6 +46,7 @@ from .._tasks import TaskSet
 from .._version import __version__
 from ..errors import InvalidParams, RequestError, ResourceNotFound
 from ..mcp import McpCall, McpServer, ToolResult
+from ..mcp import binding as b
 from ..schema import (
     CreateTerminalRequest,
     EnvVariable,
@@ -98,8 +101,8 @@ class WorkspaceServer(McpServer):
         self.files = files
         self.terminals = terminals
         self.session_id = session_id
-        #: the commands running under a ``run_id``: (session id, run id) → terminal id
-        self._running: dict[tuple[str | None, str], str] = {}
+        #: the terminals of the ``run`` calls running now: (session id, terminal id)
+        self._running: set[tuple[str | None, str]] = set()
         if files is not None:
             self.add_tool(self.read_text_file, annotations=_READ)
             if write:
@@ -178,7 +181,6 @@ class WorkspaceServer(McpServer):
         output_byte_limit: Annotated[int | None, Field(ge=0, description="Most output bytes kept (the last ones)")]
         = None,
         timeout: Annotated[float | None, Field(gt=0, description="Seconds before the command is stopped")] = None,
-        run_id: Annotated[str | None, Field(min_length=1, description="A name for this run, for `kill`")] = None,
         call: McpCall | None = None,
     ) -> ToolResult:
         """Run a command in the workspace, wait for it to end, and return its output (stdout and
@@ -187,9 +189,6 @@ class WorkspaceServer(McpServer):
         if terminals is None:
             raise ResourceNotFound("this workspace server runs no commands")
         sid = self._session(call)
-        key = (sid, run_id) if run_id is not None else None
-        if key is not None and key in self._running:
-            return refusal(InvalidParams(f"a command named {run_id!r} is running already", {"runId": run_id}))
         try:
             request = CreateTerminalRequest(
                 session_id=sid or "", command=command, args=args or [],
@@ -199,11 +198,14 @@ class WorkspaceServer(McpServer):
             terminal_id = (await terminals.create(request)).terminal_id
         except RequestError as exc:
             return refusal(exc)
-        if key is not None:
-            self._running[key] = terminal_id
+        key = (sid, terminal_id)
+        self._running.add(key)
         try:
-            if call is not None:
-                await call.progress(0, message=f"running {shlex.join([command, *(args or [])])}")
+            if call is not None and call.progress_token is not None:
+                await call.notify("notifications/progress", {
+                    "progressToken": call.progress_token, "progress": 0,
+                    "message": f"running {shlex.join([command, *(args or [])])}",
+                    "_meta": {b.WORKSPACE_TERMINAL_META_KEY: terminal_id}})
             timed_out = False
             try:
                 async with asyncio.timeout(timeout):
@@ -214,8 +216,7 @@ class WorkspaceServer(McpServer):
                 await terminals.kill(KillTerminalRequest(session_id=sid or "", terminal_id=terminal_id))
             out = await terminals.output(TerminalOutputRequest(session_id=sid or "", terminal_id=terminal_id))
         finally:
-            if key is not None:
-                self._running.pop(key, None)
+            self._running.discard(key)
             await _to_the_end(terminals.release(ReleaseTerminalRequest(session_id=sid or "", terminal_id=terminal_id)))
         status = out.exit_status
         code = status.exit_code if status is not None else None
@@ -223,22 +224,21 @@ class WorkspaceServer(McpServer):
         return ToolResult.text(
             _run_text(out.output, out.truncated, code, sig, timeout if timed_out else None),
             structured={"output": out.output, "truncated": out.truncated, "exitCode": code, "signal": sig,
-                        "timedOut": timed_out},
+                        "timedOut": timed_out, "terminalId": terminal_id},
             is_error=timed_out)
 
     async def kill(
         self,
-        run_id: Annotated[str, Field(min_length=1, description="The `run_id` given to a running `run`")],
+        terminal_id: Annotated[str, Field(min_length=1, description="The terminal of a running `run` call")],
         call: McpCall | None = None,
     ) -> ToolResult:
-        """Kill the command a running `run` call named `run_id` (that call then answers with the
-        output so far). Killing one that has ended does nothing."""
+        """Kill the command of a running `run` call (that call then answers with the output so
+        far). Killing one that has ended does nothing."""
         sid = self._session(call)
-        terminal_id = self._running.get((sid, run_id))
-        if terminal_id is None or self.terminals is None:
-            return ToolResult.text(f"no command named {run_id!r} is running", structured={"killed": False})
+        if (sid, terminal_id) not in self._running or self.terminals is None:
+            return ToolResult.text(f"no command of terminal {terminal_id!r} is running", structured={"killed": False})
         await self.terminals.kill(KillTerminalRequest(session_id=sid or "", terminal_id=terminal_id))
-        return ToolResult.text(f"killed {run_id!r}", structured={"killed": True})
+        return ToolResult.text(f"killed the command of terminal {terminal_id!r}", structured={"killed": True})
 
 
 def refusal(exc: RequestError) -> ToolResult:

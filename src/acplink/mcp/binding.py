@@ -31,6 +31,7 @@ __all__ = [
     "SERVER_UNAVAILABLE",
     "UNSUPPORTED_VERSION",
     "WORKSPACE_META_KEY",
+    "WORKSPACE_TERMINAL_META_KEY",
     "Envelope",
     "check_envelope",
     "check_inner_meta",
@@ -208,6 +209,9 @@ def check_inner_meta(params: Mapping[str, Any] | None) -> McpError | None:
 #: the ``_meta`` key of an ``acp`` declaration that marks acplink's built-in workspace server
 #: (the client's files and terminals as MCP tools); its value: ``{"tools": [names]}``
 WORKSPACE_META_KEY: Final = "acplink.dev/workspace"
+#: the ``_meta`` key of the workspace server's first progress report of a ``run`` call: the id of
+#: the client's terminal running the command
+WORKSPACE_TERMINAL_META_KEY: Final = "acplink.dev/terminalId"
 
 
 def declaration(name: str, server_id: str, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:

@@ -18,6 +18,7 @@ from ..agent_codec import AgentCodec, Route
 from ..router import downgrade_initialize
 from ..v1 import V1
 from . import PROTOCOL_VERSION, V1_ONLY_METHODS, Method, Update
+from .patch import v2_diff
 
 __all__ = ["MODE_CONFIG_ID", "V2AgentCodec", "config_options", "new_message_id", "update_to_v2"]
 
@@ -81,10 +82,8 @@ def session_infos(sessions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _tool_content(item: dict[str, Any]) -> dict[str, Any]:
-    if item.get("type") != "diff":
-        return item
-    change = "modify" if item.get("oldText") is not None else "add"
-    return {"type": "diff", "changes": [{"operation": change, "path": item.get("path")}]}
+    """A v1 tool-call content item in v2: a diff gets ``changes`` and its ``git_patch`` text."""
+    return v2_diff(item) if item.get("type") == "diff" else item
 
 
 def _command(cmd: dict[str, Any]) -> dict[str, Any]:

@@ -27,6 +27,7 @@ from ...schema import parse
 from ..codec import ClientCodec
 from . import V1_ONLY_METHODS, Update
 from .client_state import V2SessionState
+from .patch import v1_diff
 
 __all__ = ["CODEC", "V2ClientCodec", "as_v1"]
 
@@ -57,7 +58,13 @@ def as_v1(update: Any, v2_state: V2SessionState, v1_state: Any) -> list[Any]:
                 "content": [c.to_wire() for c in (call.content if call is not None else [update.content])]}
     elif kind == Update.TOOL_CALL_UPDATE and update.tool_call_id not in v1_state.tool_calls:
         wire = {**wire, "sessionUpdate": "tool_call", "title": wire.get("title") or ""}
+    if isinstance(wire.get("content"), list):  # (v2's diffs: v1's, from their patch)
+        wire = {**wire, "content": [v1 for item in wire["content"] for v1 in _v1_content(item)]}
     return _read([wire])
+
+
+def _v1_content(item: Any) -> list[Any]:
+    return v1_diff(item) if isinstance(item, dict) and item.get("type") == "diff" else [item]
 
 
 def _read(wires: list[dict[str, Any]]) -> list[Any]:
