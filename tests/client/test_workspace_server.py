@@ -76,7 +76,7 @@ def server(root: Path, terminals: TerminalHandler) -> WorkspaceServer:
 async def test_the_tools_offered(server: WorkspaceServer) -> None:
     listed = await server(McpCall("w", 1, "tools/list"))
     tools = {t["name"]: t for t in listed["tools"]}
-    assert list(tools) == ["read_text_file", "write_text_file", "run"]
+    assert list(tools) == ["read_text_file", "write_text_file", "run", "kill"]
     assert tools["read_text_file"]["inputSchema"]["required"] == ["path"]
     assert tools["read_text_file"]["annotations"]["readOnlyHint"] is True
     assert tools["write_text_file"]["inputSchema"]["required"] == ["path", "content"]
@@ -142,6 +142,8 @@ async def test_run_returns_output_and_exit_status(server: WorkspaceServer, root:
                                                                       "print(os.environ['GREETING']); sys.exit(3)"],
                                        "env": {"GREETING": "hi"}}))
     assert ok(result) == f"{root}\nhi\n[exit code 3]"
+    terminal_id = result["structuredContent"].pop("terminalId")
+    assert isinstance(terminal_id, str) and terminal_id.startswith("term_")  # (the client's terminal that ran it)
     assert result["structuredContent"] == {"output": f"{root}\nhi\n", "truncated": False, "exitCode": 3,
                                            "signal": None, "timedOut": False}
     (root / "sub").mkdir()
@@ -225,7 +227,7 @@ async def test_from_a_client_session(tmp_path: Path) -> None:
     async with connect(create_demo_agent(), permission=PermissionPolicy.allow_all()) as client:
         session = await client.new_session(tmp_path)
         server = workspace_server(session)
-        assert [t["name"] for t in server.tools] == ["read_text_file", "write_text_file", "run"]
+        assert [t["name"] for t in server.tools] == ["read_text_file", "write_text_file", "run", "kill"]
         assert ok(await server(call("read_text_file", {"path": "f.txt"}))) == "from the session"
         assert ok(await server(call("run", {"command": PY, "args": ["-c", "print('ran')"]}))).startswith("ran\n")
         # the client's per-session handler is the one used (its roots, the connection's budget)
@@ -271,7 +273,7 @@ async def test_a_client_without_fs_or_terminals_offers_nothing(tmp_path: Path) -
         assert workspace_server(session).tools == []
     async with connect(create_demo_agent(), fs="read") as client:
         session = await client.new_session(tmp_path)
-        assert [t["name"] for t in workspace_server(session).tools] == ["read_text_file", "run"]
+        assert [t["name"] for t in workspace_server(session).tools] == ["read_text_file", "run", "kill"]
 
 
 def test_the_server_is_an_mcp_handler(server: WorkspaceServer) -> None:

@@ -229,10 +229,10 @@ class WorkspaceServer(McpServer):
 
     async def kill(
         self,
-        terminal_id: Annotated[str, Field(min_length=1, description="The terminal of a running `run` call")],
+        terminal_id: Annotated[str, Field(min_length=1, description="The terminal a running `run` named")],
         call: McpCall | None = None,
     ) -> ToolResult:
-        """Kill the command of a running `run` call (that call then answers with the output so
+        """Kill the command a running `run` is waiting for (`run` then answers with the output so
         far). Killing one that has ended does nothing."""
         sid = self._session(call)
         if (sid, terminal_id) not in self._running or self.terminals is None:
