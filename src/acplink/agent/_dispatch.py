@@ -112,6 +112,11 @@ class Dispatcher:
                 app.sessions.pop(sid, None)  # a closed or deleted session frees its slot
             if redeclares and isinstance(sid, str) and (opened := app.sessions.get(sid)) is not None:
                 opened.mcp_servers = list(p.mcp_servers or [])
+            elif hook == "fork_session":  # (the new session: the servers its request declared)
+                new_id = res.get("sessionId") if isinstance(res, dict) else getattr(res, "session_id", None)
+                forked = app.sessions.get(new_id) if isinstance(new_id, str) else None
+                if forked is not None and not forked.mcp_servers:
+                    forked.mcp_servers = list(p.mcp_servers or [])
             return res
 
         return call

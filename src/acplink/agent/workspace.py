@@ -76,12 +76,13 @@ def workspace_route(ctx: PromptContext, what: str) -> str | None:
     if native:
         return None  # (v1: the request itself says what is missing, as before)
     version = ctx.connection.protocol.version
+    wire = ctx.connection.vocabulary.wire(method)
     if declared is None:
-        why = ("the client declared no workspace MCP server for this session (an acplink client offers one "
-               "when it serves files or terminals and the agent advertises acp MCP servers)")
+        why = ("the client declared no workspace MCP server for this session (MCP-over-ACP: an acplink client "
+               "offers one when it serves files or terminals and the agent advertises acp MCP servers)")
     else:
         why = f"the client's workspace MCP server has no {tool!r} tool (it offers: {', '.join(declared[1]) or 'none'})"
-    raise CapabilityError(f"cannot {what} through the client: ACP v{version} has no {method} request and {why}",
+    raise CapabilityError(f"cannot {what} through the client: {wire} does not exist in ACP v{version}, and {why}",
                           capability=f"workspace:{tool}")
 
 
