@@ -7,8 +7,8 @@ on v2 they go through the client's workspace MCP server. ``--no-acp``: it does n
 - ``write PATH TEXT``: ``wrote``;
 - ``run CMD ARG...``: ``kind=TYPE id=ID exit=CODE output=OUTPUT`` (OUTPUT JSON-quoted; the
   output asked for before the end is checked to be empty on v2);
-- ``kill``: runs a command that prints ``started`` then sleeps, kills it once its output shows
-  ``started`` (v1) or once it started (v2: the output comes at the end): ``signal=SIG output=...``;
+- ``kill``: runs a command that prints ``started``, makes ``started.flag`` in the session's
+  folder and sleeps; kills it once the flag is there: ``signal=SIG output=...``;
 - ``leave PIDFILE``: starts a command that writes its pid to PIDFILE and sleeps, and returns
   without releasing it (the end of the turn must);
 - ``cancel PIDFILE``: the same, then waits for the turn to be cancelled.
@@ -22,7 +22,7 @@ import asyncio
 import json
 import shlex
 import sys
-from typing import Any
+from pathlib import Path
 
 from acplink import AcpError, AgentApp, PromptContext, run_agent
 from acplink.mcp import binding
@@ -31,10 +31,10 @@ PY = sys.executable
 app = AgentApp("workspace-agent", "1.0", protocols=(1, 2), mcp_over_acp="--no-acp" not in sys.argv)
 
 
-async def _started(term: Any, ctx: PromptContext) -> None:
-    if ctx.connection.protocol.version == 1:  # (v1: the output shows it)
-        while "started" not in (await term.output()).output:
-            await asyncio.sleep(0.02)
+async def _started(flag: Path) -> None:
+    """Until the command has printed (it then makes ``flag``: on v2 its output comes at the end)."""
+    while not flag.exists():
+        await asyncio.sleep(0.02)
 
 
 async def command(ctx: PromptContext, words: list[str]) -> str:
@@ -62,8 +62,10 @@ async def command(ctx: PromptContext, words: list[str]) -> str:
         return (f"kind={type(term).__name__} id={term.terminal_id} exit={status.exit_code} "
                 f"output={json.dumps(out.output)}")
     if cmd == "kill":
-        term = await ctx.run(PY, "-c", "import time; print('started', flush=True); time.sleep(60)")
-        await _started(term, ctx)
+        flag = Path(ctx.session.cwd) / "started.flag"
+        term = await ctx.run(PY, "-c", f"import time; print('started', flush=True); open({str(flag)!r}, 'w'); "
+                                       "time.sleep(60)")
+        await _started(flag)
         await term.kill()
         status = await term.wait()
         out = await term.output()
@@ -72,6 +74,7 @@ async def command(ctx: PromptContext, words: list[str]) -> str:
     if cmd in ("leave", "cancel"):
         script = f"import os, time; open({words[1]!r}, 'w').write(str(os.getpid())); time.sleep(60)"
         await ctx.run(PY, "-c", script)
+        await _started(Path(words[1]))
         if cmd == "cancel":
             await ctx.wait_cancelled()
         return "left it"
