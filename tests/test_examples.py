@@ -77,6 +77,15 @@ def test_mcp_client_gives_the_agent_a_function_as_a_tool() -> None:
                                         "[tool call] completed", "words.word_count says: 4"]
 
 
+def test_v2_agent_reads_files_through_the_workspace_server() -> None:
+    proc = run(example("v2_agent_reads_files.py"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "ACP v2; offered: workspace {'acplink.dev/workspace': {'tools': ['read_text_file', 'write_text_file', "
+        "'run', 'kill']}}",
+        "notes.txt: 2 lines, 6 words"]
+
+
 async def test_function_agent(tmp_path: Path) -> None:
     async with connect(example("function_agent.py")) as client:
         session = await client.new_session(cwd=tmp_path)

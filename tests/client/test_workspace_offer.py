@@ -103,7 +103,7 @@ async def test_a_user_server_named_workspace(tmp_path: Path) -> None:
         assert await say(session, "read a.txt") == 'read: "via workspace-2"'
     async with connect(AGENT, protocol=2) as client:
         await client.new_session(tmp_path)
-        with pytest.raises(UsageError, match="built-in workspace server.*workspace=False"):
+        with pytest.raises(UsageError, match=r"built-in workspace server.*workspace=False"):
             client.mcp.register("workspace", mine)  # registered after it: a clear error
 
 

@@ -28,10 +28,10 @@ from ..transports.base import Transport
 from ..transports.subprocess import SubprocessTransport
 from ._connect import _agent_failed as _agent_failed  # (re-exported: testing/ imports it from here)
 from ._connect import connect
+from ._offer import offer_workspace
 from ._on import ClientOn
 from ._questions import Elicitor, QuestionObserver, Questions, elicitation_cancelled
 from .fs import FileBudget, FileSystemHandler
-from ._offer import offer_workspace
 from .mcp import McpProvider, McpRegistration, withdrawn
 from .permissions import PermissionPolicy, cancelled_answer, with_known
 from .session import Session, session_cwd
