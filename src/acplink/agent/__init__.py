@@ -11,6 +11,7 @@ from .store import MemoryStore, SessionStore
 if TYPE_CHECKING:
     from ._conn import DualAgentConnection
     from .mcp_http import HttpEndpoint, McpHttpBridge
+    from .workspace import WorkspaceTerminal
 
 __all__ = [
     "HOOKS",
@@ -29,6 +30,7 @@ __all__ = [
     "SessionStore",
     "TerminalHandle",
     "ToolCallHandle",
+    "WorkspaceTerminal",
     "run_agent",
     "serve",
 ]
@@ -45,6 +47,10 @@ def __getattr__(name: str) -> Any:
         from .mcp_http import HttpEndpoint
 
         return HttpEndpoint
+    if name == "WorkspaceTerminal":  # (the client's terminals on v2: imported on first use)
+        from .workspace import WorkspaceTerminal
+
+        return WorkspaceTerminal
     if name == "McpHttpBridge":
         from .mcp_http import McpHttpBridge
 

@@ -16,6 +16,8 @@ client-facing feature of the protocol, so client authors can test against it:
     help                 this list
     anything else        echoed back, streamed word by word
 
+On ACP v2 (no ``fs/*``, no ``terminal/*``) ``read``, ``write`` and ``run`` reach the client's
+files and terminals through the workspace MCP server an acplink client offers over ACP.
 Slash commands (``/read``, ``/run``, ...) work too. Sessions are stored on disk (list, load,
 resume, fork, close, delete): ``$ACPLINK_DEMO_STORE`` or ``~/.local/state/acplink/demo``.
 """

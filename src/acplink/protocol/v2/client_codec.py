@@ -8,7 +8,8 @@
   ``tool_call_update`` carrying the call's whole content; a whole message (``user_message``,
   ``agent_message``, ``agent_thought``) not seen before becomes one chunk per block.
   ``state_update`` and terminals have no v1 equivalent (they are in the native state,
-  :class:`~acplink.protocol.v2.client_state.V2SessionState`).
+  :class:`~acplink.protocol.v2.client_state.V2SessionState`). A diff's ``git_patch`` becomes
+  v1 diffs (``oldText`` / ``newText`` from its hunks: :mod:`acplink.protocol.v2.patch`).
 * Permission requests: a v2 request names its subject (a tool call, a command) and a title; the
   policy decides the v1 request built from them, and its answer goes back as v2's outcome.
 * Capabilities: a v2 client advertises elicitation only (v2 has no fs or terminal client
