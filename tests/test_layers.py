@@ -27,6 +27,7 @@ RANK = {
     "rpc": 2,
     "transports": 3,
     "connection": 4,
+    "registry": 4.5,  # the agent registry: an agent id → a command line (client's connect uses it)
     "agent": 5,
     "client": 5,
     "builders": 5,

@@ -70,6 +70,7 @@ if TYPE_CHECKING:
         ParseError as ParseError,
         PeerOutputNotJson as PeerOutputNotJson,
         ProtocolError as ProtocolError,
+        RegistryError as RegistryError,
         RequestCancelled as RequestCancelled,
         RequestError as RequestError,
         RequestTimeout as RequestTimeout,
@@ -79,6 +80,7 @@ if TYPE_CHECKING:
         UsageError as UsageError,
     )
     from .mcp import McpCall as McpCall
+    from .registry import Registry as Registry
     from .runtime import tune_gc as tune_gc
     from .schema import (  # the session updates a prompt turn yields, by their public names
         AgentMessageChunk as AgentMessageChunk,
@@ -120,6 +122,7 @@ _LAZY: dict[str, str] = {
     'RemoteOptions': '.transports._remote',
     'WebSocketTransport': '.transports.websocket',
     'AcpError': '.errors',
+    'RegistryError': '.errors',
     'Agent': '.agent',
     'AgentApp': '.agent',
     'AgentBase': '.agent',
@@ -138,6 +141,7 @@ _LAZY: dict[str, str] = {
     'InvalidRequest': '.errors',
     'MemoryTransport': '.transports',
     'McpCall': '.mcp',
+    'Registry': '.registry',
     'McpCaller': '.agent',
     'McpError': '.errors',
     'McpProvider': '.client',

@@ -20,6 +20,7 @@ The tree (every public error; ``acplink.X`` for each name; the wire code where t
     │   └── MessageTooLarge         a message over the size limit (either direction)
     ├── RequestTimeout              (also a TimeoutError) no answer in time; the request was cancelled
     ├── McpError                    an inner MCP error in MCP-over-ACP (``code``, ``message``, ``data``)
+    ├── RegistryError               the agent registry: a registry, agent, download or archive refused
     └── RequestError                an error answer: ``code``, ``message``, ``data``
         ├── ParseError              -32700
         ├── InvalidRequest          -32600
@@ -54,6 +55,7 @@ __all__ = [
     "ParseError",
     "PeerOutputNotJson",
     "ProtocolError",
+    "RegistryError",
     "RequestCancelled",
     "RequestError",
     "RequestTimeout",
@@ -157,6 +159,14 @@ class McpError(AcpError):
 
     def __repr__(self) -> str:
         return f"McpError({self.code}, {self.message!r})"
+
+
+class RegistryError(AcpError):
+    """The ACP agent registry (``acplink.registry``) could not give an agent's command line:
+    the registry is not JSON or fails its schema, the agent is unknown or has no distribution
+    for this platform, a download failed, an archive's digest does not match (nothing was
+    unpacked) or the archive is unsafe (a path out of its folder, a link out of it, a
+    decompression bomb), or the registry is wanted offline and none is cached. One line."""
 
 
 class RequestError(AcpError):

@@ -8,7 +8,10 @@
    agent calling it with ``McpOverAcpCaller``, directly and through ``McpOverAcpHttpBridge``
    with the TS MCP client;
 3. an acplink agent's :class:`acplink.agent.McpHttpBridge` ← the TS MCP client (Streamable
-   HTTP), serving a TS provider's server and an acplink provider's.
+   HTTP) and the Python ``mcp`` package's, serving a TS provider's server and an acplink
+   provider's;
+4. acplink's workspace server (the client's files and terminals) → a TS agent reading, writing
+   and running through it with ``McpOverAcpCaller``.
 
 The node peers are in ``tests/interop/js/mcp_*.mjs``.
 """
@@ -25,7 +28,8 @@ from typing import Any
 import pytest
 from peerenv import JS_DIR, NODE, ROOT
 
-from acplink import McpCall, McpError, connect
+from acplink import McpCall, McpError, PermissionPolicy, connect
+from acplink.client import workspace_server
 from acplink.mcp import McpServer
 
 MCP_AGENT = [sys.executable, str(ROOT / "tests" / "mcp" / "mcp_agent.py")]
@@ -67,7 +71,7 @@ def replies(events: list[dict[str, Any]]) -> dict[str, str]:
 PROMPTS_1 = ["tools raw", 'call raw echo {"text": "hi"}', "call raw fail", "cancel raw", "timeout raw",
              'request raw tools/list {"_meta": {"io.modelcontextprotocol/protocolVersion": "2025-06-18"}}',
              "request nosuch tools/list",
-             "tools sdk", 'call sdk echo {"text": "hi"}', "call sdk nope", "cancel sdk"]
+             "tools sdk", 'call sdk echo {"text": "hi"}', "call sdk nope", "cancel sdk", "intid raw"]
 
 
 def test_ts_provider_to_acplink_agent(version: int, tmp_path: Path) -> None:
@@ -90,6 +94,9 @@ def test_ts_provider_to_acplink_agent(version: int, tmp_path: Path) -> None:
                                  '{"requested": "2025-06-18", "supported": ["2026-07-28"]}')
     # an outer binding error keeps its code
     assert got["request nosuch tools/list"].startswith("outer: -33001 ")
+    # an integer requestId (the schemas say a string) is refused -32602 by the TS provider, as by
+    # acplink's (test_acplink_provider_to_ts_caller); its handler never sees it
+    assert got["intid raw"].startswith("outer: -32602 "), got["intid raw"]
     # acplink's caller sent the metadata the TS provider requires, with a string requestId
     calls = [e for e in events if e["event"] == "call"]
     assert calls and all(c["protocolVersion"] == "2026-07-28" and c["clientCapabilities"] == {}
@@ -179,6 +186,9 @@ async def test_acplink_provider_to_ts_caller(version: int, tmp_path: Path) -> No
         await until(lambda: cancelled == [reg.server_id])
         # outer errors keep the binding's codes
         assert (await say(session, "tools nosuch")).startswith("outer: -33001 ")
+        # an integer requestId, which the TS caller lets through: refused -32602 as the TS
+        # provider refuses it (test_ts_provider_to_acplink_agent)
+        assert (await say(session, "intid tools")).startswith("outer: -32602 ")
         # the TS caller's metadata (2026-07-28, its capabilities and info) passes acplink's checks
         discover = json.loads((await say(session, "request tools server/discover")).removeprefix("result: "))
         assert discover["supportedVersions"] == ["2026-07-28"] and discover["serverInfo"]["name"] == "acplink-tools"
@@ -224,15 +234,16 @@ def check_http_run(reply: str, tools: list[str], fail: dict[str, Any]) -> None:
 
 
 def test_ts_mcp_client_through_acplink_bridge_to_ts_provider(version: int, tmp_path: Path) -> None:
-    prompts = ["raw", "sdk", "raw legacy", "sdk legacy"]
+    prompts = ["raw", "sdk", "raw legacy", "sdk legacy", "raw python", "sdk python"]
     events = run(node("mcp_provider_client.mjs", "--protocol", str(version), "--cwd", str(tmp_path),
                       *[a for p in prompts for a in ("--prompt", p)], "--", *MCP_HTTP_AGENT))
     got = replies(events)
-    for era in ("", " legacy"):  # MCP 2026-07-28 (server/discover), and a handshake-era client
+    # MCP 2026-07-28 (server/discover), a handshake-era client, and the Python mcp package's client
+    for era in ("", " legacy", " python"):
         check_http_run(got["raw" + era], ["echo", "fail", "hang"], {"code": -32602, "message": "bad arguments"})
         check_http_run(got["sdk" + era], ["echo", "hang"], {"code": -32602, "message": "Tool fail not found"})
     # each dropped HTTP response was a $/cancel_request that reached the TS provider's handler
-    assert sorted(e["server"] for e in events if e["event"] == "cancelled") == ["raw", "raw", "sdk", "sdk"]
+    assert sorted(e["server"] for e in events if e["event"] == "cancelled") == ["raw"] * 3 + ["sdk"] * 3
     # the bridge passed on what the TS MCP client sent; a 2026-07-28 client's own metadata, a
     # handshake-era client's from its initialize
     infos = [c["clientInfo"] for c in events if c["event"] == "call" and c["server"] == "raw"]
@@ -244,7 +255,42 @@ async def test_ts_mcp_client_through_acplink_bridge_to_acplink_provider(version:
     async with connect(MCP_HTTP_AGENT, protocol=version) as client:
         reg = client.mcp.register("tools", server)
         session = await client.new_session(tmp_path)
-        for era in ("", " legacy"):
+        for era in ("", " legacy", " python"):
             check_http_run(await say(session, "tools" + era), ["echo", "fail", "hang"],
                            {"code": -32602, "message": "bad arguments"})
-        await until(lambda: cancelled == [reg.server_id] * 2)
+        await until(lambda: cancelled == [reg.server_id] * 3)
+
+
+# -- 4. acplink's workspace server, called by a TS agent -----------------------------------------
+
+
+async def test_ts_agent_reads_writes_and_runs_through_acplink_workspace_server(version: int, tmp_path: Path) -> None:
+    """A TS agent (v2: it has no fs/* nor terminal/*; v1 too) reading a file, writing one and
+    running a command in the client's workspace through the server acplink's client serves
+    (registered by hand, per session, under a name of its own)."""
+    (tmp_path / "notes.txt").write_text("remember the milk\n")
+    outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
+    outside.write_text("secret")
+    agent = node("mcp_workspace_agent.mjs", "--protocol", str(version), "--server", "hands")
+    async with connect(agent, protocol=version, permission=PermissionPolicy.allow_all()) as client:
+        reg = client.mcp.register("hands", workspace_server(client), per_session=True)
+        session = await client.new_session(tmp_path)
+        assert reg.server_id_of(session.session_id) is not None
+        got = json.loads(await say(session, "read notes.txt"))
+        assert got == {"tools": ["read_text_file", "write_text_file", "run"], "isError": False,
+                       "text": "remember the milk\n"}
+        # the session's roots confine it: a tool error, not the file
+        got = json.loads(await say(session, f"read {outside}"))
+        assert got["isError"] is True and "secret" not in got["text"] and "outside" in got["text"]
+        got = json.loads(await say(session, "write sub/new.txt written by a TS agent"))
+        assert got["isError"] is False and (tmp_path / "sub" / "new.txt").read_text() == "written by a TS agent"
+        script = "import sys; print(open('sub/new.txt').read()); sys.exit(3)"
+        got = json.loads(await say(session, "run " + json.dumps({"command": sys.executable, "args": ["-c", script]})))
+        # the command ran in the session's folder; a non-zero exit is a status, not an error
+        assert got["isError"] is False and got["text"].startswith("written by a TS agent\n")
+        assert "[exit code 3]" in got["text"]
+        assert got["structured"]["exitCode"] == 3 and got["structured"]["truncated"] is False
+        got = json.loads(await say(session, "run " + json.dumps({"command": "no-such-command-acplink"})))
+        assert got["isError"] is True
+    assert outside.read_text() == "secret"
+    outside.unlink()

@@ -11,7 +11,15 @@ Commands (the prompt's text), each answered with one line of text:
 - ``cancel SERVER``: calls ``hang``, cancels the call once the provider reported progress:
   ``cancelled``;
 - ``flood SERVER N``: N concurrent calls of ``hang``; once the others are refused, calls
-  ``release`` on the server ``gate``: ``ok=K limit=L`` (K answered, L refused -33000).
+  ``release`` on the server ``gate``: ``ok=K limit=L`` (K answered, L refused -33000);
+- ``intid SERVER``: ``tools/list`` sent by hand with the integer ``requestId`` 5 (both schemas
+  say a string): ``result: JSON`` or the outer error;
+- ``background SERVER``: calls ``hang`` in a task of the connection's own (not the turn's),
+  answered ``started`` once the provider reported progress; ``outcome`` (in any session) waits
+  for that call and answers how it ended (``outer: CODE MESSAGE``, ...).
+
+It takes ``session/load`` and ``session/resume`` (a session it does not hold is made again;
+the id ``missing`` is refused), ``session/close`` and ``session/delete``.
 
 Any outer failure answers ``outer: CODE MESSAGE`` (RequestError) or ``outer: TYPE``.
 """
@@ -22,9 +30,23 @@ import asyncio
 import json
 from typing import Any
 
-from acplink import AgentApp, McpError, PromptContext, RequestError, RequestTimeout, run_agent
+import orjson
+
+from acplink import (
+    AgentApp,
+    Context,
+    McpError,
+    PromptContext,
+    RequestError,
+    RequestTimeout,
+    ResourceNotFound,
+    run_agent,
+)
+from acplink.mcp.binding import with_inner_meta
 
 app = AgentApp("mcp-agent", "1.0", protocols=(1, 2))
+#: the call ``background`` started (``outcome`` reports how it ended)
+background: list[asyncio.Task[str]] = []
 
 
 def _text(result: Any) -> str:
@@ -98,7 +120,61 @@ async def run(ctx: PromptContext, words: list[str]) -> str:
         return "answered"
     if cmd == "flood":
         return await _flood(ctx, words[1], int(words[2]))
+    if cmd == "intid":
+        conn = ctx.connection
+        body = {"serverId": ctx.mcp.servers.get(words[1], words[1]), "requestId": 5, "method": "tools/list",
+                "params": with_inner_meta(None)}
+        raw = await conn.peer.request(conn.protocol.wire("mcp_message"), orjson.dumps(body))
+        return f"result: {json.dumps(raw, sort_keys=True)}"
+    if cmd == "background":
+        started = asyncio.Event()
+
+        async def hang() -> str:
+            await ctx.mcp.request(words[1], "tools/call", {"name": "hang", "arguments": {}, "_meta": {
+                "progressToken": "b"}}, on_notification=lambda note: started.set())
+            return "answered"
+
+        background.append(asyncio.ensure_future(_outcome(hang())))
+        await started.wait()
+        return "started"
+    if cmd == "outcome":
+        return await background.pop()
     return f"unknown command {cmd!r}"
+
+
+async def _outcome(call: Any) -> str:
+    try:
+        return str(await call)
+    except RequestError as exc:
+        return f"outer: {exc.code} {exc.message}"
+
+
+async def _reopen(ctx: Context[Any]) -> None:
+    p = ctx.params
+    if p.session_id == "missing":
+        raise ResourceNotFound(f"no session {p.session_id!r}")
+    if ctx.session is None:
+        app.create_session(p.cwd, session_id=p.session_id, mcp_servers=p.mcp_servers)
+
+
+@app.load_session
+async def load_session(ctx: Context[Any]) -> None:
+    await _reopen(ctx)
+
+
+@app.resume_session
+async def resume_session(ctx: Context[Any]) -> None:
+    await _reopen(ctx)
+
+
+@app.close_session
+async def close_session(ctx: Context[Any]) -> None:
+    return None
+
+
+@app.delete_session
+async def delete_session(ctx: Context[Any]) -> None:
+    return None
 
 
 @app.prompt

@@ -30,6 +30,7 @@ GOOD = {"serverId": "s", "requestId": "r", "method": "tools/list"}
     ({**GOOD, "requestId": True}, "requestId"),
     ({**GOOD, "requestId": 1.5}, "requestId"),
     ({**GOOD, "requestId": None}, "requestId"),
+    ({**GOOD, "requestId": 7}, "requestId"),  # (a string in both schemas; the TS SDK refuses it too)
     ({**GOOD, "method": ["x"]}, "method"),
     ({**GOOD, "params": [1, 2]}, "params"),
     ({**GOOD, "params": "x"}, "params"),
@@ -42,8 +43,8 @@ def test_bad_envelopes_are_32602_naming_the_field(params: Any, path: str) -> Non
 
 
 def test_good_envelopes() -> None:
-    env = b.check_envelope({**GOOD, "requestId": 7, "params": None, "_meta": "junk"})
-    assert (env.server_id, env.request_id, env.method, env.params, env.meta) == ("s", 7, "tools/list", None, None)
+    env = b.check_envelope({**GOOD, "requestId": "7", "params": None, "_meta": "junk"})
+    assert (env.server_id, env.request_id, env.method, env.params, env.meta) == ("s", "7", "tools/list", None, None)
     env = b.check_envelope({**GOOD, "params": {"a": 1}, "_meta": {"k": 1}})
     assert env.params == {"a": 1} and env.meta == {"k": 1}
 
@@ -104,6 +105,9 @@ def test_late_notifications_are_dropped_and_logged_once(caplog: pytest.LogCaptur
     note = {"serverId": "s", "requestId": "r1", "method": "notifications/progress", "params": {"progress": 1}}
     calls.deliver(note)
     assert got == [{"method": "notifications/progress", "params": {"progress": 1}}]
+    calls.routes[("s", 1)] = got.append  # type: ignore[index]  (no such key can be made: see below)
+    calls.deliver({**note, "requestId": 1})  # an integer requestId: not an envelope, dropped
+    assert len(got) == 1
     del calls.routes[("s", "r1")]  # the request finished
     with caplog.at_level(logging.INFO, logger="acplink.agent.mcp"):
         calls.deliver(note)

@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("mcp")
 
 import mcp_tools_server
+from procs import running as _running
 
 from acplink import ConnectionClosed, McpError, MissingDependency, UsageError
 from acplink.client import McpBridge, McpBridgeError
@@ -40,19 +41,6 @@ def _call(method: str, params: dict[str, Any] | None = None, rid: int = 1,
 
 def _command(*extra: str) -> list[str]:
     return [sys.executable, SERVER_SCRIPT, *extra]
-
-
-def _running(marker: str) -> list[int]:
-    """Processes whose command line holds ``marker``."""
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if marker.encode() in (proc / "cmdline").read_bytes():
-                    found.append(int(proc.name))
-            except OSError:
-                pass
-    return found
 
 
 @pytest.fixture(params=["in-process", "stdio"])

@@ -13,6 +13,7 @@ import urllib.parse
 from pathlib import Path
 
 import pytest
+from procs import running
 
 from acplink import connect
 from acplink.mcp import McpServer
@@ -34,15 +35,7 @@ def _tools() -> McpServer:
 
 
 def _relays() -> list[int]:
-    found = []
-    for proc in Path("/proc").iterdir():
-        if proc.name.isdigit():
-            try:
-                if b"acplink._mcp_relay" in (proc / "cmdline").read_bytes():
-                    found.append(int(proc.name))
-            except OSError:
-                pass
-    return found
+    return running("acplink._mcp_relay")
 
 
 @pytest.mark.parametrize("protocol", [1, 2])

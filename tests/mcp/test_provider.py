@@ -91,9 +91,14 @@ async def test_bad_envelopes_unknown_servers_and_ids(version: int, tmp_path: Pat
         with pytest.raises(RequestError) as err:
             await agent.send(envelope("not-registered"))
         assert err.value.code == -33001 and err.value.data == {"serverId": "not-registered"}
-        # an integer request id is taken; None is answered as the empty result
-        assert await agent.send(envelope(reg.server_id, 5)) == {"result": {}}
-        assert got[-1].request_id == 5 and got[-1].method == "tools/list"
+        # an integer request id is refused (a string in both schemas, as the TS SDK says)
+        with pytest.raises(RequestError) as err:
+            await agent.send(envelope(reg.server_id, 5))
+        assert err.value.code == -32602 and err.value.data == {"path": "requestId", "value": 5}
+        assert got == []
+        # a string one is taken; None is answered as the empty result
+        assert await agent.send(envelope(reg.server_id, "5")) == {"result": {}}
+        assert got[-1].request_id == "5" and got[-1].method == "tools/list"
     finally:
         await client.aclose()
 

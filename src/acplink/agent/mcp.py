@@ -42,7 +42,7 @@ class McpCalls:
     notifications for each go (owned by the agent's connection)."""
 
     def __init__(self) -> None:
-        self.routes: dict[tuple[str, str | int], NotificationListener | None] = {}
+        self.routes: dict[tuple[str, str], NotificationListener | None] = {}
         self._ids = itertools.count(1)
         self._salt = secrets.token_hex(4)
         self._dropped_logged = False

@@ -65,6 +65,9 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p.add_argument("--verbose", "-v", action="store_true",
                    help="print each check's results as it ends, and the evidence of passed requirements too")
     p.add_argument("--debug", action="store_true", help="show tracebacks")
+    from .common import add_registry_options
+
+    add_registry_options(p, agent=True)
     p.add_argument("agent", nargs=argparse.REMAINDER, help="the agent command line, after `--`")
     p.set_defaults(run=run)
     return p
@@ -80,14 +83,26 @@ def run(args: argparse.Namespace) -> int:
     if args.tck_ids:
         return _print_tck_ids(args.json, args.protocol)
     cmd = given_command(args)
+    env: dict[str, str] = {}
+    if args.agent_id and cmd:
+        return fail("--agent and an agent command (-- AGENT_CMD) exclude each other", 2)
+    if args.agent_id:
+        from .common import one_line, registry_of
+
+        try:
+            launch = registry_of(args).launch(args.agent_id)
+        except AcpError as exc:
+            return fail(one_line(exc), 2)
+        cmd, env = launch.command, launch.env
     if not cmd:
-        return fail("no agent command given (acplink check -- AGENT_CMD ...)", 2)
+        return fail("no agent command given (acplink check -- AGENT_CMD ..., or --agent ID)", 2)
     if not os.path.isdir(args.cwd):
         return fail(f"--cwd {args.cwd!r} is not a directory", 2)
     opts = Options(command=cmd, timeout=args.timeout, cancel_bound=args.cancel_bound,
                    shutdown_bound=args.shutdown_bound, auth_method=args.auth_method, strict=args.strict,
                    allow_logout=args.allow_logout, debug=args.debug,
-                   cwd=os.path.abspath(args.cwd), startup_timeout=args.startup_timeout, protocol=args.protocol)
+                   cwd=os.path.abspath(args.cwd), startup_timeout=args.startup_timeout, protocol=args.protocol,
+                   env=env)
     if args.cancel_prompt:
         opts.cancel_prompt = args.cancel_prompt
     from .check_progress import CheckProgress

@@ -10,8 +10,8 @@ import logging
 import os
 import shlex
 import sys
-from collections.abc import Generator, Iterator, Sequence
-from typing import Any, NoReturn
+from collections.abc import Awaitable, Callable, Generator, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
 from .._text import sanitize_for_terminal
@@ -31,11 +31,15 @@ from ..transports._remote import CookieJar, require_libraries
 from ..transports.subprocess import SubprocessTransport, stderr_report
 from .mcp_option import add_mcp_option, mcp_usage_error, offer_mcp, require_mcp
 
+if TYPE_CHECKING:
+    from ..registry import Registry
+
 __all__ = [
     "DEFAULT_STARTUP_TIMEOUT",
     "ArgParser",
     "StartupTimeout",
     "add_client_options",
+    "add_registry_options",
     "add_startup_option",
     "agent_command",
     "client_usage_error",
@@ -47,6 +51,7 @@ __all__ = [
     "open_client",
     "port_number",
     "positive_seconds",
+    "registry_of",
     "start_session",
 ]
 
@@ -185,6 +190,8 @@ def client_usage_error(args: argparse.Namespace) -> str | None:
             return "--url must not carry credentials: put them in --token or a --header"
         if given_command(args):
             return "--url and an agent command (-- AGENT_CMD) exclude each other"
+        if getattr(args, "agent_id", None):
+            return "--url and --agent exclude each other"
     else:
         remote = [flag for flag, given in (("--token", args.token is not None), ("--header", bool(args.header)),
                                            ("--remote-fs", args.remote_fs),
@@ -195,6 +202,12 @@ def client_usage_error(args: argparse.Namespace) -> str | None:
         name, sep, _ = h.partition(":")
         if not sep or not name.strip():
             return f"--header {h!r} is not 'Name: value'"
+    if getattr(args, "agent_id", None) and given_command(args):
+        return "--agent and an agent command (-- AGENT_CMD) exclude each other"
+    if not getattr(args, "agent_id", None) and (args.offline or args.insecure or args.registry):
+        used = [f for f, v in (("--registry", args.registry), ("--offline", args.offline),
+                               ("--insecure", args.insecure)) if v]
+        return f"{', '.join(used)} {'is' if len(used) == 1 else 'are'} for an agent of the registry: give --agent ID"
     if not os.path.isdir(args.cwd):
         return f"--cwd {args.cwd!r} is not a directory"
     for d in args.add_dir:
@@ -226,8 +239,30 @@ def add_client_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", help="show tracebacks and protocol logs")
     add_mcp_option(p)
     _add_remote_options(p)
+    add_registry_options(p, agent=True)
     p.add_argument("agent", nargs="*", default=[], metavar="-- AGENT_CMD",
                    help="the agent command line, after `--` (default: the built-in demo agent)")
+
+
+def add_registry_options(p: argparse.ArgumentParser, *, agent: bool = False) -> None:
+    """``--registry``, ``--offline``, ``--insecure`` (and, with ``agent``, ``--agent ID``):
+    an agent of the ACP registry (docs/registry.md)."""
+    r = p.add_argument_group("an agent of the ACP registry (instead of -- AGENT_CMD)" if agent else "the ACP registry")
+    if agent:
+        r.add_argument("--agent", dest="agent_id", metavar="ID",
+                       help="start the registry's agent ID (installed into the cache first when needed)")
+    r.add_argument("--registry", metavar="URL|FILE",
+                   help="the registry.json to use (default: $ACPLINK_REGISTRY, else the official registry)")
+    r.add_argument("--offline", action="store_true", help="never fetch: use the cached registry and installs")
+    r.add_argument("--insecure", action="store_true",
+                   help="install an archive whose sha256 the registry does not give, or that does not match it")
+
+
+def registry_of(args: argparse.Namespace) -> Registry:
+    """The :class:`Registry` of the registry options."""
+    from ..registry import Registry  # (imported when used: most commands never read the registry)
+
+    return Registry(args.registry, offline=args.offline, insecure=args.insecure)
 
 
 def _add_remote_options(p: argparse.ArgumentParser) -> None:
@@ -303,6 +338,16 @@ def open_client(args: argparse.Namespace, permission: PermissionPolicy, **kw: An
     if getattr(args, "url", None):
         opening = _remote_connect(args, permission, kw)
         cmd = [args.url]
+    elif getattr(args, "agent_id", None):
+        limit = getattr(args, "startup_timeout", None) or DEFAULT_STARTUP_TIMEOUT
+
+        async def prepare() -> tuple[connect, list[str]]:
+            # the registry read and the install run before the startup limit starts, in a thread
+            launch = await registry_of(args).launch_async(args.agent_id)
+            return connect(launch.command, env=launch.env, cwd=cwd, fs=not args.no_fs, permission=permission,
+                           debug=args.debug, **kw), launch.command
+
+        return _Startup(None, limit, [f"--agent {args.agent_id}"], args, prepare=prepare)
     else:
         cmd = agent_command(args)
         opening = connect(cmd, cwd=cwd, fs=not args.no_fs, permission=permission, debug=args.debug, **kw)
@@ -318,14 +363,25 @@ class _Startup:
     """``connect(...)`` whose opening (spawn + ``initialize``) must end within ``limit`` seconds;
     past it the agent is stopped and :class:`StartupTimeout` raised."""
 
-    def __init__(self, opening: connect, limit: float, command: Sequence[str],
-                 args: argparse.Namespace | None = None) -> None:
-        self.opening = opening
+    def __init__(self, opening: connect | None, limit: float, command: Sequence[str],
+                 args: argparse.Namespace | None = None,
+                 prepare: Callable[[], Awaitable[tuple[connect, list[str]]]] | None = None) -> None:
+        self._opening = opening
         self.limit = limit
         self.command = shlex.join(command)
         self.args = args
+        #: an agent of the registry: its connect() and command line, made before the limit starts
+        self.prepare = prepare
+
+    @property
+    def opening(self) -> connect:
+        assert self._opening is not None, "the registry's agent is prepared in _open()"
+        return self._opening
 
     async def _open(self) -> Client:
+        if self._opening is None and self.prepare is not None:
+            self._opening, command = await self.prepare()
+            self.command = shlex.join(command)
         bound = asyncio.timeout(self.limit)
         try:
             async with bound:
@@ -343,7 +399,8 @@ class _Startup:
         return await self._open()
 
     async def __aexit__(self, *exc: object) -> None:
-        await self.opening.__aexit__(*exc)
+        if self._opening is not None:
+            await self._opening.__aexit__(*exc)
 
     def __await__(self) -> Generator[Any, None, Client]:
         return self._open().__await__()

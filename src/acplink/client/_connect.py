@@ -26,6 +26,7 @@ from .terminal import TerminalHandler
 if TYPE_CHECKING:
     from ..agent.app import AgentBase
     from ..connection.agent_side import AgentSideConnection
+    from ..registry import Registry
     from .client import Client
 
 __all__ = ["connect"]
@@ -60,12 +61,21 @@ class connect:
     (``protocol_version`` is the number a v1 ``initialize`` carries, for testing an agent's
     version negotiation; it does not choose the protocol.) The other keyword arguments are
     those of :class:`Client`.
+
+    ``agent_id``: instead of ``agent``, an agent of the ACP registry, started as the registry
+    says (a binary installed into the per-user cache first when needed, or its ``npx`` / ``uvx``
+    package; the agent's environment variables added where ``env`` and this process's do not
+    set them); ``registry``: a :class:`~acplink.registry.Registry` (its source, cache and
+    ``offline`` / ``insecure`` choices) or the URL or file of a ``registry.json`` (default
+    ``$ACPLINK_REGISTRY``, else the official registry). See ``docs/registry.md``.
     """
 
     def __init__(
         self,
-        agent: Sequence[str] | str | AgentBase | Transport,
+        agent: Sequence[str] | str | AgentBase | Transport | None = None,
         *,
+        agent_id: str | None = None,
+        registry: Registry | str | os.PathLike[str] | None = None,
         env: dict[str, str] | None = None,
         inherit_env: bool = True,
         cwd: str | os.PathLike[str] | None = None,
@@ -86,7 +96,14 @@ class connect:
         protocol: ProtocolChoice = 1,
         workspace: bool | None = None,
     ) -> None:
+        if (agent is None) == (agent_id is None):
+            raise UsageError("connect() takes an agent (a command line, URL, app or transport) or agent_id=, "
+                             "one of them")
+        if registry is not None and agent_id is None:
+            raise UsageError("registry= is for agent_id=")
         self.agent = agent
+        self.agent_id = agent_id
+        self.registry = registry
         remote = isinstance(agent, str) and is_remote_url(agent)
         self.remote = RemoteOptions(str(agent), headers=headers, token=token, cookies=cookies) if remote else None
         if not remote and (headers is not None or token is not None or cookies is not None):
@@ -113,6 +130,11 @@ class connect:
     async def _open(self) -> Client:
         agent = self.agent
         owned: list[AgentSideConnection] = []
+        env = self.env
+        if self.agent_id is not None:
+            launch = await _registry(self.registry).launch_async(self.agent_id)  # (downloads: off the loop)
+            agent = launch.command
+            env = {**launch.env, **(self.env or {})}  # (the caller's env wins, as the user's does)
         if isinstance(agent, Transport):
             transport: Transport = agent
         elif self.remote is not None:
@@ -122,9 +144,9 @@ class connect:
             cmd = [agent] if isinstance(agent, str) else list(agent)
             if not cmd:
                 raise UsageError("connect() needs an agent command line")
-            transport = SubprocessTransport(cmd, env=self.env, inherit_env=self.inherit_env, cwd=self.cwd,
+            transport = SubprocessTransport(cmd, env=env, inherit_env=self.inherit_env, cwd=self.cwd,
                                             stderr=self.stderr)
-        elif hasattr(agent, "connection"):
+        elif agent is not None and hasattr(agent, "connection"):
             ours, theirs = memory_pair()
             agent_conn = agent.connection(theirs)
             await agent_conn.start()
@@ -163,6 +185,12 @@ class connect:
 
     def __await__(self) -> Generator[Any, None, Client]:
         return self._open().__await__()
+
+
+def _registry(registry: Registry | str | os.PathLike[str] | None) -> Registry:
+    from ..registry import Registry  # (imported when used: archives and HTTP are not every client's)
+
+    return registry if isinstance(registry, Registry) else Registry(registry)
 
 
 async def _agent_failed(transport: Transport, exc: BaseException) -> AcpError | None:

@@ -43,8 +43,8 @@ def wants_workspace(client: Client) -> bool:
 
 def offer_workspace(client: Client) -> None:
     """Register the workspace server on ``client.mcp`` if it is to be offered and is not yet."""
-    if client.workspace_registration is not None or not wants_workspace(client):
-        return
+    if client.workspace_registration is not None or client.closed or not wants_workspace(client):
+        return  # (a closed client: the opening call fails as any call does)
     taken = {reg.name for reg in client.mcp.registrations}
     name, n = WORKSPACE_SERVER_NAME, 2
     while name in taken:

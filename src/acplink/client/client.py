@@ -221,6 +221,7 @@ class Client(ClientOn):
             turn = sess._turn
             if turn is not None:
                 await turn.aclose()
+        self.mcp.close()  # (the MCP servers' running requests are cancelled first)
         await self.connection.aclose()  # (and the questions' callbacks still running: they are its tasks)
         if self.terminals is not None:
             await self.terminals.aclose()
@@ -401,8 +402,16 @@ class Client(ClientOn):
 
     async def delete_session(self, session_id: str) -> None:
         """``session/delete`` (where the agent advertises it); the session is forgotten here."""
-        self.sessions.pop(session_id, None)
+        self._forget(session_id)
         await self._call("delete_session", session_id=session_id)
+
+    def _forget(self, session_id: str) -> None:
+        """The session is closed or deleted: what this client kept for it goes (its file-system
+        handler, its own MCP servers: their running requests are cancelled)."""
+        if self.sessions.pop(session_id, None) is not None:
+            self._closed_sessions.append(session_id)
+        self._fs.pop(session_id, None)
+        self.mcp.session_ended(session_id)
 
     async def list_sessions(self, cwd: str | os.PathLike[str] | None = None) -> list[s.SessionInfo]:
         """Every session the agent lists (follows ``nextCursor``; the version's ``SessionInfo``)."""

@@ -14,7 +14,9 @@ A registration is declared in every session opened after it (``session/new``, ``
 gives each session a server of its own (a fresh ``serverId``; the handler's
 ``call.session_id`` names the session). Each inner request runs its handler in the task of the
 ``mcp/message`` request (owned by the connection); ``$/cancel_request`` cancels it (``-32800``).
-See docs/mcp.md.
+A session's own servers live as long as the session: closing or deleting it, or closing the
+connection, withdraws them (later requests ``-33001``, running ones cancelled), so a client that
+opens and closes sessions all day keeps only the servers of its open ones. See docs/mcp.md.
 """
 
 from __future__ import annotations
@@ -48,13 +50,15 @@ class _Server:
     """One ``serverId`` on the connection: a registration's server (for one session, or for
     all), with its active requests (request id → the task answering it)."""
 
-    __slots__ = ("active", "registration", "server_id", "session_id")
+    __slots__ = ("active", "pending", "registration", "server_id", "session_id")
 
     def __init__(self, registration: McpRegistration, server_id: str, session_id: str | None) -> None:
         self.registration = registration
         self.server_id = server_id
         self.session_id = session_id
-        self.active: dict[str | int, asyncio.Task[Any]] = {}
+        #: made for a session-opening call that has not succeeded yet (it goes if the call fails)
+        self.pending = registration.per_session
+        self.active: dict[str, asyncio.Task[Any]] = {}
 
 
 class McpRegistration:
@@ -114,13 +118,19 @@ class McpProvider:
         self._connection = connection
         self._servers: dict[str, _Server] = {}
         self._registrations: list[McpRegistration] = []
-        self._used: set[str] = set()
         self._ids = itertools.count(1)
         self._salt = secrets.token_hex(3)
+        self._closed = False
 
     @property
     def registrations(self) -> tuple[McpRegistration, ...]:
         return tuple(self._registrations)
+
+    @property
+    def server_ids(self) -> tuple[str, ...]:
+        """The ``serverId`` of every server answering now: the connection-wide ones, and the
+        per-session ones of the sessions open (and of those being opened)."""
+        return tuple(self._servers)
 
     def register(self, name: str, handler: McpHandler, *, per_session: bool = False,
                  max_active: int = DEFAULT_MAX_ACTIVE, meta: dict[str, Any] | None = None) -> McpRegistration:
@@ -144,6 +154,8 @@ class McpProvider:
             raise UsageError(f"the handler of MCP server {name!r} must be an async function")
         if not isinstance(max_active, int) or isinstance(max_active, bool) or max_active < 1:
             raise UsageError(f"max_active must be a positive integer, not {max_active!r}")
+        if self._closed:
+            raise UsageError(f"cannot register the MCP server {name!r}: the connection is closed")
         reg = McpRegistration(self, name, handler, per_session=per_session, max_active=max_active, meta=meta)
         if not per_session:
             self._add(reg, None)
@@ -151,11 +163,9 @@ class McpProvider:
         return reg
 
     def _add(self, reg: McpRegistration, session_id: str | None) -> _Server:
-        while True:  # (never reused on this connection)
-            server_id = f"{reg.name}-{self._salt}-{next(self._ids)}"
-            if server_id not in self._used:
-                break
-        self._used.add(server_id)
+        # never reused on this connection, with nothing kept per id ever made: the number after
+        # the last "-" is new each time, and what precedes it (name, salt) tells the names apart
+        server_id = f"{reg.name}-{self._salt}-{next(self._ids)}"
         server = self._servers[server_id] = _Server(reg, server_id, session_id)
         reg._servers[session_id if reg.per_session else None] = server
         return server
@@ -181,16 +191,52 @@ class McpProvider:
         for entry in declared:
             server_id = entry.get("serverId") if isinstance(entry, dict) else getattr(entry, "server_id", None)
             server = self._servers.get(server_id) if isinstance(server_id, str) else None
-            if server is not None and server.registration.per_session and server.session_id is None:
+            if server is not None and server.pending:
+                server.pending = False
                 server.session_id = session_id
                 server.registration._servers[session_id] = server
 
     def discard(self, declared: list[dict[str, Any]]) -> None:
-        """The session these were made for was not opened: the per-session ones go."""
+        """The session these were made for was not opened: the per-session ones made for it go
+        (those it had before, declared again by a failed load or resume, stay)."""
         for entry in declared:
             server = self._servers.get(entry["serverId"])
-            if server is not None and server.registration.per_session and server.session_id is None:
-                del self._servers[server.server_id]
+            if server is not None and server.pending:
+                self._drop(server)
+
+    def session_ended(self, session_id: str) -> None:
+        """The session is gone here (closed, deleted): its own servers are withdrawn. Later
+        requests to them fail ``-33001``; running ones are cancelled (answered ``-32800``)."""
+        for reg in self._registrations:
+            server = reg._servers.get(session_id) if reg.per_session else None
+            if server is not None:
+                _cancel(self._drop(server), "the MCP server's session was closed")
+
+    def close(self) -> None:
+        """The connection is closing: every server is withdrawn and its running requests are
+        cancelled (the connection, which owns their tasks, waits for them); nothing can be
+        registered afterwards."""
+        self._closed = True
+        tasks: list[asyncio.Task[Any]] = []
+        for server in list(self._servers.values()):
+            tasks.extend(self._drop(server))
+        for reg in self._registrations:
+            reg.registered = False
+        self._registrations.clear()
+        _cancel(tasks, "the ACP connection was closed")
+
+    def _drop(self, server: _Server) -> list[asyncio.Task[Any]]:
+        """Forget ``server`` (its id answers -33001 from now on); the tasks of its running
+        requests, to cancel."""
+        if self._servers.get(server.server_id) is server:
+            del self._servers[server.server_id]
+        owned = server.registration._servers
+        if server.registration.per_session and server.session_id is not None \
+                and owned.get(server.session_id) is server:
+            del owned[server.session_id]  # (a connection-wide one keeps its id: reg.server_id)
+        tasks = list(server.active.values())
+        server.active.clear()
+        return tasks
 
     async def _unregister(self, reg: McpRegistration) -> None:
         if not reg.registered:
@@ -198,16 +244,10 @@ class McpProvider:
         reg.registered = False
         self._registrations.remove(reg)
         tasks: list[asyncio.Task[Any]] = []
-        for server_id, server in list(self._servers.items()):
+        for server in list(self._servers.values()):
             if server.registration is reg:
-                del self._servers[server_id]
-                tasks.extend(server.active.values())
-        me = asyncio.current_task()
-        tasks = [t for t in tasks if t is not me and not t.done()]
-        for task in tasks:
-            task.cancel(msg="the MCP server was unregistered")
-        if tasks:
-            await asyncio.wait(tasks)
+                tasks.extend(self._drop(server))
+        await _cancelled(_cancel(tasks, "the MCP server was unregistered"))
 
     # -- answering ``mcp/message`` ----------------------------------------------------------------
 
@@ -252,7 +292,7 @@ class McpProvider:
             if active.get(rid) is task:
                 del active[rid]
 
-    def _notifier(self, server: _Server, rid: str | int, task: asyncio.Task[Any]) -> Callable[..., Any]:
+    def _notifier(self, server: _Server, rid: str, task: asyncio.Task[Any]) -> Callable[..., Any]:
         peer = self._connection.peer
         wire = self._connection.protocol.wire("mcp_message")
 
@@ -265,6 +305,21 @@ class McpProvider:
             await peer.notify(wire, orjson.dumps(body))
 
         return notify
+
+
+def _cancel(tasks: list[asyncio.Task[Any]], why: str) -> list[asyncio.Task[Any]]:
+    """Cancel the tasks of running requests (not the caller's own: a handler withdrawing its
+    own server ends normally); those cancelled."""
+    me = asyncio.current_task()
+    out = [t for t in tasks if t is not me and not t.done()]
+    for task in out:
+        task.cancel(msg=why)
+    return out
+
+
+async def _cancelled(tasks: list[asyncio.Task[Any]]) -> None:
+    if tasks:
+        await asyncio.wait(tasks)
 
 
 def withdrawn(method: str) -> Callable[[Any], Any]:

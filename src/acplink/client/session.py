@@ -253,8 +253,7 @@ class Session:
         if self.closed:
             return
         self.closed = True
-        self.client.sessions.pop(self.session_id, None)
-        self.client._closed_sessions.append(self.session_id)
+        self.client._forget(self.session_id)
         if self.client.offers("close_session") and not self.client.closed:
             conn = self.client.connection
             await conn.call(conn.protocol.wire("close_session"), session_id=self.session_id)

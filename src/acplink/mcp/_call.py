@@ -35,11 +35,13 @@ class McpCall:
     """One inner MCP request delivered to a provider's handler.
 
     ``server_id`` / ``request_id``: the envelope's ids (``request_id`` is the caller's inner
-    request id). ``method`` / ``params``: the inner request (``params`` as sent, its ``_meta``
-    included; None when it had none). ``mcp_meta``: the ``io.modelcontextprotocol/*`` entries of
-    ``params._meta`` (protocol version, client capabilities, client info). ``meta``: the outer
-    envelope's ``_meta`` (ACP's), if any. ``session_id``: the ACP session the server was
-    registered for (None for a connection-wide server). ``name``: the server's declared name.
+    request id: a string when the call came over ACP; an integer only in a call made in
+    process, ``await server(McpCall("tools", 1, "tools/list"))``). ``method`` / ``params``: the
+    inner request (``params`` as sent, its ``_meta`` included; None when it had none).
+    ``mcp_meta``: the ``io.modelcontextprotocol/*`` entries of ``params._meta`` (protocol
+    version, client capabilities, client info). ``meta``: the outer envelope's ``_meta``
+    (ACP's), if any. ``session_id``: the ACP session the server was registered for (None for a
+    connection-wide server). ``name``: the server's declared name.
     """
 
     server_id: str

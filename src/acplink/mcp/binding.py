@@ -79,7 +79,8 @@ class Envelope:
     """One checked ``mcp/message`` envelope (a request's or a notification's params)."""
 
     server_id: str
-    request_id: str | int
+    #: the caller's inner request id (a string: the schemas' ``McpRequestId``)
+    request_id: str
     method: str
     #: the inner params (None: it had none)
     params: dict[str, Any] | None
@@ -97,16 +98,21 @@ def _bad(message: str, path: str, value: Any = None) -> InvalidParams:
 def check_envelope(params: Any) -> Envelope:
     """The envelope of ``params`` (a request's or a notification's), or :class:`InvalidParams`
     (-32602) saying which field is wrong: params must be an object with a string
-    ``serverId``, a string or integer ``requestId``, a string ``method`` and ``params`` an
-    object or null. (``_meta`` that is not an object is ignored, as the schema says.)"""
+    ``serverId``, a string ``requestId``, a string ``method`` and ``params`` an object or null.
+    (``_meta`` that is not an object is ignored, as the schema says.)
+
+    ``requestId`` is a string in both schemas (``McpRequestId``), and the TypeScript SDK takes
+    nothing else (its provider answers an integer -32602): an integer, as an inner JSON-RPC id
+    could be, is refused here too, so that acplink's provider and caller take what the
+    reference peers take, and ``5`` and ``"5"`` never name two requests of one server."""
     if not isinstance(params, dict):
         raise _bad(f"params must be an object, not {_kind(params)}", "")
     server_id = params.get("serverId")
     if not isinstance(server_id, str):
         raise _bad(f"serverId must be a string, not {_kind(server_id)}", "serverId")
     request_id = params.get("requestId")
-    if not isinstance(request_id, (str, int)) or isinstance(request_id, bool):
-        raise _bad(f"requestId must be a string or an integer, not {_kind(request_id)}", "requestId")
+    if not isinstance(request_id, str):
+        raise _bad(f"requestId must be a string, not {_kind(request_id)}", "requestId", request_id)
     method = params.get("method")
     if not isinstance(method, str):
         raise _bad(f"method must be a string, not {_kind(method)}", "method")

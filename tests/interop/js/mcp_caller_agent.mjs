@@ -14,22 +14,20 @@
 //   request NAME METHOD [JSON] one raw inner request: "result: JSON" / "mcp-error: CODE MESSAGE"
 //   cancel NAME                tools/call of hang, aborted once it reported progress:
 //                              "cancelled: CODE" (the outer error)
+//   intid NAME                 tools/list sent with the integer requestId 5 (the schemas say a
+//                              string): "result: ..." or "outer: CODE MESSAGE"
 //   http NAME TOOL [JSON]      through McpOverAcpHttpBridge with the MCP TypeScript SDK's client
 //                              (Streamable HTTP, 2026-07-28): "tools: a,b; progress: 1,2;
 //                              result: TEXT" or "mcp-error: CODE MESSAGE"
 // An outer failure answers "outer: CODE MESSAGE".
 
-import { randomUUID } from "node:crypto";
-import { Readable, Writable } from "node:stream";
-import { loadAcp, parseArgs } from "./mcp_common.mjs";
+import { loadAcp, parseArgs, serveCallerAgent } from "./mcp_common.mjs";
 
 const opts = parseArgs(process.argv.slice(2), { protocol: 1 });
 const acp = await loadAcp(opts.protocol);
 const { McpOverAcpHttpBridge } = await import("@agentclientprotocol/sdk/experimental/mcp-http");
 const caller = new acp.McpOverAcpCaller({ clientInfo: { name: "ts-mcp-caller", version: "2.4.0" } });
 const bridge = new McpOverAcpHttpBridge(caller);
-/** sessionId -> Map(name -> acp declaration) */
-const sessions = new Map();
 
 const textOf = (result) => (result?.content ?? []).map((b) => b.text ?? "").join(" ");
 const innerError = (error) => `mcp-error: ${error.code} ${error.message}`;
@@ -56,9 +54,9 @@ async function viaHttp(client, decl, tool, args) {
   }
 }
 
-async function run(client, sessionId, text) {
+/** `servers`: the session's acp declarations (name -> declaration) */
+async function run(client, servers, text) {
   const [cmd, name, third, rest] = splitWords(text.trim());
-  const servers = sessions.get(sessionId) ?? new Map();
   if (cmd === "servers") return [...servers.values()].map((d) => `${d.name}=${d.serverId}`).join(",");
   const decl = servers.get(name);
   const serverId = decl?.serverId ?? name;
@@ -88,6 +86,10 @@ async function run(client, sessionId, text) {
       return `cancelled: ${err.code}`;
     }
   }
+  if (cmd === "intid") {
+    const out = await caller.request(client, serverId, "tools/list", undefined, { requestId: 5 });
+    return `result: ${JSON.stringify(out)}`;
+  }
   if (cmd === "http") return viaHttp(client, decl, third, rest ? JSON.parse(rest) : {});
   return `unknown command ${cmd}`;
 }
@@ -105,66 +107,13 @@ function splitWords(text) {
   return out;
 }
 
-async function answer(client, sessionId, text) {
+async function answer(client, servers, text) {
   try {
-    return await run(client, sessionId, text);
+    return await run(client, servers, text);
   } catch (err) {
     return `outer: ${err?.code ?? err?.name} ${err?.message}`;
   }
 }
 
-function declare(sessionId, mcpServers) {
-  sessions.set(sessionId, new Map((mcpServers ?? []).filter(acp.isMcpServerAcp).map((d) => [d.name, d])));
-  return { sessionId };
-}
-
-const say = (client, sessionId, text, messageId) =>
-  client.notify("session/update", {
-    sessionId,
-    update: { sessionUpdate: "agent_message_chunk", ...(messageId ? { messageId } : {}), content: { type: "text", text } },
-  });
-
-function v1App() {
-  return acp.agent({ name: "ts-mcp-caller" })
-    .onNotification(acp.methods.agent.mcp.message, caller.handleNotification)
-    .onRequest("initialize", () => ({
-      protocolVersion: 1,
-      agentCapabilities: { mcpCapabilities: { acp: true } },
-      agentInfo: { name: "ts-mcp-caller", version: "2.4.0" },
-    }))
-    .onRequest("session/new", ({ params }) => declare(`ts-${randomUUID()}`, params.mcpServers))
-    .onRequest("session/prompt", async ({ params, client }) => {
-      const text = params.prompt.find((b) => b.type === "text")?.text ?? "";
-      await say(client, params.sessionId, await answer(client, params.sessionId, text));
-      return { stopReason: "end_turn" };
-    });
-}
-
-function v2App() {
-  const update = (client, sessionId, upd) => client.notify("session/update", { sessionId, update: upd });
-  return acp.agent({ name: "ts-mcp-caller" })
-    .onNotification(acp.methods.agent.mcp.message, caller.handleNotification)
-    .onRequest("initialize", () => ({
-      protocolVersion: 2,
-      info: { name: "ts-mcp-caller", version: "2.4.0" },
-      capabilities: { session: { mcp: { acp: {} } } },
-    }))
-    .onRequest("session/new", ({ params }) => declare(`ts2-${randomUUID()}`, params.mcpServers))
-    .onRequest("session/prompt", ({ params, client }) => {
-      const { sessionId, prompt } = params;
-      const messageId = `u-${randomUUID()}`;
-      const text = prompt.find((b) => b.type === "text")?.text ?? "";
-      setTimeout(async () => {
-        await update(client, sessionId, { sessionUpdate: "user_message", messageId, content: prompt });
-        await update(client, sessionId, { sessionUpdate: "state_update", state: "running" });
-        await say(client, sessionId, await answer(client, sessionId, text), `a-${randomUUID()}`);
-        await update(client, sessionId, { sessionUpdate: "state_update", state: "idle", stopReason: "end_turn" });
-      }, 0);
-      return { messageId };
-    });
-}
-
-const app = opts.protocol === 1 ? v1App() : v2App();
-const connection = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
-await connection.closed;
-process.exit(0);
+await serveCallerAgent(acp, opts.protocol, caller, "ts-mcp-caller", (client, _sessionId, text, servers) =>
+  answer(client, servers, text));

@@ -8,10 +8,14 @@
 //   sdkServer(server)      the same tools on an @modelcontextprotocol/server McpServer, served
 //                          through the SDK's fromMcpServer adapter
 //   spawnPeer(command)     a child process on pipes, with the ACP stream over its stdio
+//   serveCallerAgent(...)  an ACP agent on stdio (v1 or v2) that advertises acp MCP servers,
+//                          keeps each session's acp declarations, and answers each prompt with
+//                          one text chunk (then end_turn)
 //
 // Every peer prints one JSON line per event on stdout (emit).
 
 import { spawn } from "node:child_process";
+import { randomUUID } from "node:crypto";
 import { Readable, Writable } from "node:stream";
 
 export const emit = (event) => process.stdout.write(JSON.stringify(event) + "\n");
@@ -155,4 +159,53 @@ export function withTimeout(promise, seconds, what) {
     timer = setTimeout(() => reject(new Error(`timeout after ${seconds}s waiting for ${what}`)), seconds * 1000);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Serves an ACP agent named `name` on stdio (stdout is the ACP channel) until the connection
+ * closes, then exits. ACP `version` 1 answers each prompt in its response, 2 with state
+ * updates. It advertises acp MCP servers (v1 mcpCapabilities.acp, v2 session.mcp.acp), routes
+ * the provider's mcp/message notifications to `caller`, and answers each prompt with the text of
+ * `await answer(client, sessionId, text, servers)` (servers: the session's acp declarations,
+ * Map name -> declaration), sent as one agent_message_chunk.
+ */
+export async function serveCallerAgent(acp, version, caller, name, answer) {
+  const sessions = new Map();
+  const info = { name, version: "2.4.0" };
+  const declare = (prefix, mcpServers) => {
+    const sessionId = `${prefix}-${randomUUID()}`;
+    sessions.set(sessionId, new Map((mcpServers ?? []).filter(acp.isMcpServerAcp).map((d) => [d.name, d])));
+    return { sessionId };
+  };
+  const reply = (client, sessionId, prompt) =>
+    answer(client, sessionId, prompt.find((b) => b.type === "text")?.text ?? "", sessions.get(sessionId) ?? new Map());
+  const update = (client, sessionId, upd) => client.notify("session/update", { sessionId, update: upd });
+  const say = (client, sessionId, text, messageId) =>
+    update(client, sessionId, { sessionUpdate: "agent_message_chunk", ...(messageId ? { messageId } : {}), content: { type: "text", text } });
+  const app = acp.agent({ name }).onNotification(acp.methods.agent.mcp.message, caller.handleNotification);
+  if (version === 1) {
+    app.onRequest("initialize", () => ({ protocolVersion: 1, agentCapabilities: { mcpCapabilities: { acp: true } }, agentInfo: info }))
+      .onRequest("session/new", ({ params }) => declare("ts", params.mcpServers))
+      .onRequest("session/prompt", async ({ params, client }) => {
+        await say(client, params.sessionId, await reply(client, params.sessionId, params.prompt));
+        return { stopReason: "end_turn" };
+      });
+  } else {
+    app.onRequest("initialize", () => ({ protocolVersion: 2, info, capabilities: { session: { mcp: { acp: {} } } } }))
+      .onRequest("session/new", ({ params }) => declare("ts2", params.mcpServers))
+      .onRequest("session/prompt", ({ params, client }) => {
+        const { sessionId, prompt } = params;
+        const messageId = `u-${randomUUID()}`;
+        setTimeout(async () => {
+          await update(client, sessionId, { sessionUpdate: "user_message", messageId, content: prompt });
+          await update(client, sessionId, { sessionUpdate: "state_update", state: "running" });
+          await say(client, sessionId, await reply(client, sessionId, prompt), `a-${randomUUID()}`);
+          await update(client, sessionId, { sessionUpdate: "state_update", state: "idle", stopReason: "end_turn" });
+        }, 0);
+        return { messageId };
+      });
+  }
+  const connection = app.connect(acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin)));
+  await connection.closed;
+  process.exit(0);
 }
