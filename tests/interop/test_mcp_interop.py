@@ -272,12 +272,13 @@ async def test_ts_agent_reads_writes_and_runs_through_acplink_workspace_server(v
     outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
     outside.write_text("secret")
     agent = node("mcp_workspace_agent.mjs", "--protocol", str(version), "--server", "hands")
-    async with connect(agent, protocol=version, permission=PermissionPolicy.allow_all()) as client:
+    async with connect(agent, protocol=version, permission=PermissionPolicy.allow_all(),
+                       workspace=False) as client:  # (by hand only: the offer by itself is tested above)
         reg = client.mcp.register("hands", workspace_server(client), per_session=True)
         session = await client.new_session(tmp_path)
         assert reg.server_id_of(session.session_id) is not None
         got = json.loads(await say(session, "read notes.txt"))
-        assert got == {"tools": ["read_text_file", "write_text_file", "run"], "isError": False,
+        assert got == {"tools": ["read_text_file", "write_text_file", "run", "kill"], "isError": False,
                        "text": "remember the milk\n"}
         # the session's roots confine it: a tool error, not the file
         got = json.loads(await say(session, f"read {outside}"))
