@@ -219,6 +219,32 @@ async def test_a_second_cancel_does_not_leak_the_command(server: WorkspaceServer
     assert terminals.terminal_ids == []
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+async def test_kill_stops_a_run_which_answers_with_its_output(root: Path, terminals: TerminalHandler) -> None:
+    server = WorkspaceServer(FileSystemHandler([root]), terminals)  # (the session comes with each call)
+    marker = new_marker()
+    sent: Sent = []
+    run = call("run", {"command": PY, "args": ["-c", SLEEPER, marker]}, session_id="s1", token="p1", sent=sent)
+    task = asyncio.ensure_future(server(run))
+    await until(lambda: bool(sent), "the command started (its first progress report)")
+    terminal_id = sent[0][1]["_meta"]["acplink.dev/terminalId"]  # the client's terminal running it
+    await until(lambda: "started" in terminals.snapshot(terminal_id).output, "the command printed")
+    # another session cannot kill it, nor can an unknown id
+    for session_id, tid in (("s2", terminal_id), ("s1", "term_nope")):
+        result = await server(call("kill", {"terminal_id": tid}, session_id=session_id))
+        assert result["structuredContent"] == {"killed": False} and not task.done()
+    result = await server(call("kill", {"terminal_id": terminal_id}, session_id="s1"))
+    assert result["structuredContent"] == {"killed": True}
+    result = await task  # the run answers: the output so far and the signal, not an error
+    assert ok(result).startswith("started\n[killed by SIG")
+    assert result["structuredContent"]["output"] == "started\n" and result["structuredContent"]["terminalId"] == \
+        terminal_id
+    assert marked(marker) == [] and terminals.terminal_ids == []
+    # once ended, killing it again does nothing
+    result = await server(call("kill", {"terminal_id": terminal_id}, session_id="s1"))
+    assert result["structuredContent"] == {"killed": False}
+
+
 # -- built from a Client: its handlers, its sessions, its policy ---------------------------------
 
 
