@@ -134,16 +134,13 @@ class ConnectionTelemetry:
         ctx = propagate.extract(carrier)
         return ctx if trace.get_current_span(ctx).get_span_context().is_valid else None
 
-    # -- requests we send ----------------------------------------------------------------------
+    # -- requests ------------------------------------------------------------------------------
 
     async def request(self, send: Callable[..., Awaitable[Any]], method: str, params_json: bytes | None,
                       timeout: float | None, on_result: Any, meta: Any) -> Any:
-        sid = _session_in(params_json)
-        span = self._start(method, SpanKind.CLIENT, None, sid)
-        token = otel_context.attach(trace.set_span_in_context(span)) if span is not None else None
-        started = time.perf_counter()
-        turn = self._turn_started(sid, span) if method == self.prompt and sid is not None else None
-        code: int | None = None
+        """A request we send: its CLIENT span around ``send`` (``Outbound._request``)."""
+        call = _Call(self, method, SpanKind.CLIENT, None, _session_in(params_json))
+        span = call.span
         try:
             if span is not None:
                 params_json = self.inject(method, params_json)
@@ -155,59 +152,32 @@ class ConnectionTelemetry:
                     span.set_attribute("rpc.jsonrpc.request_id", str(rid))
 
             result = await send(method, params_json, timeout, on_result, meta, sent)
-            self._answered(method, sid, result if type(result) is dict else None, params_json, outbound=True)
-            if turn is not None:
-                self._turn_ended(sid, turn, _stop_reason(result))
+            call.answered(result if type(result) is dict else None)
             return result
         except BaseException as exc:
-            code = _code_of(exc)
-            if span is not None:
-                _failed(span, exc, code)
-            if turn is not None:
-                self._turn_ended(sid, turn, None)
+            call.failed(exc)
             raise
         finally:
-            self._record(self.inst.client_duration if self.meter is not None else None, method, started, code)
-            if token is not None:
-                otel_context.detach(token)
-            if span is not None:
-                span.end()
-
-    # -- requests we answer --------------------------------------------------------------------
+            call.end(self.inst.client_duration if self.meter is not None else None)
 
     async def serve(self, handle: Callable[[str, Any], Awaitable[bytes]], ev: IncomingRequest) -> bytes:
+        """A request we answer: its SERVER span (the parent: the context its ``_meta`` carries)."""
         method, params = ev.method, ev.params
-        sid = _session_of(params)
-        span = self._start(method, SpanKind.SERVER, self.extract(params), sid)
-        token = otel_context.attach(trace.set_span_in_context(span)) if span is not None else None
-        started = time.perf_counter()
-        turn = self._turn_started(sid, span) if method == self.prompt and sid is not None else None
-        code: int | None = None
+        call = _Call(self, method, SpanKind.SERVER, self.extract(params), _session_of(params))
         try:
-            if span is not None:
-                span.set_attribute("rpc.jsonrpc.request_id", str(ev.id))
+            if call.span is not None:
+                call.span.set_attribute("rpc.jsonrpc.request_id", str(ev.id))
             result = await handle(method, params)
-            if span is not None:
-                span.set_attribute("acp.message.response.size", len(result))
-            if turn is not None or method in self.openers or method == self.close:
-                value = orjson.loads(result) if result[:1] == b"{" else None
-                self._answered(method, sid, value, None, outbound=False)
-                if turn is not None:
-                    self._turn_ended(sid, turn, _stop_reason(value))
+            if call.span is not None:
+                call.span.set_attribute("acp.message.response.size", len(result))
+            if call.turn is not None or method in self.openers or method == self.close:
+                call.answered(orjson.loads(result) if result[:1] == b"{" else None)
             return result
         except BaseException as exc:
-            code = _code_of(exc)
-            if span is not None:
-                _failed(span, exc, code)
-            if turn is not None:
-                self._turn_ended(sid, turn, None)
+            call.failed(exc)
             raise
         finally:
-            self._record(self.inst.server_duration if self.meter is not None else None, method, started, code)
-            if token is not None:
-                otel_context.detach(token)
-            if span is not None:
-                span.end()
+            call.end(self.inst.server_duration if self.meter is not None else None)
 
     # -- notifications -------------------------------------------------------------------------
 
@@ -291,8 +261,7 @@ class ConnectionTelemetry:
             attrs["rpc.jsonrpc.error_code"] = code
         hist.record((time.perf_counter() - started) * 1000.0, attrs)
 
-    def _answered(self, method: str, sid: str | None, result: dict[str, Any] | None, params_json: bytes | None,
-                  *, outbound: bool) -> None:
+    def _answered(self, method: str, sid: str | None, result: dict[str, Any] | None) -> None:
         """A request succeeded: a session opened or closed?"""
         if method in self.openers:
             opened = result.get("sessionId") if result is not None else None
@@ -335,6 +304,40 @@ class ConnectionTelemetry:
         if self.meter is not None:
             self.inst.turn_duration.record(time.perf_counter() - turn.started,
                                            {"acp.stop_reason": stop_reason or "error", **self.attrs})
+
+
+class _Call:
+    """One request's span (current while it runs), its turn when it is a prompt, its timing."""
+
+    __slots__ = ("code", "method", "sid", "span", "started", "tel", "token", "turn")
+
+    def __init__(self, tel: ConnectionTelemetry, method: str, kind: SpanKind, parent: otel_context.Context | None,
+                 sid: str | None) -> None:
+        self.tel, self.method, self.sid = tel, method, sid
+        self.span = span = tel._start(method, kind, parent, sid)
+        self.token = otel_context.attach(trace.set_span_in_context(span)) if span is not None else None
+        self.started = time.perf_counter()
+        self.turn = tel._turn_started(sid, span) if method == tel.prompt and sid is not None else None
+        self.code: int | None = None
+
+    def answered(self, result: dict[str, Any] | None) -> None:
+        self.tel._answered(self.method, self.sid, result)
+        if self.turn is not None:
+            self.tel._turn_ended(self.sid, self.turn, _stop_reason(result))
+
+    def failed(self, exc: BaseException) -> None:
+        self.code = code = _code_of(exc)
+        if self.span is not None:
+            _failed(self.span, exc, code)
+        if self.turn is not None:
+            self.tel._turn_ended(self.sid, self.turn, None)
+
+    def end(self, hist: Any) -> None:
+        self.tel._record(hist, self.method, self.started, self.code)
+        if self.token is not None:
+            otel_context.detach(self.token)
+        if self.span is not None:
+            self.span.end()
 
 
 def _failed(span: Span, exc: BaseException, code: int | None) -> None:
