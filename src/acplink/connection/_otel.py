@@ -184,8 +184,11 @@ class ConnectionTelemetry:
     def notify(self, method: str, params_json: bytes | None) -> bytes | None:
         """An outgoing notification: its PRODUCER span (ended at once), its context injected."""
         sid = _session_in(params_json) if method == self.update else None
+        kind = _update_kind(params_json) if sid is not None else None
         span = self._start(method, SpanKind.PRODUCER, None, sid)
         if span is not None:
+            if kind is not None:
+                span.set_attribute("acp.update.kind", kind)
             token = otel_context.attach(trace.set_span_in_context(span))
             try:
                 params_json = self.inject(method, params_json)
@@ -194,7 +197,7 @@ class ConnectionTelemetry:
             span.set_attribute("acp.message.size", len(params_json or b""))
             span.end()
         if sid is not None:
-            self._turn_event(sid, _update_kind(params_json))
+            self._turn_event(sid, kind)
         if self.meter is not None:
             self.inst.notifications.add(1, {"rpc.method": method, "acp.direction": "sent", **self.attrs})
         return params_json
@@ -208,7 +211,10 @@ class ConnectionTelemetry:
             parent = trace.set_span_in_context(turn.span)
         span = self._start(method, SpanKind.CONSUMER, parent, sid)
         if sid is not None:
-            self._turn_event(sid, _kind_of(params))
+            kind = _kind_of(params)
+            self._turn_event(sid, kind)
+            if span is not None and kind is not None:
+                span.set_attribute("acp.update.kind", kind)
         if self.meter is not None:
             self.inst.notifications.add(1, {"rpc.method": method, "acp.direction": "received", **self.attrs})
         if span is None:
