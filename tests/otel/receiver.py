@@ -29,6 +29,10 @@ def _value(v: AnyValue) -> Any:
     return getattr(v, which) if which is not None else None
 
 
+def _service(resource: Any) -> str:
+    return next((str(_value(a.value)) for a in resource.attributes if a.key == "service.name"), "")
+
+
 @dataclass
 class Span:
     service: str
@@ -101,12 +105,11 @@ class OtlpReceiver:
                 "OTEL_METRIC_EXPORT_INTERVAL": "500"}
 
     def _traces(self, body: bytes) -> None:
-        req = ExportTraceServiceRequest()
-        req.ParseFromString(body)
+        req = ExportTraceServiceRequest.FromString(body)
         with self._lock:
             self.got.requests += 1
             for rs in req.resource_spans:
-                service = next((_value(a.value) for a in rs.resource.attributes if a.key == "service.name"), "")
+                service = _service(rs.resource)
                 for ss in rs.scope_spans:
                     for s in ss.spans:
                         self.got.spans.append(Span(
@@ -117,12 +120,10 @@ class OtlpReceiver:
                             status_code=s.status.code, start_ns=s.start_time_unix_nano, end_ns=s.end_time_unix_nano))
 
     def _metrics(self, body: bytes) -> None:
-        req = ExportMetricsServiceRequest()
-        req.ParseFromString(body)
         with self._lock:
             self.got.requests += 1
-            for rm in req.resource_metrics:
-                service = next((_value(a.value) for a in rm.resource.attributes if a.key == "service.name"), "")
+            for rm in ExportMetricsServiceRequest.FromString(body).resource_metrics:
+                service = _service(rm.resource)
                 for sm in rm.scope_metrics:
                     for m in sm.metrics:
                         which = m.WhichOneof("data")
@@ -142,8 +143,6 @@ class OtlpReceiver:
         """Wait until ``pred(self)`` holds (the exporters send in batches, on their own time)."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            with self._lock:
-                pass
             if pred(self):
                 return True
             time.sleep(0.05)
