@@ -67,6 +67,8 @@ class Instruments:
             "acp.sessions.active", unit="{session}", description="Sessions open on live connections")
         self.bytes_sent = meter.create_counter("acp.bytes.sent", unit="By", description="Bytes written to peers")
         self.bytes_received = meter.create_counter("acp.bytes.received", unit="By", description="Bytes read from peers")
+        self.connections = meter.create_up_down_counter(
+            "acp.connections.active", unit="{connection}", description="Connections open (acplink serve)")
 
 
 _INSTRUMENTS: Instruments | None = None

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from ..protocol import Protocol
     from ._otel import ConnectionTelemetry
 
-__all__ = ["telemetry_for"]
+__all__ = ["configured_providers", "telemetry_for"]
 
 #: set False to leave every new connection uninstrumented, whatever is configured
 enabled = True
@@ -29,7 +29,7 @@ def telemetry_for(side: str, protocol: Protocol) -> ConnectionTelemetry | None:
     modules = sys.modules
     if not enabled or ("opentelemetry.trace" not in modules and "opentelemetry.metrics" not in modules):
         return None
-    tracer_provider, meter_provider = _configured()
+    tracer_provider, meter_provider = configured_providers()
     if tracer_provider is None and meter_provider is None:
         return None
     from ._otel import ConnectionTelemetry, instruments
@@ -37,8 +37,9 @@ def telemetry_for(side: str, protocol: Protocol) -> ConnectionTelemetry | None:
     return ConnectionTelemetry(side, instruments(tracer_provider, meter_provider), protocol)
 
 
-def _configured() -> tuple[object | None, object | None]:
-    """The global tracer and meter providers that an SDK set (None for the API's no-op ones)."""
+def configured_providers() -> tuple[object | None, object | None]:
+    """The global tracer and meter providers that an SDK set (None for the API's no-op ones,
+    and when OpenTelemetry was never imported)."""
     tracer_provider = meter_provider = None
     trace = sys.modules.get("opentelemetry.trace")
     if trace is not None:
