@@ -5,6 +5,8 @@ the metrics, for the test to look at."""
 
 from __future__ import annotations
 
+import signal
+import subprocess
 import threading
 import time
 from dataclasses import dataclass, field
@@ -147,3 +149,14 @@ class OtlpReceiver:
                 return True
             time.sleep(0.05)
         return bool(pred(self))
+
+
+def stop(proc: subprocess.Popen[str]) -> None:
+    """Stop a server the test started (SIGTERM: it stops its agents, which flush their spans)."""
+    proc.send_signal(signal.SIGTERM)
+    try:
+        proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import os
 import re
-import signal
 import subprocess
 import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
+from receiver import stop
 
 pytest.importorskip("opentelemetry.sdk")
 
@@ -71,10 +71,4 @@ def test_serve_metrics_scrape(tmp_path: Path) -> None:
         assert _sample(after, "acp_sessions_active", acp_side="serve") == 0
         assert _sample(after, "acp_connections_active", acp_side="serve") == 0
     finally:
-        serve.send_signal(signal.SIGTERM)
-        try:
-            serve.communicate(timeout=30)
-        finally:
-            if serve.poll() is None:
-                serve.kill()
-                serve.wait()
+        stop(serve)

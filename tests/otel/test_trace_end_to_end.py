@@ -6,14 +6,13 @@ loopback, and the spans it decodes must form one tree."""
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from receiver import OtlpReceiver, Span
+from receiver import OtlpReceiver, Span, stop
 
 pytest.importorskip("opentelemetry.sdk")
 pytest.importorskip("mcp")
@@ -114,10 +113,4 @@ def test_the_trace_goes_through_acplink_serve(rx: OtlpReceiver, tmp_path: Path) 
         # the agent behind the server is `acplink demo-agent --otel` (serve --otel's default)
         _check_one_trace(rx, "acplink demo-agent")
     finally:
-        serve.send_signal(signal.SIGTERM)
-        try:
-            serve.communicate(timeout=30)
-        finally:
-            if serve.poll() is None:
-                serve.kill()
-                serve.wait()
+        stop(serve)

@@ -222,7 +222,7 @@ class ConnectionTelemetry:
         if span is None:
             await handle(method, params, ev.typed)
             return
-        token = otel_context.attach(trace.set_span_in_context(span))
+        token = otel_context.attach(trace.set_span_in_context(span, parent))
         try:
             await handle(method, params, ev.typed)
         except BaseException as exc:
@@ -323,7 +323,8 @@ class _Call:
                  sid: str | None) -> None:
         self.tel, self.method, self.sid = tel, method, sid
         self.span = span = tel._start(method, kind, parent, sid)
-        self.token = otel_context.attach(trace.set_span_in_context(span)) if span is not None else None
+        # (the parent's context: its baggage goes on with the span)
+        self.token = otel_context.attach(trace.set_span_in_context(span, parent)) if span is not None else None
         self.started = time.perf_counter()
         self.turn = tel._turn_started(sid, span) if method == tel.prompt and sid is not None else None
         self.code: int | None = None
