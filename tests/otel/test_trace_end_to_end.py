@@ -93,8 +93,18 @@ def test_one_trace_from_the_turn_to_the_agents_mcp_call(rx: OtlpReceiver, tmp_pa
     # the metrics went the same way
     assert rx.wait_for(lambda r: ("acplink prompt", "rpc.client.duration") in r.got.metrics
                        and ("acplink demo-agent", "rpc.server.duration") in r.got.metrics)
-    methods = {p["attributes"]["rpc.method"] for p in rx.got.metrics[("acplink demo-agent", "rpc.server.duration")]}
-    assert {"initialize", "session/new", "session/prompt"} <= methods
+    got = rx.got.metrics
+    methods = {p["attributes"]["rpc.method"] for p in got[("acplink demo-agent", "rpc.server.duration")]}
+    assert {"initialize", "session/new", "session/prompt", "mcp/message"} - {"mcp/message"} <= methods
+    assert "mcp/message" in {p["attributes"]["rpc.method"] for p in got[("acplink demo-agent", "rpc.client.duration")]}
+    # one turn on each side, ended end_turn; the session was open, and is not once the connection ended
+    for service in ("acplink prompt", "acplink demo-agent"):
+        turns = got[(service, "acp.turn.duration")]
+        assert {p["attributes"]["acp.stop_reason"] for p in turns} == {"end_turn"} and turns[-1]["value"] == 1
+        assert got[(service, "acp.sessions.active")][-1]["value"] == 0
+        assert got[(service, "acp.bytes.sent")][-1]["value"] > 0 and got[(service, "acp.bytes.received")][-1]["value"] > 0
+    # what one side sent, the other received
+    assert got[("acplink prompt", "acp.bytes.sent")][-1]["value"] == got[("acplink demo-agent", "acp.bytes.received")][-1]["value"]
 
 
 def test_the_trace_goes_through_acplink_serve(rx: OtlpReceiver, tmp_path: Path) -> None:

@@ -154,7 +154,7 @@ class ConnectionTelemetry:
                     span.set_attribute("rpc.jsonrpc.request_id", str(rid))
 
             result = await send(method, params_json, timeout, on_result, meta, sent)
-            call.answered(result if type(result) is dict else None)
+            call.answered(result)
             return result
         except BaseException as exc:
             call.failed(exc)
@@ -269,10 +269,10 @@ class ConnectionTelemetry:
             attrs["rpc.jsonrpc.error_code"] = code
         hist.record((time.perf_counter() - started) * 1000.0, attrs)
 
-    def _answered(self, method: str, sid: str | None, result: dict[str, Any] | None) -> None:
+    def _answered(self, method: str, sid: str | None, result: Any) -> None:
         """A request succeeded: a session opened or closed?"""
         if method in self.openers:
-            opened = result.get("sessionId") if result is not None else None
+            opened = _field(result, "sessionId", "session_id")
             opened = opened if isinstance(opened, str) else sid
             if opened is not None and opened not in self.sessions:
                 self.sessions.add(opened)
@@ -329,7 +329,8 @@ class _Call:
         self.turn = tel._turn_started(sid, span) if method == tel.prompt and sid is not None else None
         self.code: int | None = None
 
-    def answered(self, result: dict[str, Any] | None) -> None:
+    def answered(self, result: Any) -> None:
+        """It succeeded: ``result`` is the raw JSON value, or the typed result (a result hook's)."""
         self.tel._answered(self.method, self.sid, result)
         if self.turn is not None:
             self.tel._turn_ended(self.sid, self.turn, _stop_reason(result))
@@ -398,6 +399,12 @@ def _kind_of(params: Any) -> str | None:
     return kind if isinstance(kind, str) else None
 
 
+def _field(result: Any, key: str, attr: str) -> Any:
+    """A field of a result: raw JSON (``key``) or a typed model (``attr``)."""
+    return result.get(key) if type(result) is dict else getattr(result, attr, None)
+
+
 def _stop_reason(result: Any) -> str | None:
-    reason = result.get("stopReason") if type(result) is dict else None
+    reason = _field(result, "stopReason", "stop_reason")
+    reason = getattr(reason, "value", reason)  # (an enum member)
     return reason if isinstance(reason, str) else None
