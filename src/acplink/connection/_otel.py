@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 from opentelemetry import context as otel_context
 from opentelemetry import propagate, trace
+from opentelemetry.metrics import Observation
 from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 
 from .._version import __version__
@@ -45,6 +46,24 @@ _HEAD = 4096  # (where the session id of an outgoing message is looked for)
 SYSTEM = "jsonrpc"
 
 
+class Totals:
+    """A monotonic counter of the messages' flood: a plain sum per attribute set, updated per
+    message (one dictionary update, no SDK call), reported when the metrics are collected."""
+
+    def __init__(self, meter: Any, name: str, unit: str, description: str, keys: tuple[str, ...]) -> None:
+        self.keys = keys
+        self.values: dict[tuple[str, ...], int] = {}
+        meter.create_observable_counter(name, callbacks=[self._observe], unit=unit, description=description)
+
+    def add(self, amount: int, key: tuple[str, ...]) -> None:
+        values = self.values
+        values[key] = values.get(key, 0) + amount
+
+    def _observe(self, options: Any) -> list[Observation]:
+        # (collected in the exporter's thread: a copy of the dict, taken in one step)
+        return [Observation(value, dict(zip(self.keys, key, strict=True))) for key, value in self.values.copy().items()]
+
+
 class Instruments:
     """The tracer and the metric instruments (one set per process and providers)."""
 
@@ -59,14 +78,15 @@ class Instruments:
             "rpc.client.duration", unit="ms", description="Duration of the requests acplink sent, by method")
         self.server_duration = meter.create_histogram(
             "rpc.server.duration", unit="ms", description="Duration of the requests acplink answered, by method")
-        self.notifications = meter.create_counter(
-            "acp.notifications", unit="{notification}", description="Notifications sent and received, by method")
+        # (per message: a sum kept here, one dict update, reported when the metrics are collected)
+        self.notifications = Totals(meter, "acp.notifications", "{notification}",
+                                    "Notifications sent and received, by method", ("rpc.method", "acp.direction", "acp.side"))
         self.turn_duration = meter.create_histogram(
             "acp.turn.duration", unit="s", description="Duration of prompt turns, by stop reason")
         self.sessions = meter.create_up_down_counter(
             "acp.sessions.active", unit="{session}", description="Sessions open on live connections")
-        self.bytes_sent = meter.create_counter("acp.bytes.sent", unit="By", description="Bytes written to peers")
-        self.bytes_received = meter.create_counter("acp.bytes.received", unit="By", description="Bytes read from peers")
+        self.bytes_sent = Totals(meter, "acp.bytes.sent", "By", "Bytes written to peers", ("acp.side",))
+        self.bytes_received = Totals(meter, "acp.bytes.received", "By", "Bytes read from peers", ("acp.side",))
         self.connections = meter.create_up_down_counter(
             "acp.connections.active", unit="{connection}", description="Connections open (acplink serve)")
 
@@ -101,6 +121,7 @@ class ConnectionTelemetry:
         self.tracer = inst.tracer
         self.meter = inst.meter
         self.attrs = {"acp.side": side}
+        self.side_key = (side,)
         #: session id -> its running turn (the prompt's span)
         self.turns: dict[str, _Turn] = {}
         #: the sessions this connection opened (counted in acp.sessions.active)
@@ -201,7 +222,7 @@ class ConnectionTelemetry:
         if sid is not None:
             self._turn_event(sid, kind)
         if self.meter is not None:
-            self.inst.notifications.add(1, {"rpc.method": method, "acp.direction": "sent", **self.attrs})
+            self.inst.notifications.add(1, (method, "sent", self.side))
         return params_json
 
     async def consume(self, handle: Callable[[str, Any, bool], Awaitable[None]], ev: IncomingNotification) -> None:
@@ -218,7 +239,7 @@ class ConnectionTelemetry:
             if span is not None and kind is not None:
                 span.set_attribute("acp.update.kind", kind)
         if self.meter is not None:
-            self.inst.notifications.add(1, {"rpc.method": method, "acp.direction": "received", **self.attrs})
+            self.inst.notifications.add(1, (method, "received", self.side))
         if span is None:
             await handle(method, params, ev.typed)
             return
@@ -238,9 +259,9 @@ class ConnectionTelemetry:
         if self.meter is None:
             return
         if sent:
-            self.inst.bytes_sent.add(sent, self.attrs)
+            self.inst.bytes_sent.add(sent, self.side_key)
         if received:
-            self.inst.bytes_received.add(received, self.attrs)
+            self.inst.bytes_received.add(received, self.side_key)
 
     def closed(self) -> None:
         """The connection is over: its sessions are no longer active; its turns end."""

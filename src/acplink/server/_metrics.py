@@ -19,6 +19,7 @@ from ..protocol import PROTOCOL_VERSION, get_protocol
 __all__ = ["RelayMetrics", "relay_metrics"]
 
 _ATTRS = {"acp.side": "serve"}
+_SIDE = ("serve",)
 
 
 def relay_metrics() -> RelayMetrics | None:
@@ -53,12 +54,12 @@ class RelayMetrics:
             del self.in_flight[key]
 
     def from_client(self, conn_id: str, size: int, method: str | None, key: Any) -> None:
-        self.inst.bytes_received.add(size, _ATTRS)
+        self.inst.bytes_received.add(size, _SIDE)
         if method is not None and key is not None:
             self.in_flight[(conn_id, key)] = (method, time.perf_counter())
 
     def from_agent(self, conn_id: str, size: int) -> None:
-        self.inst.bytes_sent.add(size, _ATTRS)
+        self.inst.bytes_sent.add(size, _SIDE)
 
     def answered(self, conn_id: str, key: Any, msg: dict[str, Any]) -> None:
         """The agent answered the client's request ``key``."""
