@@ -319,6 +319,8 @@ def given_command(args: argparse.Namespace) -> list[str]:
 
 def agent_command(args: argparse.Namespace) -> list[str]:
     """The agent command line: everything after ``--``, or the built-in demo agent."""
+    if getattr(args, "otel", False) and not given_command(args):  # (the demo agent reports too)
+        return [sys.executable, "-m", "acplink", "demo-agent", "--otel"]
     return given_command(args) or [sys.executable, "-m", "acplink.demo"]
 
 

@@ -6,6 +6,8 @@ import argparse
 import os
 from typing import Any
 
+from .otel import add_otel_option
+
 HELP = "serve the built-in demo agent on stdio (no LLM, no API key)"
 EXAMPLES = """examples:
   acplink demo-agent                       # an editor spawns this
@@ -24,6 +26,7 @@ def add_parser(sub: Any) -> None:
                    help="also offer the models the old way (a `models` field in session results, "
                         "session/set_model); by default they are a config option of category `model`")
     p.add_argument("--debug", action="store_true", help="log protocol details to stderr")
+    add_otel_option(p)
     p.set_defaults(run=run)
 
 

@@ -30,6 +30,7 @@ from .common import (
     start_session,
 )
 from .mcp_option import McpStartFailed, mcp_servers
+from .otel import add_otel_option
 
 HELP = "send one prompt to an agent and print its reply"
 EXAMPLES = """examples:
@@ -66,6 +67,7 @@ def add_parser(sub: Any) -> None:
     group.add_argument("--deny", action="store_true", help="deny every permission request (default)")
     add_client_options(p)
     add_protocol_option(p)
+    add_otel_option(p)
     p.set_defaults(run=run)
 
 
