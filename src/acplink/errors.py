@@ -59,6 +59,7 @@ __all__ = [
     "RequestTimeout",
     "ResourceNotFound",
     "SchemaValidationError",
+    "StoreError",
     "TransportError",
     "UsageError",
 ]
@@ -93,6 +94,11 @@ class MissingDependency(UsageError, ImportError):
 
     def __reduce__(self) -> tuple[type[MissingDependency], tuple[str, str, tuple[str, ...]]]:
         return type(self), (self.what, self.extra, self.modules)  # (pickles: the arguments, not the message)
+
+
+class StoreError(AcpError):
+    """A session store cannot be used: its file is corrupt, foreign or from a newer acplink
+    (the message names the file; nothing in it was changed)."""
 
 
 class ProtocolError(AcpError):

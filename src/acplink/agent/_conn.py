@@ -29,7 +29,10 @@ from ..connection.base import Router
 from ..connection.peer import DONE
 from ..errors import CapabilityError, InvalidParams, MethodNotFound, UsageError
 from ..protocol import Protocol
+from ..transports.stream import StreamTransport
+from .history import KEPT
 from .mcp import McpCalls, check_declared
+from .store import HistoryStore
 
 if TYPE_CHECKING:
     from ..protocol.agent_codec import AgentCodec, Route
@@ -59,6 +62,15 @@ class AppConnection(AgentSideConnection):
         #: a state update, where stop reasons are open)
         self.custom_stop_reasons = False
         ref: list[AgentSideConnection] = [self]
+        #: the store that journals what this connection's sessions send (an app with a
+        #: HistoryStore), made durable before the transport writes (``before_write``), or at
+        #: once on a transport without that hook
+        store = app.sessions
+        self.journal: HistoryStore | None = store if isinstance(store, HistoryStore) else None
+        self._journal_at_once = True
+        if self.journal is not None and isinstance(transport, StreamTransport) and transport.before_write is None:
+            transport.before_write = self.journal.flush
+            self._journal_at_once = False
         #: the inner MCP requests this agent has in flight (``ctx.mcp``), by (serverId, requestId)
         self.mcp_calls = McpCalls()
         #: the loopback HTTP bridge to the sessions' ``acp`` servers (``ctx.mcp.http()``): one
@@ -107,6 +119,9 @@ class AppConnection(AgentSideConnection):
         if vocab.has("mcp_message"):  # (the provider's notifications reach the request they are for)
             wire = vocab.wire("mcp_message")
             router.add_notification(wire, self._mcp_notified(router.notifications.get(wire)), replace=True)
+        if self.journal is not None and protocol.agent_codec is None:
+            self.notify_json = self._journal_notify_json  # type: ignore[method-assign]
+            self._notify = self._journal_notify  # type: ignore[method-assign]
         if not protocol.turns.receipt:
             return router
         from ._turns import Lifecycle
@@ -178,7 +193,7 @@ class AppConnection(AgentSideConnection):
         if app.title is not None:
             agent_info["title"] = app.title
         auth = [m.to_wire() if hasattr(m, "to_wire") else m for m in app.auth_methods]
-        body = codec.initialize_result(agent_info, app._capabilities_wire(self.vocabulary), app.handlers, auth)
+        body = codec.initialize_result(agent_info, app._capabilities_wire(self.vocabulary), app.hook_handlers(), auth)
         self.own_capabilities = codec.capabilities_of(body)
         self.protocol_version = self.protocol.version
         self.initialized = True
@@ -239,7 +254,7 @@ class AppConnection(AgentSideConnection):
             return self._setup(codec, res or {}, sid)
         if action in ("close", "delete"):
             sid = params["sessionId"]
-            if action == "delete" and "delete_session" not in app.handlers:
+            if action == "delete" and "delete_session" not in app.hook_handlers():
                 raise MethodNotFound(f"Method not found: {method}", {"method": method})
             if lifecycle is not None:
                 await lifecycle.close(sid)
@@ -287,6 +302,32 @@ class AppConnection(AgentSideConnection):
         return {}
 
     # -- outbound ------------------------------------------------------------------------------
+
+    def journal_update(self, session_id: str, update: dict[str, Any], params_json: bytes | None = None) -> None:
+        """Journal an update about to be sent (in the app's vocabulary), when it is history."""
+        journal = self.journal
+        kind = update.get("sessionUpdate")
+        if journal is None or kind not in KEPT:
+            return
+        if params_json is not None:
+            journal.record_json(session_id, kind, params_json)
+        else:
+            journal.record(session_id, kind, update)
+        if self._journal_at_once:
+            journal.flush()
+
+    async def _journal_notify_json(self, method: str, params_json: bytes) -> None:
+        if self.vocabulary.is_(method, "session_update"):
+            note = orjson.loads(params_json)
+            self.journal_update(note["sessionId"], note["update"], params_json)
+        await AgentSideConnection.notify_json(self, method, params_json)
+
+    async def _journal_notify(self, method: str, params: Any, fields: dict[str, Any]) -> None:
+        if self.vocabulary.is_(method, "session_update"):
+            info = self.vocabulary.info(method, "notification")
+            await self._journal_notify_json(method, self._params_json(info, method, params, fields))
+            return
+        await AgentSideConnection._notify(self, method, params, fields)
 
     async def send_raw_update(self, session_id: str, update: dict[str, Any]) -> None:
         """Send a ``session/update`` already in the version's shape (e.g. display terminals)."""

@@ -1,0 +1,453 @@
+""":class:`SqliteStore`: sessions and their history in one SQLite file (stdlib ``sqlite3``).
+
+Layout (schema version :data:`SCHEMA_VERSION`, in ``PRAGMA user_version``; the file is marked
+as acplink's by ``PRAGMA application_id``): ``sessions`` (one row per session: its metadata,
+and the writer lease), ``events`` (the journal: one row per update sent, per prompt, per turn
+end, numbered per session). A file is checked when opened: not SQLite, or SQLite of another
+application → :class:`~acplink.errors.StoreError` naming the file, nothing written; a schema
+newer than this acplink's → refused with both versions; an older one → migrated in place, one
+transaction per step (:data:`MIGRATIONS`).
+
+Writes. The journal of a flood must cost little: writes go into one open transaction and are
+committed in batches: when the transport is about to write the bytes of what was journaled
+(``before_write``, so what the client receives is always stored first: a SIGKILL loses
+nothing it saw), and at the latest at the next turn of the event loop. WAL journal with
+``synchronous=NORMAL``: a commit survives the process being killed (not a power cut between
+checkpoints). All calls run on the event loop's thread: each is a few microseconds of SQLite
+work, batched, rather than a thread hop per update.
+
+One writer per session: holding a session (``open``, ``store[sid] = ...``) takes a lease
+(``owner``, ``lease_until``) renewed while the session is held; another process that opens it
+meanwhile is refused (:class:`~acplink.errors.InvalidRequest`, saying who holds it and until
+when), unless the lease expired or its holder is a process of this machine that no longer runs
+(after a crash, a restarted agent takes its sessions back at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import sqlite3
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+import orjson
+
+from ..errors import InvalidRequest, StoreError
+from .history import HistoryEntry, fold
+from .store import HistoryStore, SessionRecord
+
+if TYPE_CHECKING:
+    from .context import AgentSession
+
+__all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SqliteStore"]
+
+#: ``PRAGMA application_id`` of an acplink store ("ACPS")
+APPLICATION_ID = 0x41435053
+
+#: the steps from an empty file to each schema version (index i: from version i to i + 1)
+MIGRATIONS: tuple[str, ...] = (
+    # 1: sessions and the journal
+    """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY, cwd TEXT NOT NULL, dirs TEXT NOT NULL DEFAULT '[]', title TEXT,
+        mode TEXT, model TEXT, config TEXT NOT NULL DEFAULT '{}', mcp TEXT NOT NULL DEFAULT '[]',
+        created TEXT NOT NULL, updated TEXT NOT NULL, owner TEXT, lease_until REAL
+    );
+    CREATE TABLE events (
+        session TEXT NOT NULL, seq INTEGER NOT NULL, turn INTEGER NOT NULL, kind TEXT NOT NULL,
+        body BLOB NOT NULL, PRIMARY KEY (session, seq)
+    ) WITHOUT ROWID;
+    """,
+    # 2: archiving; listing newest first by an index
+    """
+    ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX sessions_updated ON sessions (updated DESC, id DESC);
+    """,
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+
+#: how long a writer lease lasts without renewal (seconds)
+LEASE_SECONDS = 30.0
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+
+
+def _wire(x: Any) -> Any:
+    return x.to_wire() if hasattr(x, "to_wire") else x
+
+
+class SqliteStore(HistoryStore):
+    """Sessions and their history in the SQLite file ``path`` (created when missing;
+    ``":memory:"``: for the life of the store). See the module for the layout, the batching
+    and the writer lease."""
+
+    def __init__(self, path: str | os.PathLike[str], *, lease_seconds: float = LEASE_SECONDS) -> None:
+        self.path = os.fspath(path)
+        self.lease_seconds = lease_seconds
+        #: this store's name in leases: host, pid, and a nonce (two stores of one process differ)
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._held: dict[str, AgentSession] = {}
+        #: per held session: the next event number, the current turn
+        self._seq: dict[str, int] = {}
+        self._turn: dict[str, int] = {}
+        self._pending = False
+        self._renewed = 0.0
+        #: the turn running now in this process, per session (not interrupted: not yet ended)
+        self._running: dict[str, int] = {}
+        self._db = self._connect()
+
+    # -- opening -------------------------------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        path = self.path
+        if path != ":memory:" and os.path.exists(path) and not os.path.isfile(path):
+            raise StoreError(f"session store {path}: not a regular file")
+        try:
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"session store {path}: cannot open it ({exc})") from None
+        try:
+            self._check(db)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            self._migrate(db)
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise StoreError(f"session store {path}: not a usable SQLite database ({exc}); nothing was changed") from None
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    def _check(self, db: sqlite3.Connection) -> None:
+        """Refuse a file that is not an acplink store, or one from a newer acplink."""
+        app_id = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if app_id != APPLICATION_ID and (tables or version or app_id):
+            raise StoreError(f"session store {self.path}: a SQLite database of another application "
+                             f"(application id {app_id:#x}, {tables} schema objects), not an acplink "
+                             "session store; nothing was changed")
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"session store {self.path}: schema version {version} was written by a newer "
+                             f"acplink (this one reads versions up to {SCHEMA_VERSION}); nothing was changed")
+
+    def _migrate(self, db: sqlite3.Connection) -> None:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        while version < SCHEMA_VERSION:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                version += 1
+                db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                db.execute(f"PRAGMA user_version={version}")
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    # -- writing: one open transaction, committed in batches -----------------------------------
+
+    def _write(self, sql: str, args: Sequence[Any]) -> sqlite3.Cursor:
+        db = self._db
+        if not self._pending:
+            db.execute("BEGIN")
+            self._pending = True
+            try:
+                asyncio.get_running_loop().call_soon(self.flush)
+            except RuntimeError:  # (no loop: written at once)
+                return self._commit_after(db.execute(sql, args))
+        return db.execute(sql, args)
+
+    def _commit_after(self, cur: sqlite3.Cursor) -> sqlite3.Cursor:
+        self.flush()
+        return cur
+
+    def flush(self) -> None:
+        if not self._pending:
+            return
+        self._pending = False
+        now = time.monotonic()
+        if self._held and now - self._renewed > self.lease_seconds / 3:
+            self._renewed = now
+            until = time.time() + self.lease_seconds
+            self._db.executemany("UPDATE sessions SET lease_until=? WHERE id=? AND owner=?",
+                                 [(until, sid, self.owner) for sid in self._held])
+        self._db.execute("COMMIT")
+
+    #: what a transport calls right before it writes bytes to the peer
+    before_write = flush
+
+    def close(self) -> None:
+        if self._db is None:  # type: ignore[comparison-overlap]
+            return
+        self.flush()
+        if self._held:
+            self._db.executemany("UPDATE sessions SET owner=NULL, lease_until=NULL WHERE id=? AND owner=?",
+                                 [(sid, self.owner) for sid in self._held])
+        self._held.clear()
+        self._db.close()
+        self._db = None  # type: ignore[assignment]
+
+    # -- the mapping: sessions held here --------------------------------------------------------
+
+    def __getitem__(self, session_id: str) -> AgentSession:
+        return self._held[session_id]
+
+    def get(self, session_id: str, default: Any = None) -> Any:
+        return self._held.get(session_id, default)
+
+    def __contains__(self, session_id: object) -> bool:
+        return session_id in self._held
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._held)
+
+    def __len__(self) -> int:
+        return len(self._held)
+
+    def __setitem__(self, session_id: str, session: AgentSession) -> None:
+        """A new session (or one held again): stored, its lease taken."""
+        if session_id not in self._held:
+            self._lease(session_id, create=session)
+        self._held[session_id] = session
+        self._seq.setdefault(session_id, self._next_seq(session_id))
+        self._turn.setdefault(session_id, self._last_turn(session_id))
+        self.save(session)
+
+    def __delitem__(self, session_id: str) -> None:
+        """Release a held session from memory (its record stays)."""
+        del self._held[session_id]
+        self._seq.pop(session_id, None)
+        self._turn.pop(session_id, None)
+        self._write("UPDATE sessions SET owner=NULL, lease_until=NULL WHERE id=? AND owner=?",
+                    (session_id, self.owner))
+
+    def _lease(self, session_id: str, create: AgentSession | None = None) -> bool:
+        """Take the writer lease of ``session_id`` (creating its row from ``create``); False:
+        no such session. Raises InvalidRequest when another live process holds it."""
+        self.flush()
+        db = self._db
+        row = db.execute("SELECT owner, lease_until FROM sessions WHERE id=?", (session_id,)).fetchone()
+        if row is None and create is None:
+            return False
+        if row is not None and row[0] not in (None, self.owner) and not self._takeable(row[0], row[1]):
+            until = datetime.fromtimestamp(row[1], timezone.utc).isoformat(timespec="seconds")
+            raise InvalidRequest(f"session {session_id} is open in another agent process ({row[0]}) "
+                                 f"until its lease expires ({until}); close it there first",
+                                 {"sessionId": session_id, "owner": row[0]})
+        until = time.time() + self.lease_seconds
+        if row is None:
+            assert create is not None
+            now = create.updated_at or _now()
+            db.execute("INSERT INTO sessions (id, cwd, created, updated, owner, lease_until) VALUES (?,?,?,?,?,?)",
+                       (session_id, create.cwd, now, now, self.owner, until))
+        else:
+            db.execute("UPDATE sessions SET owner=?, lease_until=? WHERE id=?", (self.owner, until, session_id))
+        return True
+
+    def _takeable(self, owner: str, lease_until: float | None) -> bool:
+        if lease_until is None or lease_until < time.time():
+            return True
+        host, _, rest = owner.partition(":")
+        pid = rest.partition(":")[0]
+        if host != socket.gethostname() or not pid.isdigit():
+            return False
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            return True  # its holder on this machine is gone (a crash): taken over at once
+        except OSError:
+            return False
+        return False  # (alive: its own lease to keep)
+
+    def _next_seq(self, session_id: str) -> int:
+        row = self._db.execute("SELECT max(seq) FROM events WHERE session=?", (session_id,)).fetchone()
+        return (row[0] or 0) + 1
+
+    def _last_turn(self, session_id: str) -> int:
+        row = self._db.execute("SELECT max(turn) FROM events WHERE session=?", (session_id,)).fetchone()
+        return int(row[0] or 0)
+
+    def open(self, session_id: str) -> AgentSession | None:
+        held = self._held.get(session_id)
+        if held is not None:
+            return held
+        if not self._lease(session_id):
+            return None
+        row = self._db.execute("SELECT cwd, dirs, title, mode, model, config, mcp, updated FROM sessions WHERE id=?",
+                               (session_id,)).fetchone()
+        from .context import AgentSession
+
+        sess = AgentSession(session_id, row[0], orjson.loads(row[6]), orjson.loads(row[1]), mode_id=row[3],
+                            model_id=row[4], config=orjson.loads(row[5]), title=row[2], updated_at=row[7])
+        self._held[session_id] = sess
+        self._seq[session_id] = self._next_seq(session_id)
+        self._turn[session_id] = self._last_turn(session_id)
+        sess.messages = _conversation(self.history(session_id))
+        return sess
+
+    def save(self, session: AgentSession) -> None:
+        session.updated_at = _now()
+        self._write(
+            "UPDATE sessions SET cwd=?, dirs=?, title=?, mode=?, model=?, config=?, mcp=?, updated=? WHERE id=?",
+            (session.cwd, orjson.dumps(list(session.additional_directories)).decode(), session.title,
+             session.mode_id, session.model_id, orjson.dumps(session.config, default=_wire).decode(),
+             orjson.dumps([_wire(m) for m in session.mcp_servers], default=_wire).decode(), session.updated_at,
+             session.session_id))
+
+    # -- the journal ----------------------------------------------------------------------------
+
+    def _event(self, session_id: str, kind: str, body: bytes) -> None:
+        seq = self._seq.get(session_id)
+        if seq is None:  # (not held here: nothing journaled)
+            return
+        self._seq[session_id] = seq + 1
+        self._write("INSERT INTO events (session, seq, turn, kind, body) VALUES (?,?,?,?,?)",
+                    (session_id, seq, self._turn[session_id], kind, body))
+
+    def record(self, session_id: str, kind: str, update: dict[str, Any]) -> None:
+        self._event(session_id, kind, orjson.dumps(update, default=_wire))
+
+    def record_json(self, session_id: str, kind: str, params_json: bytes) -> None:
+        self._event(session_id, kind, params_json)
+
+    def begin_turn(self, session_id: str, prompt: list[dict[str, Any]]) -> int:
+        turn = self._turn.get(session_id, 0) + 1
+        self._turn[session_id] = turn
+        self._running[session_id] = turn
+        self._event(session_id, "prompt", orjson.dumps({"prompt": prompt}))
+        return turn
+
+    def end_turn(self, session_id: str, stop_reason: str) -> None:
+        self._event(session_id, "turn_end", orjson.dumps({"stopReason": stop_reason}))
+        self._running.pop(session_id, None)
+        sess = self._held.get(session_id)
+        if sess is not None:
+            self.save(sess)
+
+    def history(self, session_id: str) -> list[HistoryEntry]:
+        self.flush()
+        rows = self._db.execute("SELECT turn, kind, body FROM events WHERE session=? ORDER BY seq",
+                                (session_id,)).fetchall()
+        loads = orjson.loads
+
+        def events() -> Iterator[tuple[int, str, dict[str, Any]]]:
+            for turn, kind, body in rows:
+                value = loads(body)
+                yield turn, kind, value.get("update", value) if "sessionId" in value else value
+
+        return fold(events(), running=self._running.get(session_id))
+
+    # -- the record -------------------------------------------------------------------------------
+
+    def list_sessions(self, *, cwd: str | None = None, archived: str = "exclude", cursor: str | None = None,
+                      limit: int = 50) -> tuple[list[SessionRecord], str | None]:
+        self.flush()
+        where, args = [], []
+        if cwd is not None:
+            where.append("cwd=?")
+            args.append(cwd)
+        if archived == "exclude":
+            where.append("archived=0")
+        elif archived == "only":
+            where.append("archived=1")
+        if cursor is not None:
+            after = _cursor_position(cursor)
+            where.append("(updated < ? OR (updated = ? AND id < ?))")
+            args += [after[0], after[0], after[1]]
+        sql = ("SELECT id, cwd, title, updated, archived, dirs FROM sessions"
+               + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY updated DESC, id DESC LIMIT ?")
+        rows = self._db.execute(sql, (*args, limit + 1)).fetchall()
+        page = [SessionRecord(r[0], r[1], r[2], r[3], bool(r[4]), tuple(orjson.loads(r[5]))) for r in rows[:limit]]
+        more = len(rows) > limit
+        return page, (_make_cursor(page[-1].updated_at, page[-1].session_id) if more and page else None)
+
+    def delete(self, session_id: str) -> bool:
+        self.flush()
+        if session_id in self._held:
+            del self._held[session_id]
+            self._seq.pop(session_id, None)
+            self._turn.pop(session_id, None)
+        self._write("DELETE FROM events WHERE session=?", (session_id,))
+        cur = self._write("DELETE FROM sessions WHERE id=?", (session_id,))
+        self.flush()
+        return cur.rowcount > 0
+
+    def set_archived(self, session_id: str, archived: bool) -> bool:
+        cur = self._write("UPDATE sessions SET archived=? WHERE id=?", (int(archived), session_id))
+        self.flush()
+        return cur.rowcount > 0
+
+    def fork(self, session_id: str, new_id: str, cwd: str, additional_directories: Sequence[str] = ()) -> bool:
+        self.flush()
+        now = _now()
+        cur = self._write(
+            "INSERT INTO sessions (id, cwd, dirs, title, mode, model, config, mcp, created, updated, archived) "
+            "SELECT ?, ?, ?, title, mode, model, config, mcp, ?, ?, 0 FROM sessions WHERE id=?",
+            (new_id, cwd, orjson.dumps(list(additional_directories)).decode(), now, now, session_id))
+        if cur.rowcount == 0:
+            self.flush()
+            return False
+        self._write("INSERT INTO events (session, seq, turn, kind, body) "
+                    "SELECT ?, seq, turn, kind, body FROM events WHERE session=?", (new_id, session_id))
+        self.flush()
+        return True
+
+    def set_title(self, session_id: str, title: str) -> bool:
+        held = self._held.get(session_id)
+        if held is not None:
+            held.title = title
+            self.save(held)
+            return True
+        cur = self._write("UPDATE sessions SET title=?, updated=? WHERE id=?", (title, _now(), session_id))
+        return cur.rowcount > 0
+
+    def exists(self, session_id: str) -> bool:
+        self.flush()
+        return self._db.execute("SELECT 1 FROM sessions WHERE id=?", (session_id,)).fetchone() is not None
+
+
+def _make_cursor(updated: str, session_id: str) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(orjson.dumps([updated, session_id])).decode().rstrip("=")
+
+
+def _cursor_position(cursor: str) -> tuple[str, str]:
+    import base64
+
+    try:
+        value = orjson.loads(base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)))
+        if isinstance(value, list) and len(value) == 2 and all(isinstance(v, str) for v in value):
+            return value[0], value[1]
+    except (ValueError, orjson.JSONDecodeError):
+        pass
+    from ..errors import InvalidParams
+
+    raise InvalidParams(f"Invalid params: unknown cursor {cursor!r} (use the nextCursor of a session/list answer)",
+                        {"cursor": cursor})
+
+
+def _conversation(history: list[HistoryEntry]) -> list[dict[str, Any]]:
+    """The conversation as ACP v2 replays it (``AgentSession.messages``) from a history."""
+    out: list[dict[str, Any]] = []
+    for n, e in enumerate(history):
+        if e.kind == "user_message":
+            out.append({"role": "user", "messageId": f"msg_h{n}", "content": e.content})
+        elif e.kind == "agent_message":
+            out.append({"role": "agent", "messageId": f"msg_h{n}", "content": e.content})
+    return out
