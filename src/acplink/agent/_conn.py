@@ -68,6 +68,9 @@ class AppConnection(AgentSideConnection):
         store = app.sessions
         self.journal: HistoryStore | None = store if isinstance(store, HistoryStore) else None
         self._journal_at_once = True
+        #: the sessions this connection opened: released from the history store when it closes
+        #: (their records stay; another connection loads them again)
+        self.opened: set[str] = set()
         if self.journal is not None and isinstance(transport, StreamTransport) and transport.before_write is None:
             transport.before_write = self.journal.flush
             self._journal_at_once = False
@@ -110,6 +113,12 @@ class AppConnection(AgentSideConnection):
         if self.lifecycle is not None:
             await self.lifecycle.aclose()
         await super().aclose()
+        journal = self.journal
+        if journal is not None:
+            for sid in self.opened:
+                journal.pop(sid, None)
+            self.opened.clear()
+            journal.flush()
 
     # -- the version's path, chosen when the version is ------------------------------------------
 

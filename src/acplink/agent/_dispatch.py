@@ -137,6 +137,7 @@ class Dispatcher:
         check_declared(ref[0], p.mcp_servers)
         sess = app.create_session(p.cwd, mcp_servers=p.mcp_servers,
                                   additional_directories=p.additional_directories or [])
+        _opened(ref[0], sess.session_id)
         res = await self._hook("new_session", Context(app, ref[0], p, sess))
         if res is not None:
             return res
@@ -150,7 +151,8 @@ class Dispatcher:
         ctx = PromptContext(app, c, p, sess, c.turns.get(p.session_id))
         store = app.sessions if isinstance(app.sessions, HistoryStore) else None
         if store is not None:  # the turn is journaled: the prompt, then what it sends, then its end
-            store.begin_turn(p.session_id, [b.to_wire() if hasattr(b, "to_wire") else b for b in p.prompt])
+            store.begin_turn(p.session_id, [cast("dict[str, Any]", b.to_wire() if hasattr(b, "to_wire") else b)
+                                            for b in p.prompt])
         reason = "error"
         try:
             res = await h(ctx)
@@ -223,6 +225,13 @@ class Dispatcher:
             sess.config[app.model_option_id] = p.model_id
         _save(app, sess)
         return s.SetSessionModelResponse()
+
+
+def _opened(conn: AgentSideConnection, session_id: str) -> None:
+    """A session this connection opened (released from a history store when it closes)."""
+    opened = getattr(conn, "opened", None)
+    if opened is not None:
+        opened.add(session_id)
 
 
 def _save(app: AgentBase, sess: AgentSession) -> None:

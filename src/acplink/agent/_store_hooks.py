@@ -62,7 +62,14 @@ def _reopen(ctx: Context[Any]) -> AgentSession:
     sess.cwd = p.cwd
     sess.additional_directories = list(p.additional_directories or [])
     sess.mcp_servers = list(p.mcp_servers or [])
+    _opened(ctx, sess.session_id)
     return sess
+
+
+def _opened(ctx: Context[Any], session_id: str) -> None:
+    opened = getattr(ctx.connection, "opened", None)
+    if opened is not None:
+        opened.add(session_id)
 
 
 async def _load(ctx: Context[s.LoadSessionRequest]) -> s.LoadSessionResponse:
@@ -103,6 +110,7 @@ async def _fork(ctx: Context[s.ForkSessionRequest]) -> s.ForkSessionResponse:
     sess = store.open(new_id)
     assert sess is not None
     sess.mcp_servers = list(p.mcp_servers or [])
+    _opened(ctx, new_id)
     return s.ForkSessionResponse(session_id=new_id, **ctx.app.session_setup(sess))
 
 

@@ -32,7 +32,7 @@ import sqlite3
 import time
 import uuid
 from collections.abc import Iterator, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -76,7 +76,7 @@ LEASE_SECONDS = 30.0
 
 
 def _now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="microseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
 
 def _wire(x: Any) -> Any:
@@ -97,63 +97,12 @@ class SqliteStore(HistoryStore):
         #: per held session: the next event number, the current turn
         self._seq: dict[str, int] = {}
         self._turn: dict[str, int] = {}
-        self._pending = False
         self._renewed = 0.0
         #: the turn running now in this process, per session (not interrupted: not yet ended)
         self._running: dict[str, int] = {}
-        self._db = self._connect()
-
-    # -- opening -------------------------------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        path = self.path
-        if path != ":memory:" and os.path.exists(path) and not os.path.isfile(path):
-            raise StoreError(f"session store {path}: not a regular file")
-        try:
-            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-        except sqlite3.Error as exc:
-            raise StoreError(f"session store {path}: cannot open it ({exc})") from None
-        try:
-            self._check(db)
-            db.execute("PRAGMA journal_mode=WAL")
-            db.execute("PRAGMA synchronous=NORMAL")
-            self._migrate(db)
-        except sqlite3.DatabaseError as exc:
-            db.close()
-            raise StoreError(f"session store {path}: not a usable SQLite database ({exc}); nothing was changed") from None
-        except BaseException:
-            db.close()
-            raise
-        return db
-
-    def _check(self, db: sqlite3.Connection) -> None:
-        """Refuse a file that is not an acplink store, or one from a newer acplink."""
-        app_id = db.execute("PRAGMA application_id").fetchone()[0]
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
-        if app_id != APPLICATION_ID and (tables or version or app_id):
-            raise StoreError(f"session store {self.path}: a SQLite database of another application "
-                             f"(application id {app_id:#x}, {tables} schema objects), not an acplink "
-                             "session store; nothing was changed")
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"session store {self.path}: schema version {version} was written by a newer "
-                             f"acplink (this one reads versions up to {SCHEMA_VERSION}); nothing was changed")
-
-    def _migrate(self, db: sqlite3.Connection) -> None:
-        version = db.execute("PRAGMA user_version").fetchone()[0]
-        while version < SCHEMA_VERSION:
-            db.execute("BEGIN IMMEDIATE")
-            try:
-                for statement in MIGRATIONS[version].split(";"):
-                    if statement.strip():
-                        db.execute(statement)
-                version += 1
-                db.execute(f"PRAGMA application_id={APPLICATION_ID}")
-                db.execute(f"PRAGMA user_version={version}")
-                db.execute("COMMIT")
-            except BaseException:
-                db.execute("ROLLBACK")
-                raise
+        self._closed = False
+        self._file = _Database.open(self.path)
+        self._db = self._file.db
 
     @property
     def schema_version(self) -> int:
@@ -162,45 +111,28 @@ class SqliteStore(HistoryStore):
     # -- writing: one open transaction, committed in batches -----------------------------------
 
     def _write(self, sql: str, args: Sequence[Any]) -> sqlite3.Cursor:
-        db = self._db
-        if not self._pending:
-            db.execute("BEGIN")
-            self._pending = True
-            try:
-                asyncio.get_running_loop().call_soon(self.flush)
-            except RuntimeError:  # (no loop: written at once)
-                return self._commit_after(db.execute(sql, args))
-        return db.execute(sql, args)
-
-    def _commit_after(self, cur: sqlite3.Cursor) -> sqlite3.Cursor:
-        self.flush()
-        return cur
+        return self._file.write(sql, args)
 
     def flush(self) -> None:
-        if not self._pending:
-            return
-        self._pending = False
         now = time.monotonic()
         if self._held and now - self._renewed > self.lease_seconds / 3:
             self._renewed = now
             until = time.time() + self.lease_seconds
+            self._file.begin()
             self._db.executemany("UPDATE sessions SET lease_until=? WHERE id=? AND owner=?",
                                  [(until, sid, self.owner) for sid in self._held])
-        self._db.execute("COMMIT")
-
-    #: what a transport calls right before it writes bytes to the peer
-    before_write = flush
+        self._file.commit()
 
     def close(self) -> None:
-        if self._db is None:  # type: ignore[comparison-overlap]
+        if self._closed:
             return
+        self._closed = True
         self.flush()
         if self._held:
             self._db.executemany("UPDATE sessions SET owner=NULL, lease_until=NULL WHERE id=? AND owner=?",
                                  [(sid, self.owner) for sid in self._held])
         self._held.clear()
-        self._db.close()
-        self._db = None  # type: ignore[assignment]
+        self._file.release()
 
     # -- the mapping: sessions held here --------------------------------------------------------
 
@@ -230,11 +162,17 @@ class SqliteStore(HistoryStore):
 
     def __delitem__(self, session_id: str) -> None:
         """Release a held session from memory (its record stays)."""
-        del self._held[session_id]
-        self._seq.pop(session_id, None)
-        self._turn.pop(session_id, None)
+        if session_id not in self._held:
+            raise KeyError(session_id)
+        self._release(session_id)
         self._write("UPDATE sessions SET owner=NULL, lease_until=NULL WHERE id=? AND owner=?",
                     (session_id, self.owner))
+
+    def _release(self, session_id: str) -> None:
+        self._held.pop(session_id, None)
+        self._seq.pop(session_id, None)
+        self._turn.pop(session_id, None)
+        self._running.pop(session_id, None)
 
     def _lease(self, session_id: str, create: AgentSession | None = None) -> bool:
         """Take the writer lease of ``session_id`` (creating its row from ``create``); False:
@@ -245,18 +183,18 @@ class SqliteStore(HistoryStore):
         if row is None and create is None:
             return False
         if row is not None and row[0] not in (None, self.owner) and not self._takeable(row[0], row[1]):
-            until = datetime.fromtimestamp(row[1], timezone.utc).isoformat(timespec="seconds")
+            until = datetime.fromtimestamp(row[1], UTC).isoformat(timespec="seconds")
             raise InvalidRequest(f"session {session_id} is open in another agent process ({row[0]}) "
                                  f"until its lease expires ({until}); close it there first",
                                  {"sessionId": session_id, "owner": row[0]})
-        until = time.time() + self.lease_seconds
+        lease = time.time() + self.lease_seconds
         if row is None:
             assert create is not None
             now = create.updated_at or _now()
             db.execute("INSERT INTO sessions (id, cwd, created, updated, owner, lease_until) VALUES (?,?,?,?,?,?)",
-                       (session_id, create.cwd, now, now, self.owner, until))
+                       (session_id, create.cwd, now, now, self.owner, lease))
         else:
-            db.execute("UPDATE sessions SET owner=?, lease_until=? WHERE id=?", (self.owner, until, session_id))
+            db.execute("UPDATE sessions SET owner=?, lease_until=? WHERE id=?", (self.owner, lease, session_id))
         return True
 
     def _takeable(self, owner: str, lease_until: float | None) -> bool:
@@ -326,6 +264,13 @@ class SqliteStore(HistoryStore):
         self._event(session_id, kind, params_json)
 
     def begin_turn(self, session_id: str, prompt: list[dict[str, Any]]) -> int:
+        if session_id in self._held:  # (the lease renewed; lost to another process: refused)
+            lease = time.time() + self.lease_seconds
+            cur = self._write("UPDATE sessions SET lease_until=? WHERE id=? AND owner=?", (lease, session_id, self.owner))
+            if cur.rowcount == 0:
+                self._release(session_id)
+                raise InvalidRequest(f"session {session_id} was taken over by another agent process (its lease "
+                                     "expired); load it again", {"sessionId": session_id})
         turn = self._turn.get(session_id, 0) + 1
         self._turn[session_id] = turn
         self._running[session_id] = turn
@@ -378,10 +323,7 @@ class SqliteStore(HistoryStore):
 
     def delete(self, session_id: str) -> bool:
         self.flush()
-        if session_id in self._held:
-            del self._held[session_id]
-            self._seq.pop(session_id, None)
-            self._turn.pop(session_id, None)
+        self._release(session_id)
         self._write("DELETE FROM events WHERE session=?", (session_id,))
         cur = self._write("DELETE FROM sessions WHERE id=?", (session_id,))
         self.flush()
@@ -419,6 +361,119 @@ class SqliteStore(HistoryStore):
     def exists(self, session_id: str) -> bool:
         self.flush()
         return self._db.execute("SELECT 1 FROM sessions WHERE id=?", (session_id,)).fetchone() is not None
+
+
+#: the files open in this process (path → its shared connection)
+_OPEN: dict[str, _Database] = {}
+
+
+class _Database:
+    """One SQLite file open in this process, shared by the stores that use it (one
+    connection, one open transaction: two stores of a process never wait on each other's
+    lock), closed with the last of them."""
+
+    def __init__(self, key: str, db: sqlite3.Connection) -> None:
+        self.key = key
+        self.db = db
+        self.users = 0
+        self.pending = False
+        #: the pending transaction's commit is scheduled on the event loop (else: at once)
+        self.scheduled = False
+
+    @classmethod
+    def open(cls, path: str) -> _Database:
+        key = path if path == ":memory:" else os.path.realpath(path)
+        found = _OPEN.get(key) if key != ":memory:" else None
+        if found is None:
+            found = cls(key, cls._connect(path))
+            if key != ":memory:":
+                _OPEN[key] = found
+        found.users += 1
+        return found
+
+    def release(self) -> None:
+        self.commit()
+        self.users -= 1
+        if self.users <= 0:
+            if _OPEN.get(self.key) is self:
+                del _OPEN[self.key]
+            self.db.close()
+
+    def begin(self) -> None:
+        """Open the batch's transaction (committed at the next turn of the loop at the latest)."""
+        if self.pending:
+            return
+        self.db.execute("BEGIN")
+        self.pending = True
+        try:
+            asyncio.get_running_loop().call_soon(self.commit)
+            self.scheduled = True
+        except RuntimeError:  # (no loop: each write is committed at once)
+            self.scheduled = False
+
+    def write(self, sql: str, args: Sequence[Any]) -> sqlite3.Cursor:
+        self.begin()
+        cur = self.db.execute(sql, args)
+        if not self.scheduled:
+            self.commit()
+        return cur
+
+    def commit(self) -> None:
+        if self.pending:
+            self.pending = False
+            self.db.execute("COMMIT")
+
+    @staticmethod
+    def _connect(path: str) -> sqlite3.Connection:
+        if path != ":memory:" and os.path.exists(path) and not os.path.isfile(path):
+            raise StoreError(f"session store {path}: not a regular file")
+        try:
+            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        except sqlite3.Error as exc:
+            raise StoreError(f"session store {path}: cannot open it ({exc})") from None
+        try:
+            _Database._check(db, path)
+            db.execute("PRAGMA journal_mode=WAL")
+            db.execute("PRAGMA synchronous=NORMAL")
+            _Database._migrate(db)
+        except sqlite3.DatabaseError as exc:
+            db.close()
+            raise StoreError(f"session store {path}: not a usable SQLite database ({exc}); nothing was changed") from None
+        except BaseException:
+            db.close()
+            raise
+        return db
+
+    @staticmethod
+    def _check(db: sqlite3.Connection, path: str) -> None:
+        """Refuse a file that is not an acplink store, or one from a newer acplink."""
+        app_id = db.execute("PRAGMA application_id").fetchone()[0]
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        tables = db.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]
+        if app_id != APPLICATION_ID and (tables or version or app_id):
+            raise StoreError(f"session store {path}: a SQLite database of another application "
+                             f"(application id {app_id:#x}, {tables} schema objects), not an acplink "
+                             "session store; nothing was changed")
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"session store {path}: schema version {version} was written by a newer "
+                             f"acplink (this one reads versions up to {SCHEMA_VERSION}); nothing was changed")
+
+    @staticmethod
+    def _migrate(db: sqlite3.Connection) -> None:
+        version = db.execute("PRAGMA user_version").fetchone()[0]
+        while version < SCHEMA_VERSION:
+            db.execute("BEGIN IMMEDIATE")
+            try:
+                for statement in MIGRATIONS[version].split(";"):
+                    if statement.strip():
+                        db.execute(statement)
+                version += 1
+                db.execute(f"PRAGMA application_id={APPLICATION_ID}")
+                db.execute(f"PRAGMA user_version={version}")
+                db.execute("COMMIT")
+            except BaseException:
+                db.execute("ROLLBACK")
+                raise
 
 
 def _make_cursor(updated: str, session_id: str) -> str:
