@@ -19,6 +19,7 @@ The tree (every public error; ``acplink.X`` for each name; the wire code where t
     │   ├── PeerOutputNotJson
     │   └── MessageTooLarge         a message over the size limit (either direction)
     ├── RequestTimeout              (also a TimeoutError) no answer in time; the request was cancelled
+    ├── StoreError                  a session store's file is corrupt, foreign or from a newer acplink
     ├── McpError                    an inner MCP error in MCP-over-ACP (``code``, ``message``, ``data``)
     └── RequestError                an error answer: ``code``, ``message``, ``data``
         ├── ParseError              -32700
