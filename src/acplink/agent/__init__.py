@@ -4,15 +4,15 @@ from typing import TYPE_CHECKING, Any
 
 from .app import HOOKS, Agent, AgentApp, AgentBase
 from .context import AgentSession, Context, PermissionAnswer, PromptContext, TerminalHandle, ToolCallHandle
+from .history import HistoryEntry
 from .mcp import McpCaller
 from .serve import run_agent, serve
-from .history import HistoryEntry
 from .store import HistoryStore, MemoryStore, SessionRecord, SessionStore
 
 if TYPE_CHECKING:
     from ._conn import DualAgentConnection
-    from .store_sqlite import SqliteStore
     from .mcp_http import HttpEndpoint, McpHttpBridge
+    from .store_sqlite import SqliteStore
 
 __all__ = [
     "HOOKS",
