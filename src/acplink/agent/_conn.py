@@ -71,6 +71,8 @@ class AppConnection(AgentSideConnection):
         #: the sessions this connection opened: released from the history store when it closes
         #: (their records stay; another connection loads them again)
         self.opened: set[str] = set()
+        if self.journal is not None:
+            self.journal.attach()
         if self.journal is not None and isinstance(transport, StreamTransport) and transport.before_write is None:
             transport.before_write = self.journal.flush
             self._journal_at_once = False
@@ -115,10 +117,12 @@ class AppConnection(AgentSideConnection):
         await super().aclose()
         journal = self.journal
         if journal is not None:
+            self.journal = None  # (once: aclose may be called again)
             for sid in self.opened:
                 journal.pop(sid, None)
             self.opened.clear()
             journal.flush()
+            journal.detach()
 
     # -- the version's path, chosen when the version is ------------------------------------------
 

@@ -122,15 +122,33 @@ async def _close(ctx: Context[s.CloseSessionRequest]) -> s.CloseSessionResponse:
 
 
 async def _delete(ctx: Context[s.DeleteSessionRequest]) -> s.DeleteSessionResponse:
-    if not _store(ctx).delete(ctx.params.session_id):
-        raise _not_found(ctx.params.session_id)
+    """Deleting: its running turn ended, its record and history gone (deleting a session that
+    is not there, e.g. again, succeeds: the outcome is the same)."""
+    await _end(ctx, ctx.params.session_id)
+    _store(ctx).delete(ctx.params.session_id)
     return s.DeleteSessionResponse()
 
 
 async def _archive(ctx: Context[s.ArchiveSessionRequest]) -> s.ArchiveSessionResponse:
-    if not _store(ctx).set_archived(ctx.params.session_id, True):
-        raise _not_found(ctx.params.session_id)
+    """Archiving an open session closes it first (its running turn cancelled), as the spec says."""
+    sid = ctx.params.session_id
+    if not _store(ctx).exists(sid):
+        raise _not_found(sid)
+    await _end(ctx, sid)
+    ctx.app.sessions.pop(sid, None)
+    _store(ctx).set_archived(sid, True)
     return s.ArchiveSessionResponse()
+
+
+async def _end(ctx: Context[Any], session_id: str) -> None:
+    """End the session's running turn on this connection (answered ``cancelled``)."""
+    lifecycle = getattr(ctx.connection, "lifecycle", None)
+    if lifecycle is not None:
+        await lifecycle.close(session_id)
+        return
+    from ._dispatch import _end_turn
+
+    await _end_turn(ctx.connection, session_id)
 
 
 async def _unarchive(ctx: Context[s.UnarchiveSessionRequest]) -> s.UnarchiveSessionResponse:

@@ -220,6 +220,18 @@ class AgentBase(AgentOn):
 
         return {**store_hooks(self), **self.handlers}
 
+    def store_hook(self, hook: str) -> Callable[..., Awaitable[Any]]:
+        """acplink's own handler of a session hook for this app's history store (to call from
+        the app's handler of that hook, adding to it: e.g. announcing commands after a load)."""
+        from ._store_hooks import store_hooks
+
+        found = store_hooks(self).get(hook)
+        if found is None:
+            raise UsageError(f"no built-in {hook!r} handler: the app's store keeps no sessions "
+                             "(AgentApp(store=SqliteStore(path)))" if not store_hooks(self) else
+                             f"no built-in {hook!r} handler (built-in: {', '.join(sorted(store_hooks(self)))})")
+        return found
+
     # -- capabilities ---------------------------------------------------------------------------
 
     def _capabilities_wire(self, protocol: Protocol = _VOCABULARY) -> dict[str, Any]:

@@ -114,6 +114,12 @@ class HistoryStore(MutableMapping[str, "AgentSession"]):
     def exists(self, session_id: str) -> bool:
         """Whether the store has the session (held here or not)."""
 
+    def attach(self) -> None:  # noqa: B027  (optional: a store that keeps resources per user)
+        """A connection serves this store's sessions (until :meth:`detach`)."""
+
+    def detach(self) -> None:  # noqa: B027
+        """A connection that served this store's sessions closed."""
+
     @abstractmethod
     def flush(self) -> None:
         """Make every journal write so far durable."""

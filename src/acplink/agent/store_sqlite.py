@@ -101,12 +101,40 @@ class SqliteStore(HistoryStore):
         #: the turn running now in this process, per session (not interrupted: not yet ended)
         self._running: dict[str, int] = {}
         self._closed = False
-        self._file = _Database.open(self.path)
-        self._db = self._file.db
+        #: the connections serving this store's sessions (``attach``): the file stays open
+        #: while there is one (or a session is held), and is closed after the last
+        self._users = 0
+        self._open_file: _Database | None = _Database.open(self.path)  # (checked now: a bad file fails here)
+
+    @property
+    def _file(self) -> _Database:
+        found = self._open_file
+        if found is None:
+            if self._closed:
+                raise StoreError(f"session store {self.path} is closed")
+            found = self._open_file = _Database.open(self.path)
+        return found
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        return self._file.db
 
     @property
     def schema_version(self) -> int:
         return int(self._db.execute("PRAGMA user_version").fetchone()[0])
+
+    def attach(self) -> None:
+        """A connection serves this store's sessions (the file is kept open)."""
+        self._users += 1
+
+    def detach(self) -> None:
+        """A connection that served this store closed: after the last one, with no session
+        held, the file is closed (opened again on next use)."""
+        self._users -= 1
+        if self._users <= 0 and not self._held and self._open_file is not None:
+            self.flush()
+            self._open_file.release()
+            self._open_file = None
 
     # -- writing: one open transaction, committed in batches -----------------------------------
 
@@ -114,6 +142,8 @@ class SqliteStore(HistoryStore):
         return self._file.write(sql, args)
 
     def flush(self) -> None:
+        if self._open_file is None:
+            return
         now = time.monotonic()
         if self._held and now - self._renewed > self.lease_seconds / 3:
             self._renewed = now
@@ -126,13 +156,15 @@ class SqliteStore(HistoryStore):
     def close(self) -> None:
         if self._closed:
             return
-        self._closed = True
-        self.flush()
-        if self._held:
-            self._db.executemany("UPDATE sessions SET owner=NULL, lease_until=NULL WHERE id=? AND owner=?",
-                                 [(sid, self.owner) for sid in self._held])
+        if self._open_file is not None:
+            self.flush()
+            if self._held:
+                self._db.executemany("UPDATE sessions SET owner=NULL, lease_until=NULL WHERE id=? AND owner=?",
+                                     [(sid, self.owner) for sid in self._held])
+            self._open_file.release()
+            self._open_file = None
         self._held.clear()
-        self._file.release()
+        self._closed = True
 
     # -- the mapping: sessions held here --------------------------------------------------------
 
