@@ -7,6 +7,7 @@ Prompt behaviours (first word of the prompt text):
     history          replies with what ``ctx.history`` holds: ``kind/turn[/interrupted]`` items
     stream N         streams chunks ``0,1,...,N-1,`` with a tool call every 100 chunks (its
                      final state at its end), then waits forever (for a SIGKILL)
+    wait             waits until the turn is cancelled
     burst N          streams chunks ``0,1,...,N-1,`` as fast as it can, and ends the turn
     title TEXT       sets the session title (``session_info_update``)
     anything else    "turn K: TEXT" (K: the turn's number from ctx.history), and a tool call
@@ -44,6 +45,9 @@ def build(path: str) -> AgentApp:
                 if i % 20 == 0:
                     await asyncio.sleep(0.001)  # (paced: the client reads while it streams)
             await asyncio.Event().wait()
+        elif word == "wait":
+            await ctx.send_text("waiting")
+            await ctx.wait_cancelled()
         elif word == "burst":
             for i in range(int(rest)):
                 await ctx.send_text(f"{i},")
