@@ -5,8 +5,10 @@ no session code, over real pipes to ``tests/agent/store_agent.py`` restarted bet
 from __future__ import annotations
 
 import asyncio
+import os
 import sqlite3
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -101,30 +103,39 @@ def test_a_directory_is_refused(tmp_path: Path) -> None:
         SqliteStore(tmp_path)
 
 
-def test_one_writer_per_session_between_processes_of_a_host(tmp_path: Path) -> None:
-    """A session held by a live store elsewhere (another owner) is refused with who holds
-    it; an expired lease, or a holder of this host that no longer runs, is taken over."""
+def _set_owner(path: Path, sid: str, owner: str, lease_until: float) -> None:
+    db = sqlite3.connect(path)
+    db.execute("UPDATE sessions SET owner=?, lease_until=? WHERE id=?", (owner, lease_until, sid))
+    db.commit()
+    db.close()
+
+
+def test_the_writer_lease(tmp_path: Path) -> None:
+    """A session whose lease another live process holds is refused, saying who holds it; an
+    expired lease, or one whose holder is a process of this host that no longer runs, is taken
+    over; a holder whose lease was taken over is refused its next turn. (Two real processes:
+    test_a_session_open_in_another_agent_process_is_refused.)"""
     path = tmp_path / "s.db"
-    first = SqliteStore(path)
-    first["sess_a"] = AgentSession("sess_a", "/w")
-    second = SqliteStore(path)
+    store = SqliteStore(path)
     try:
+        store["sess_a"] = AgentSession("sess_a", "/w")
+        del store["sess_a"]  # (released: its lease is free)
+        host = store.owner.split(":")[0]
+        _set_owner(path, "sess_a", f"{host}:{os.getppid()}:live", time.time() + 60)  # (a live process)
         with pytest.raises(InvalidRequest, match="open in another agent process") as err:
-            second.open("sess_a")
-        assert first.owner in str(err.value)
-        # a crashed holder of this machine: its pid no longer exists
-        host = first.owner.split(":")[0]
-        db = sqlite3.connect(path)
-        db.execute("UPDATE sessions SET owner=? WHERE id='sess_a'", (f"{host}:999999999:dead",))
-        db.commit()
-        db.close()
-        assert second.open("sess_a") is not None
-        # the first one's next turn finds its lease gone
+            store.open("sess_a")
+        assert f"{host}:{os.getppid()}:live" in str(err.value)
+        _set_owner(path, "sess_a", f"{host}:{os.getppid()}:live", time.time() - 1)  # (expired)
+        assert store.open("sess_a") is not None
+        del store["sess_a"]
+        _set_owner(path, "sess_a", f"{host}:999999999:dead", time.time() + 60)  # (a crashed holder)
+        assert store.open("sess_a") is not None
+        _set_owner(path, "sess_a", "elsewhere:1:other", time.time() + 60)  # (taken over meanwhile)
         with pytest.raises(InvalidRequest, match="taken over"):
-            first.begin_turn("sess_a", [])
+            store.begin_turn("sess_a", [])
+        assert "sess_a" not in store
     finally:
-        first.close()
-        second.close()
+        store.close()
 
 
 # -- over pipes: the session methods without app code -----------------------------------------------

@@ -119,7 +119,7 @@ class AppConnection(AgentSideConnection):
         if journal is not None:
             self.journal = None  # (once: aclose may be called again)
             for sid in self.opened:
-                journal.pop(sid, None)
+                journal.release(sid)
             self.opened.clear()
             journal.flush()
             journal.detach()
@@ -315,6 +315,13 @@ class AppConnection(AgentSideConnection):
         return {}
 
     # -- outbound ------------------------------------------------------------------------------
+
+    def opened_session(self, session_id: str) -> None:
+        """This connection opened (created, loaded, resumed, forked) ``session_id``: it holds
+        it in the store until it closes."""
+        if self.journal is not None and session_id not in self.opened:
+            self.opened.add(session_id)
+            self.journal.retain(session_id)
 
     def journal_update(self, session_id: str, update: dict[str, Any], params_json: bytes | None = None) -> None:
         """Journal an update about to be sent (in the app's vocabulary), when it is history."""

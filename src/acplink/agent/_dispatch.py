@@ -229,9 +229,9 @@ class Dispatcher:
 
 def _opened(conn: AgentSideConnection, session_id: str) -> None:
     """A session this connection opened (released from a history store when it closes)."""
-    opened = getattr(conn, "opened", None)
+    opened = getattr(conn, "opened_session", None)
     if opened is not None:
-        opened.add(session_id)
+        opened(session_id)
 
 
 def _save(app: AgentBase, sess: AgentSession) -> None:

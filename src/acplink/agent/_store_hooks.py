@@ -67,9 +67,9 @@ def _reopen(ctx: Context[Any]) -> AgentSession:
 
 
 def _opened(ctx: Context[Any], session_id: str) -> None:
-    opened = getattr(ctx.connection, "opened", None)
+    opened = getattr(ctx.connection, "opened_session", None)
     if opened is not None:
-        opened.add(session_id)
+        opened(session_id)
 
 
 async def _load(ctx: Context[s.LoadSessionRequest]) -> s.LoadSessionResponse:

@@ -114,11 +114,19 @@ class HistoryStore(MutableMapping[str, "AgentSession"]):
     def exists(self, session_id: str) -> bool:
         """Whether the store has the session (held here or not)."""
 
-    def attach(self) -> None:  # noqa: B027  (optional: a store that keeps resources per user)
+    def attach(self) -> None:
         """A connection serves this store's sessions (until :meth:`detach`)."""
 
-    def detach(self) -> None:  # noqa: B027
+    def detach(self) -> None:
         """A connection that served this store's sessions closed."""
+
+    def retain(self, session_id: str) -> None:
+        """A connection uses the held session ``session_id`` (until :meth:`release`)."""
+
+    def release(self, session_id: str) -> None:
+        """A connection that used ``session_id`` closed: the session is released from memory
+        (a store shared by several connections keeps it until the last one)."""
+        self.pop(session_id, None)
 
     @abstractmethod
     def flush(self) -> None:

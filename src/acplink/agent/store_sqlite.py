@@ -91,25 +91,36 @@ class SqliteStore(HistoryStore):
     def __init__(self, path: str | os.PathLike[str], *, lease_seconds: float = LEASE_SECONDS) -> None:
         self.path = os.fspath(path)
         self.lease_seconds = lease_seconds
-        #: this store's name in leases: host, pid, and a nonce (two stores of one process differ)
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._held: dict[str, AgentSession] = {}
-        #: per held session: the next event number, the current turn
-        self._seq: dict[str, int] = {}
-        self._turn: dict[str, int] = {}
-        self._renewed = 0.0
-        #: the turn running now in this process, per session (not interrupted: not yet ended)
-        self._running: dict[str, int] = {}
         self._closed = False
-        #: the connections serving this store's sessions (``attach``): the file stays open
-        #: while there is one (or a session is held), and is closed after the last
-        self._users = 0
         self._open_file: _Database | None = _Database.open(self.path)  # (checked now: a bad file fails here)
+
+    # the state of the file in this process, shared by its stores (see _Database)
+
+    @property
+    def owner(self) -> str:
+        """This process's name in the file's leases: host, pid and a nonce."""
+        return self._file.owner
+
+    @property
+    def _held(self) -> dict[str, AgentSession]:
+        return self._file.held
+
+    @property
+    def _seq(self) -> dict[str, int]:
+        return self._file.seq
+
+    @property
+    def _turn(self) -> dict[str, int]:
+        return self._file.turn
+
+    @property
+    def _running(self) -> dict[str, int]:
+        return self._file.running
 
     @property
     def _file(self) -> _Database:
         found = self._open_file
-        if found is None:
+        if found is None or found.closed:
             if self._closed:
                 raise StoreError(f"session store {self.path} is closed")
             found = self._open_file = _Database.open(self.path)
@@ -124,17 +135,30 @@ class SqliteStore(HistoryStore):
         return int(self._db.execute("PRAGMA user_version").fetchone()[0])
 
     def attach(self) -> None:
-        """A connection serves this store's sessions (the file is kept open)."""
-        self._users += 1
+        """A connection serves this store's sessions: the file stays open while one does (or
+        a session is held), and is closed after the last (opened again on next use)."""
+        self._file.connections += 1
 
     def detach(self) -> None:
-        """A connection that served this store closed: after the last one, with no session
-        held, the file is closed (opened again on next use)."""
-        self._users -= 1
-        if self._users <= 0 and not self._held and self._open_file is not None:
-            self.flush()
-            self._open_file.release()
-            self._open_file = None
+        found = self._file
+        found.connections -= 1
+        if found.connections <= 0 and not found.held:
+            found.close()
+
+    def retain(self, session_id: str) -> None:
+        """A connection uses the held session ``session_id`` (until :meth:`release`)."""
+        refs = self._file.refs
+        refs[session_id] = refs.get(session_id, 0) + 1
+
+    def release(self, session_id: str) -> None:
+        """A connection that used ``session_id`` closed: released after the last one."""
+        refs = self._file.refs
+        n = refs.get(session_id, 0) - 1
+        if n > 0:
+            refs[session_id] = n
+            return
+        refs.pop(session_id, None)
+        self.pop(session_id, None)
 
     # -- writing: one open transaction, committed in batches -----------------------------------
 
@@ -142,28 +166,33 @@ class SqliteStore(HistoryStore):
         return self._file.write(sql, args)
 
     def flush(self) -> None:
-        if self._open_file is None:
+        found = self._open_file
+        if found is None or found.closed:
             return
         now = time.monotonic()
-        if self._held and now - self._renewed > self.lease_seconds / 3:
-            self._renewed = now
+        if found.held and now - found.renewed > self.lease_seconds / 3:
+            found.renewed = now
             until = time.time() + self.lease_seconds
-            self._file.begin()
-            self._db.executemany("UPDATE sessions SET lease_until=? WHERE id=? AND owner=?",
-                                 [(until, sid, self.owner) for sid in self._held])
-        self._file.commit()
+            found.begin()
+            found.db.executemany("UPDATE sessions SET lease_until=? WHERE id=? AND owner=?",
+                                 [(until, sid, found.owner) for sid in found.held])
+        found.commit()
 
     def close(self) -> None:
+        """Flush; with no connection serving the file in this process, release the sessions
+        held (their leases) and close it."""
         if self._closed:
             return
-        if self._open_file is not None:
+        found = self._open_file
+        if found is not None and not found.closed:
             self.flush()
-            if self._held:
-                self._db.executemany("UPDATE sessions SET owner=NULL, lease_until=NULL WHERE id=? AND owner=?",
-                                     [(sid, self.owner) for sid in self._held])
-            self._open_file.release()
-            self._open_file = None
-        self._held.clear()
+            if found.connections <= 0:
+                if found.held:
+                    found.db.executemany("UPDATE sessions SET owner=NULL, lease_until=NULL WHERE id=? AND owner=?",
+                                         [(sid, found.owner) for sid in found.held])
+                    found.clear()
+                found.close()
+        self._open_file = None
         self._closed = True
 
     # -- the mapping: sessions held here --------------------------------------------------------
@@ -201,6 +230,7 @@ class SqliteStore(HistoryStore):
                     (session_id, self.owner))
 
     def _release(self, session_id: str) -> None:
+        self._file.refs.pop(session_id, None)
         self._held.pop(session_id, None)
         self._seq.pop(session_id, None)
         self._turn.pop(session_id, None)
@@ -400,15 +430,22 @@ _OPEN: dict[str, _Database] = {}
 
 
 class _Database:
-    """One SQLite file open in this process, shared by the stores that use it (one
-    connection, one open transaction: two stores of a process never wait on each other's
-    lock), closed with the last of them."""
+    """One SQLite file open in this process, shared by the stores that use it: one
+    connection, one open transaction (two stores of a process never wait on each other's
+    lock), one lease owner, and the sessions held (two apps of a server that load one session
+    share it). Closed when no connection serves it and no session is held."""
 
     def __init__(self, key: str, db: sqlite3.Connection) -> None:
         self.key = key
         self.db = db
-        self.users = 0
+        #: the connections serving the file's sessions in this process (``attach``)
+        self.connections = 0
+        self.closed = False
         self.pending = False
+        #: this process's name in the file's leases
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.renewed = 0.0
+        self.clear()
         #: the pending transaction's commit is scheduled on the event loop (else: at once)
         self.scheduled = False
 
@@ -420,16 +457,24 @@ class _Database:
             found = cls(key, cls._connect(path))
             if key != ":memory:":
                 _OPEN[key] = found
-        found.users += 1
         return found
 
-    def release(self) -> None:
+    def close(self) -> None:
         self.commit()
-        self.users -= 1
-        if self.users <= 0:
-            if _OPEN.get(self.key) is self:
-                del _OPEN[self.key]
-            self.db.close()
+        self.closed = True
+        if _OPEN.get(self.key) is self:
+            del _OPEN[self.key]
+        self.db.close()
+
+    def clear(self) -> None:
+        """Hold no session: the sessions held in this process, per id: the session, the next
+        event number, the current turn, the turn running now (not interrupted: not yet
+        ended), the connections using it."""
+        self.held: dict[str, AgentSession] = {}
+        self.seq: dict[str, int] = {}
+        self.turn: dict[str, int] = {}
+        self.running: dict[str, int] = {}
+        self.refs: dict[str, int] = {}
 
     def begin(self) -> None:
         """Open the batch's transaction (committed at the next turn of the loop at the latest)."""
