@@ -275,3 +275,35 @@ async def test_in_memory_connections_share_a_file_without_waiting(tmp_path: Path
             await c.aclose()
         for app in apps:
             app.sessions.close()  # type: ignore[attr-defined]
+
+
+async def test_a_locked_file_fails_the_turn_clearly_and_the_agent_goes_on(tmp_path: Path) -> None:
+    """Another process holds the file's write lock past the store's ``timeout``: the prompt
+    fails with an error naming the store; once the lock is gone, the next turn is stored."""
+    from acplink import AgentApp, PromptContext
+
+    db = tmp_path / "s.db"
+    app = AgentApp("locked", store=SqliteStore(db, timeout=0.2))
+
+    @app.prompt
+    async def prompt(ctx: PromptContext) -> None:
+        await ctx.send_text(f"ok {ctx.text}")
+
+    try:
+        async with connect(app) as client:
+            session = await client.new_session(cwd=tmp_path)
+            assert await _text(session, "one") == "ok one"
+            other = sqlite3.connect(db, isolation_level=None)
+            other.execute("BEGIN EXCLUSIVE")
+            try:
+                with pytest.raises(RequestError) as err:
+                    await _text(session, "two")
+                assert "session store cannot record this turn (database is locked)" in str(err.value)
+            finally:
+                other.execute("ROLLBACK")
+                other.close()
+            assert await _text(session, "three") == "ok three"
+            texts = [(e.kind, e.text) for e in app.sessions.history(session.session_id)]  # type: ignore[attr-defined]
+            assert ("user_message", "three") in texts and ("agent_message", "ok three") in texts
+    finally:
+        app.sessions.close()  # type: ignore[attr-defined]

@@ -27,7 +27,7 @@ import orjson
 from ..connection.agent_side import AgentSideConnection
 from ..connection.base import Router
 from ..connection.peer import DONE
-from ..errors import CapabilityError, InvalidParams, MethodNotFound, UsageError
+from ..errors import CapabilityError, InvalidParams, MethodNotFound, StoreError, UsageError
 from ..protocol import Protocol
 from ..transports.stream import StreamTransport
 from .history import KEPT
@@ -68,13 +68,14 @@ class AppConnection(AgentSideConnection):
         store = app.sessions
         self.journal: HistoryStore | None = store if isinstance(store, HistoryStore) else None
         self._journal_at_once = True
+        self._store_failure_logged = False
         #: the sessions this connection opened: released from the history store when it closes
         #: (their records stay; another connection loads them again)
         self.opened: set[str] = set()
         if self.journal is not None:
             self.journal.attach()
         if self.journal is not None and isinstance(transport, StreamTransport) and transport.before_write is None:
-            transport.before_write = self.journal.flush
+            transport.before_write = self._commit_journal
             self._journal_at_once = False
         #: the inner MCP requests this agent has in flight (``ctx.mcp``), by (serverId, requestId)
         self.mcp_calls = McpCalls()
@@ -324,17 +325,36 @@ class AppConnection(AgentSideConnection):
             self.journal.retain(session_id)
 
     def journal_update(self, session_id: str, update: dict[str, Any], params_json: bytes | None = None) -> None:
-        """Journal an update about to be sent (in the app's vocabulary), when it is history."""
+        """Journal an update about to be sent (in the app's vocabulary), when it is history.
+        A store that fails (its disk full, its file locked too long) does not stop the turn:
+        the update is sent, and the failure logged (once per connection)."""
         journal = self.journal
         kind = update.get("sessionUpdate")
         if journal is None or kind not in KEPT:
             return
-        if params_json is not None:
-            journal.record_json(session_id, kind, params_json)
-        else:
-            journal.record(session_id, kind, update)
-        if self._journal_at_once:
-            journal.flush()
+        try:
+            if params_json is not None:
+                journal.record_json(session_id, kind, params_json)
+            else:
+                journal.record(session_id, kind, update)
+            if self._journal_at_once:
+                journal.flush()
+        except StoreError as exc:
+            self._store_failed(exc)
+
+    def _commit_journal(self) -> None:
+        """Right before the transport writes: what was journaled is committed first."""
+        journal = self.journal
+        if journal is not None:
+            try:
+                journal.flush()
+            except StoreError as exc:
+                self._store_failed(exc)
+
+    def _store_failed(self, exc: StoreError) -> None:
+        if not self._store_failure_logged:
+            self._store_failure_logged = True
+            log.warning("%s (this connection's updates are sent, but not all are stored)", exc)
 
     async def _journal_notify_json(self, method: str, params_json: bytes) -> None:
         if self.vocabulary.is_(method, "session_update"):

@@ -12,6 +12,7 @@ is registered (``AgentBase.router``).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from ..connection.base import RawJSON, Router
-from ..errors import InvalidParams, UsageError
+from ..errors import InternalError, InvalidParams, StoreError, UsageError
 from ..protocol import Protocol, negotiate
 from ..schema import _generated as s
 from .context import AgentSession, Context, PromptContext
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
     from .app import AgentBase
 
 __all__ = ["Dispatcher"]
+
+log = logging.getLogger("acplink.agent")
 
 #: a connection, filled in once it exists (the router is built before the connection is)
 Ref = list["AgentSideConnection"]
@@ -151,8 +154,13 @@ class Dispatcher:
         ctx = PromptContext(app, c, p, sess, c.turns.get(p.session_id))
         store = app.sessions if isinstance(app.sessions, HistoryStore) else None
         if store is not None:  # the turn is journaled: the prompt, then what it sends, then its end
-            store.begin_turn(p.session_id, [cast("dict[str, Any]", b.to_wire() if hasattr(b, "to_wire") else b)
-                                            for b in p.prompt])
+            try:
+                store.begin_turn(p.session_id, [cast("dict[str, Any]", b.to_wire() if hasattr(b, "to_wire") else b)
+                                                for b in p.prompt])
+            except StoreError as exc:  # (the client is told why, not where: the file is the agent's)
+                log.warning("%s", exc)
+                raise InternalError(f"Internal error: the session store cannot record this turn "
+                                    f"({str(exc).rsplit(': ', 1)[-1]}); try again") from None
         reason = "error"
         try:
             res = await h(ctx)

@@ -26,14 +26,17 @@ when), unless the lease expired or its holder is a process of this machine that 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import functools
+import logging
 import os
 import socket
 import sqlite3
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import orjson
 
@@ -45,6 +48,8 @@ if TYPE_CHECKING:
     from .context import AgentSession
 
 __all__ = ["MIGRATIONS", "SCHEMA_VERSION", "SqliteStore"]
+
+log = logging.getLogger("acplink.agent")
 
 #: ``PRAGMA application_id`` of an acplink store ("ACPS")
 APPLICATION_ID = 0x41435053
@@ -75,6 +80,22 @@ SCHEMA_VERSION = len(MIGRATIONS)
 LEASE_SECONDS = 30.0
 
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _translated(fn: F) -> F:
+    """``sqlite3`` errors of a store method raised as :class:`StoreError` naming the file."""
+
+    @functools.wraps(fn)
+    def call(self: SqliteStore, *args: Any, **kw: Any) -> Any:
+        try:
+            return fn(self, *args, **kw)
+        except sqlite3.Error as exc:
+            raise StoreError(f"session store {self.path}: {exc}") from None
+
+    return cast("F", call)
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
@@ -88,11 +109,14 @@ class SqliteStore(HistoryStore):
     ``":memory:"``: for the life of the store). See the module for the layout, the batching
     and the writer lease."""
 
-    def __init__(self, path: str | os.PathLike[str], *, lease_seconds: float = LEASE_SECONDS) -> None:
+    def __init__(self, path: str | os.PathLike[str], *, lease_seconds: float = LEASE_SECONDS,
+                 timeout: float = 5.0) -> None:
         self.path = os.fspath(path)
         self.lease_seconds = lease_seconds
         self._closed = False
-        self._open_file: _Database | None = _Database.open(self.path)  # (checked now: a bad file fails here)
+        #: how long a write waits for another process's lock on the file (then: StoreError)
+        self.timeout = timeout
+        self._open_file: _Database | None = _Database.open(self.path, timeout)  # (checked now: a bad file fails here)
 
     # the state of the file in this process, shared by its stores (see _Database)
 
@@ -123,7 +147,7 @@ class SqliteStore(HistoryStore):
         if found is None or found.closed:
             if self._closed:
                 raise StoreError(f"session store {self.path} is closed")
-            found = self._open_file = _Database.open(self.path)
+            found = self._open_file = _Database.open(self.path, self.timeout)
         return found
 
     @property
@@ -134,11 +158,13 @@ class SqliteStore(HistoryStore):
     def schema_version(self) -> int:
         return int(self._db.execute("PRAGMA user_version").fetchone()[0])
 
+    @_translated
     def attach(self) -> None:
         """A connection serves this store's sessions: the file stays open while one does (or
         a session is held), and is closed after the last (opened again on next use)."""
         self._file.connections += 1
 
+    @_translated
     def detach(self) -> None:
         found = self._file
         found.connections -= 1
@@ -165,6 +191,7 @@ class SqliteStore(HistoryStore):
     def _write(self, sql: str, args: Sequence[Any]) -> sqlite3.Cursor:
         return self._file.write(sql, args)
 
+    @_translated
     def flush(self) -> None:
         found = self._open_file
         if found is None or found.closed:
@@ -178,6 +205,7 @@ class SqliteStore(HistoryStore):
                                  [(until, sid, found.owner) for sid in found.held])
         found.commit()
 
+    @_translated
     def close(self) -> None:
         """Flush; with no connection serving the file in this process, release the sessions
         held (their leases) and close it."""
@@ -212,6 +240,7 @@ class SqliteStore(HistoryStore):
     def __len__(self) -> int:
         return len(self._held)
 
+    @_translated
     def __setitem__(self, session_id: str, session: AgentSession) -> None:
         """A new session (or one held again): stored, its lease taken."""
         if session_id not in self._held:
@@ -221,6 +250,7 @@ class SqliteStore(HistoryStore):
         self._turn.setdefault(session_id, self._last_turn(session_id))
         self.save(session)
 
+    @_translated
     def __delitem__(self, session_id: str) -> None:
         """Release a held session from memory (its record stays)."""
         if session_id not in self._held:
@@ -282,6 +312,7 @@ class SqliteStore(HistoryStore):
         row = self._db.execute("SELECT max(turn) FROM events WHERE session=?", (session_id,)).fetchone()
         return int(row[0] or 0)
 
+    @_translated
     def open(self, session_id: str) -> AgentSession | None:
         held = self._held.get(session_id)
         if held is not None:
@@ -300,6 +331,7 @@ class SqliteStore(HistoryStore):
         sess.messages = _conversation(self.history(session_id))
         return sess
 
+    @_translated
     def save(self, session: AgentSession) -> None:
         session.updated_at = _now()
         self._write(
@@ -319,12 +351,15 @@ class SqliteStore(HistoryStore):
         self._write("INSERT INTO events (session, seq, turn, kind, body) VALUES (?,?,?,?,?)",
                     (session_id, seq, self._turn[session_id], kind, body))
 
+    @_translated
     def record(self, session_id: str, kind: str, update: dict[str, Any]) -> None:
         self._event(session_id, kind, orjson.dumps(update, default=_wire))
 
+    @_translated
     def record_json(self, session_id: str, kind: str, params_json: bytes) -> None:
         self._event(session_id, kind, params_json)
 
+    @_translated
     def begin_turn(self, session_id: str, prompt: list[dict[str, Any]]) -> int:
         if session_id in self._held:  # (the lease renewed; lost to another process: refused)
             lease = time.time() + self.lease_seconds
@@ -339,6 +374,7 @@ class SqliteStore(HistoryStore):
         self._event(session_id, "prompt", orjson.dumps({"prompt": prompt}))
         return turn
 
+    @_translated
     def end_turn(self, session_id: str, stop_reason: str) -> None:
         self._event(session_id, "turn_end", orjson.dumps({"stopReason": stop_reason}))
         self._running.pop(session_id, None)
@@ -346,6 +382,7 @@ class SqliteStore(HistoryStore):
         if sess is not None:
             self.save(sess)
 
+    @_translated
     def history(self, session_id: str) -> list[HistoryEntry]:
         self.flush()
         rows = self._db.execute("SELECT turn, kind, body FROM events WHERE session=? ORDER BY seq",
@@ -361,6 +398,7 @@ class SqliteStore(HistoryStore):
 
     # -- the record -------------------------------------------------------------------------------
 
+    @_translated
     def list_sessions(self, *, cwd: str | None = None, archived: str = "exclude", cursor: str | None = None,
                       limit: int = 50) -> tuple[list[SessionRecord], str | None]:
         self.flush()
@@ -383,6 +421,7 @@ class SqliteStore(HistoryStore):
         more = len(rows) > limit
         return page, (_make_cursor(page[-1].updated_at, page[-1].session_id) if more and page else None)
 
+    @_translated
     def delete(self, session_id: str) -> bool:
         self.flush()
         self._release(session_id)
@@ -391,11 +430,13 @@ class SqliteStore(HistoryStore):
         self.flush()
         return cur.rowcount > 0
 
+    @_translated
     def set_archived(self, session_id: str, archived: bool) -> bool:
         cur = self._write("UPDATE sessions SET archived=? WHERE id=?", (int(archived), session_id))
         self.flush()
         return cur.rowcount > 0
 
+    @_translated
     def fork(self, session_id: str, new_id: str, cwd: str, additional_directories: Sequence[str] = ()) -> bool:
         self.flush()
         now = _now()
@@ -411,6 +452,7 @@ class SqliteStore(HistoryStore):
         self.flush()
         return True
 
+    @_translated
     def set_title(self, session_id: str, title: str) -> bool:
         held = self._held.get(session_id)
         if held is not None:
@@ -420,6 +462,7 @@ class SqliteStore(HistoryStore):
         cur = self._write("UPDATE sessions SET title=?, updated=? WHERE id=?", (title, _now(), session_id))
         return cur.rowcount > 0
 
+    @_translated
     def exists(self, session_id: str) -> bool:
         self.flush()
         return self._db.execute("SELECT 1 FROM sessions WHERE id=?", (session_id,)).fetchone() is not None
@@ -450,11 +493,11 @@ class _Database:
         self.scheduled = False
 
     @classmethod
-    def open(cls, path: str) -> _Database:
+    def open(cls, path: str, timeout: float = 5.0) -> _Database:
         key = path if path == ":memory:" else os.path.realpath(path)
         found = _OPEN.get(key) if key != ":memory:" else None
         if found is None:
-            found = cls(key, cls._connect(path))
+            found = cls(key, cls._connect(path, timeout))
             if key != ":memory:":
                 _OPEN[key] = found
         return found
@@ -483,7 +526,7 @@ class _Database:
         self.db.execute("BEGIN")
         self.pending = True
         try:
-            asyncio.get_running_loop().call_soon(self.commit)
+            asyncio.get_running_loop().call_soon(self.scheduled_commit)
             self.scheduled = True
         except RuntimeError:  # (no loop: each write is committed at once)
             self.scheduled = False
@@ -498,14 +541,26 @@ class _Database:
     def commit(self) -> None:
         if self.pending:
             self.pending = False
-            self.db.execute("COMMIT")
+            try:
+                self.db.execute("COMMIT")
+            except sqlite3.Error as exc:  # (the batch is lost: said so; the file stays usable)
+                with contextlib.suppress(sqlite3.Error):
+                    self.db.execute("ROLLBACK")
+                raise StoreError(f"session store {self.key}: {exc}") from None
+
+    def scheduled_commit(self) -> None:
+        """The commit at the next turn of the loop: a failure is logged (no caller to tell)."""
+        try:
+            self.commit()
+        except StoreError as exc:
+            log.warning("%s", exc)
 
     @staticmethod
-    def _connect(path: str) -> sqlite3.Connection:
+    def _connect(path: str, timeout: float) -> sqlite3.Connection:
         if path != ":memory:" and os.path.exists(path) and not os.path.isfile(path):
             raise StoreError(f"session store {path}: not a regular file")
         try:
-            db = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+            db = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise StoreError(f"session store {path}: cannot open it ({exc})") from None
         try:
