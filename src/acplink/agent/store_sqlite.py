@@ -26,7 +26,6 @@ when), unless the lease expired or its holder is a process of this machine that 
 from __future__ import annotations
 
 import functools
-import logging
 import os
 import socket
 import sqlite3
@@ -47,7 +46,6 @@ if TYPE_CHECKING:
 
 __all__ = ["APPLICATION_ID", "MIGRATIONS", "SCHEMA_VERSION", "SqliteStore"]
 
-log = logging.getLogger("acplink.agent")
 
 #: how long a writer lease lasts without renewal (seconds)
 LEASE_SECONDS = 30.0
