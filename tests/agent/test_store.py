@@ -307,3 +307,29 @@ async def test_a_locked_file_fails_the_turn_clearly_and_the_agent_goes_on(tmp_pa
             assert ("user_message", "three") in texts and ("agent_message", "ok three") in texts
     finally:
         app.sessions.close()  # type: ignore[attr-defined]
+
+
+async def test_v2_fork_title_archive_status_delete(tmp_path: Path) -> None:
+    from store_agent import build
+
+    app = build(str(tmp_path / "s.db"))
+    try:
+        async with connect(app, protocol=2) as client:
+            conn = client.connection
+            session = await client.new_session(cwd=tmp_path)
+            assert await _text(session, "one") == "turn 1: one"
+            sid = session.session_id
+            fork = await client.fork_session(sid, cwd=tmp_path)
+            assert await _text(fork, "two") == "turn 2: two"
+            assert (await conn.call("session/set_title", session_id=sid, title="T")).title == "T"
+            assert (await conn.call("session/status", session_id=sid)).status == "open"
+            await conn.call("session/archive", session_id=sid)
+            assert [x.session_id for x in await client.list_sessions()] == [fork.session_id]
+            assert (await conn.call("session/status", session_id=sid)).status == "saved"  # (archiving closed it)
+            await client.delete_session(fork.session_id)
+            with pytest.raises(ResourceNotFound):
+                await conn.call("session/status", session_id=fork.session_id)
+            await conn.call("session/unarchive", session_id=sid)
+            assert [(x.session_id, x.title) for x in await client.list_sessions()] == [(sid, "T")]
+    finally:
+        app.sessions.close()  # type: ignore[attr-defined]

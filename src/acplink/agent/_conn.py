@@ -254,6 +254,10 @@ class AppConnection(AgentSideConnection):
                                          "updatedAt": x.updated_at}
                                         for x in app.sessions.values() if cwd is None or x.cwd == cwd]}
                 return codec.list_result(res)
+            if route.result == "same":
+                if res is None:
+                    raise MethodNotFound(f"Method not found: {method}", {"method": method})
+                return res
             return {}
         if action == "resume":
             assert lifecycle is not None
