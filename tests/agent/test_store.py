@@ -333,3 +333,17 @@ async def test_v2_fork_title_archive_status_delete(tmp_path: Path) -> None:
             assert [(x.session_id, x.title) for x in await client.list_sessions()] == [(sid, "T")]
     finally:
         app.sessions.close()  # type: ignore[attr-defined]
+
+
+def test_demo_agent_with_a_bad_store_says_so_in_one_line(tmp_path: Path) -> None:
+    import subprocess
+
+    (tmp_path / "sessions.sqlite3").write_text("not a database\n" * 100)
+    before = (tmp_path / "sessions.sqlite3").read_bytes()
+    proc = subprocess.run([sys.executable, "-m", "acplink", "demo-agent", "--store", str(tmp_path)],
+                          stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 1 and proc.stdout == ""
+    assert proc.stderr.strip().splitlines() == [
+        f"acplink: error: session store {tmp_path / 'sessions.sqlite3'}: not a usable SQLite database "
+        "(file is not a database); nothing was changed"]
+    assert (tmp_path / "sessions.sqlite3").read_bytes() == before
