@@ -347,3 +347,25 @@ def test_demo_agent_with_a_bad_store_says_so_in_one_line(tmp_path: Path) -> None
         f"acplink: error: session store {tmp_path / 'sessions.sqlite3'}: not a usable SQLite database "
         "(file is not a database); nothing was changed"]
     assert (tmp_path / "sessions.sqlite3").read_bytes() == before
+
+
+def test_the_metadata_is_kept(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    server = {"name": "files", "command": "/bin/mcp-files", "args": ["--ro"], "env": []}
+    store = SqliteStore(path)
+    try:
+        store["sess_m"] = AgentSession("sess_m", "/w", [server], ["/extra"], mode_id="auto", model_id="big",
+                                       config={"style": "shouty"}, title="Meta")
+        del store["sess_m"]
+    finally:
+        store.close()
+    again = SqliteStore(path)
+    try:
+        sess = again.open("sess_m")
+        assert sess is not None
+        assert (sess.cwd, sess.mcp_servers, sess.additional_directories, sess.mode_id, sess.model_id, sess.config,
+                sess.title) == ("/w", [server], ["/extra"], "auto", "big", {"style": "shouty"}, "Meta")
+        [record] = again.list_sessions()[0]
+        assert record.additional_directories == ("/extra",) and record.updated_at == sess.updated_at
+    finally:
+        again.close()
