@@ -67,6 +67,9 @@ def _translated(fn: F) -> F:
     return cast("F", call)
 
 
+_INSERT = "INSERT INTO events (session, seq, turn, kind, body) VALUES (?,?,?,?,?)"
+
+
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
 
@@ -315,12 +318,13 @@ class SqliteStore(HistoryStore):
     # -- the journal ----------------------------------------------------------------------------
 
     def _event(self, session_id: str, kind: str, body: bytes) -> None:
-        seq = self._seq.get(session_id)
+        file = self._file  # (the hot path of a journaled flood: one lookup of the file)
+        seqs = file.seq
+        seq = seqs.get(session_id)
         if seq is None:  # (not held here: nothing journaled)
             return
-        self._seq[session_id] = seq + 1
-        self._write("INSERT INTO events (session, seq, turn, kind, body) VALUES (?,?,?,?,?)",
-                    (session_id, seq, self._turn[session_id], kind, body))
+        seqs[session_id] = seq + 1
+        file.write(_INSERT, (session_id, seq, file.turn[session_id], kind, body))
 
     @_translated
     def record(self, session_id: str, kind: str, update: dict[str, Any]) -> None:
