@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..connection.agent_side import AgentSideConnection, Turn
     from .app import AgentBase
     from .display_terminal import DisplayTerminal
+    from .history import HistoryEntry
     from .mcp import McpCaller
 
 __all__ = [
@@ -290,6 +291,15 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
     def text(self) -> str:
         """The prompt's text blocks joined."""
         return "".join(b.text for b in self.params.prompt if isinstance(b, s.TextContent))
+
+    @property
+    def history(self) -> list[HistoryEntry]:
+        """The session's history so far (this turn's prompt last), when the app's store keeps
+        one (``AgentApp(store=SqliteStore(...))``); empty otherwise. See docs/sessions.md."""
+        from .store import HistoryStore
+
+        store = self.app.sessions
+        return store.history(self.session.session_id) if isinstance(store, HistoryStore) else []
 
     @property
     def cancelled(self) -> bool:
