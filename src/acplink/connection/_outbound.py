@@ -9,13 +9,16 @@ batched is done at once; otherwise the writer awaits ``drain`` (flow control).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConnectionClosed, PeerOutputNotJson, RequestError, RequestTimeout, TransportError
 from ..rpc.engine import Engine
 from ..transports.base import MessageMeta, Transport
 from ._calls import DONE, Calls
+
+if TYPE_CHECKING:
+    from ._otel import ConnectionTelemetry
 
 __all__ = ["Outbound"]
 
@@ -35,6 +38,8 @@ class Outbound:
     stall_message: str | None
     #: why the connection closed, when it gave up on the peer (a PeerOutputNotJson)
     close_reason: BaseException | None
+    #: OpenTelemetry's hooks, when it is configured (``_otel_hook.py``); None: each is one test
+    telemetry: ConnectionTelemetry | None
 
     def mark_closed(self, reason: BaseException | None) -> None:
         raise NotImplementedError
@@ -101,11 +106,16 @@ class Outbound:
     def notify(self, method: str, params_json: bytes | None, meta: MessageMeta | None = None) -> Awaitable[None]:
         """Send a notification whose params are already JSON; await the result (flow control).
         ``meta``: what the transport may route it by (e.g. its session)."""
+        if self.telemetry is not None:
+            params_json = self.telemetry.notify(method, params_json)
+            data = self.engine.notification(method, params_json)
+            self.telemetry.inst_bytes(sent=len(data))
+            return self._write(data, meta)
         return self._write(self.engine.notification(method, params_json), meta)
 
-    async def request(self, method: str, params_json: bytes | None, *, timeout: float | None = None,
-                      on_result: Callable[[Any], Any] | None = None, meta: MessageMeta | None = None,
-                      on_sent: Callable[[int | str], Any] | None = None) -> Any:
+    def request(self, method: str, params_json: bytes | None, *, timeout: float | None = None,
+                on_result: Callable[[Any], Any] | None = None, meta: MessageMeta | None = None,
+                on_sent: Callable[[int | str], Any] | None = None) -> Coroutine[Any, Any, Any]:
         """Send a request and wait for its result (raw JSON value).
 
         Cancelling the caller sends ``$/cancel_request``; a ``timeout`` does the same and
@@ -118,18 +128,38 @@ class Outbound:
         the transport may route the request by (e.g. its session). ``on_sent``: called with the
         request's id once it is on its way (a proxy cancels exactly it with ``$/cancel_request``).
         """
+        send = self._request if on_sent is None else self._telling(on_sent)
+        if self.telemetry is not None:  # (a span around it, its context in the params' _meta)
+            return self.telemetry.request(send, method, params_json, timeout, on_result, meta)
+        return send(method, params_json, timeout, on_result, meta)
+
+    def _telling(self, on_sent: Callable[[int | str], Any]) -> Callable[..., Coroutine[Any, Any, Any]]:
+        """:meth:`_request` that also tells ``on_sent`` the id of the request it writes."""
+        def send(method: str, params_json: bytes | None, timeout: float | None, on_result: Any, meta: Any,
+                 sent: Callable[[int | str, int], None] | None = None) -> Coroutine[Any, Any, Any]:
+            def told(rid: int | str, size: int) -> None:
+                on_sent(rid)
+                if sent is not None:
+                    sent(rid, size)
+            return self._request(method, params_json, timeout, on_result, meta, told)
+        return send
+
+    async def _request(self, method: str, params_json: bytes | None, timeout: float | None,
+                       on_result: Callable[[Any], Any] | None, meta: MessageMeta | None,
+                       sent: Callable[[int | str, int], None] | None = None) -> Any:
+        """:meth:`request`; ``sent`` (telemetry) is told the id and size of the request written."""
         calls = self.calls
         if self.engine.awaited >= calls.limit:
             await calls.wait_for_slot(lambda: self._closed)  # backpressure: wait, rather than fail
         if self._closed:
             raise self._closed_error()
         rid, data = self.engine.request(method, params_json)
+        if sent is not None:
+            sent(rid, len(data))
         # This frame lives until the response: hold no bytes that are no longer needed (a
         # small orjson result keeps a 4 KiB buffer; thousands of calls in flight add up).
         del params_json
         fut = calls.open(rid, on_result)
-        if on_sent is not None:
-            on_sent(rid)
         try:
             if timeout is None:
                 written = self._write(data, meta)
