@@ -37,6 +37,7 @@ RANK = {
     "tools": 6,
     "server": 7,
     "devtools": 7,
+    "bridges": 7.5,  # ACP agents behind other protocols (acplink mcp-server): clients of the client API
     "cli": 8,
 }
 
