@@ -4,13 +4,27 @@ a real subprocess, driven by the Python ``mcp`` client over stdio and streamable
 from __future__ import annotations
 
 import asyncio
+import json
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import mcp_types as types
 import pytest
-from mcputil import DEMO, HERE, TS_AGENT, TS_MISSING, http_mcp, http_server, stdio_mcp, text_of
+from mcputil import (
+    DEMO,
+    HERE,
+    JS_DIR,
+    NODE,
+    TS_AGENT,
+    TS_MISSING,
+    http_mcp,
+    http_server,
+    server_argv,
+    stdio_mcp,
+    text_of,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -162,3 +176,38 @@ async def test_two_mcp_clients_over_streamable_http_share_the_agent(tmp_path: Pa
             assert cont.structured_content["sessionId"] == sid
             listed = (await one.call_tool("list_sessions", {})).structured_content["sessions"]
             assert {s["sessionId"] for s in listed} == {sid, b.structured_content["sessionId"]}
+
+
+def _ts_client(*args: str, cwd: Path) -> dict[str, Any]:
+    proc = subprocess.run([str(NODE), str(JS_DIR / "mcp_server_client.mjs"), *args], cwd=cwd, capture_output=True,
+                          text=True, timeout=90)
+    lines = proc.stdout.strip().splitlines()
+    assert lines, proc.stderr
+    out: dict[str, Any] = json.loads(lines[-1])
+    assert "fatal" not in out, (out, proc.stderr[-2000:])
+    return out
+
+
+@needs_ts
+@pytest.mark.parametrize("agent", ["demo", "ts-sdk"])
+def test_the_ts_mcp_client_over_stdio(tmp_path: Path, agent: str) -> None:
+    command = DEMO if agent == "demo" else TS_AGENT
+    out = _ts_client("--text", "full" if agent == "ts-sdk" else "hello",
+                     "--", *server_argv(command, "--allow", "--cwd", str(tmp_path)), cwd=tmp_path)
+    assert out["tools"] == ["cancel", "list_sessions", "new_session", "prompt"]
+    if agent == "demo":
+        assert out["reply"] == "You said: hello" and "".join(out["progress"]) == "You said: hello"
+    else:  # the TS agent's full turn: a permission request (allowed), a write, a terminal
+        assert "read:written by peer" in out["reply"] and "term:term-ok:0" in out["reply"]
+        assert [(c["title"], c["status"]) for c in out["toolCalls"]] == [("Write file", "completed")]
+        assert "- Write file (edit): completed" in out["summary"]
+        assert (tmp_path / "interop.txt").read_text() == "written by peer\n"
+    assert out["same"] is True and out["sessions"] == 1
+
+
+@needs_ts
+def test_the_ts_mcp_client_over_streamable_http(tmp_path: Path) -> None:
+    with http_server(TS_AGENT, cwd=tmp_path) as url:
+        out = _ts_client("--url", url, cwd=tmp_path)
+    assert out["reply"] == "Hello, world" and "".join(out["progress"]) == "Hello, world"
+    assert out["same"] is True and out["sessions"] == 1
