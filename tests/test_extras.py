@@ -41,7 +41,7 @@ OPTIONAL = ("rich", "prompt_toolkit", "pygments", "markdown_it", "wcwidth", "uvi
 OPTIONAL_AT_IMPORT = {
     "cli/chat_app.py", "cli/chat_ask.py", "cli/chat_commands.py", "cli/chat_content.py", "cli/chat_input.py",
     "cli/chat_reconnect.py", "cli/chat_render.py", "cli/chat_stream.py", "tools/console.py", "tools/inspect.py",
-    "devtools/server.py", "testing/pytest_plugin.py",
+    "devtools/server.py", "testing/pytest_plugin.py", "bridges/mcp_server.py",
 }
 
 LINE = re.compile(r"^acplink: error: (?P<what>.+) needs the '(?P<extra>\w+)' extra \(not installed: [\w, ]+\): "
@@ -119,6 +119,7 @@ def test_the_library_works_without_any_extra(lean_env: dict[str, str]) -> None:
     (["serve", "--http", "--port", "0"], "remote"),
     (["devtools", "--no-browser", "--port", "0", "--db", "DB"], "devtools"),
     (["prompt", "--url", "ws://127.0.0.1:9/acp", "hi"], "remote"),
+    (["mcp-server", "--", "my-agent"], "mcp"),
     (["prompt", "--url", "https://127.0.0.1:9/acp", "hi"], "remote"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else v)
 def test_a_command_without_its_extra_says_which_in_one_line(lean_env: dict[str, str], tmp_path: Path,

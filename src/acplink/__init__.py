@@ -79,6 +79,7 @@ if TYPE_CHECKING:
         TransportError as TransportError,
         UsageError as UsageError,
     )
+    from .bridges import serve_as_mcp as serve_as_mcp
     from .mcp import McpCall as McpCall
     from .registry import Registry as Registry
     from .runtime import tune_gc as tune_gc
@@ -182,6 +183,7 @@ _LAZY: dict[str, str] = {
     'run_agent': '.agent',
     'schema': '.',
     'serve': '.agent',
+    'serve_as_mcp': '.bridges',
     'tune_gc': '.runtime',
 }
 

@@ -13,8 +13,8 @@ question goes to the MCP host as an MCP elicitation when the host supports it, a
 when it does not). An agent that cannot start or dies makes the call an MCP error result naming
 it; the next call starts it again.
 
-This module imports the ``mcp`` package (the ``mcp`` extra): import it after
-``acplink._extras.require`` (the CLI does).
+This module imports the ``mcp`` package (the ``mcp`` extra): :func:`acplink.serve_as_mcp` checks
+that it is installed first.
 """
 
 import asyncio
@@ -38,7 +38,7 @@ from ..errors import AcpError, UsageError
 from ..schema import _generated as s
 from .agent_holder import AgentGone, AgentHolder, TurnReport, is_agent_failure
 
-__all__ = ["build_mcp_server", "serve_as_mcp"]
+__all__ = ["build_mcp_server", "run_mcp_server"]
 
 
 class _Approval(BaseModel):
@@ -252,7 +252,7 @@ def build_mcp_server(command: Sequence[str], *, cwd: str | os.PathLike[str] | No
     return server
 
 
-async def serve_as_mcp(command: Sequence[str], *, http: tuple[str, int] | None = None,
+async def run_mcp_server(command: Sequence[str], *, http: tuple[str, int] | None = None,
                        cwd: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None,
                        permission: str = "elicit", startup_timeout: float = 30.0) -> None:
     """Serve the ACP agent ``command`` as an MCP server until the MCP host goes away (stdio,

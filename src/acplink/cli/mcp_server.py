@@ -9,7 +9,6 @@ import os
 import sys
 from typing import Any
 
-from .._extras import require
 from .common import DEFAULT_STARTUP_TIMEOUT, ArgParser, fail, given_command, positive_seconds
 
 HELP = "serve an ACP agent as an MCP server (tools: prompt, new_session, list_sessions, cancel)"
@@ -76,11 +75,10 @@ def add_parser(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    require("acplink mcp-server", "mcp", "mcp")
     if not os.path.isdir(args.cwd):
         return fail(f"--cwd {args.cwd!r} is not a directory", 2)
     command = given_command(args) or [sys.executable, "-m", "acplink.demo"]
-    from ..bridges.mcp_server import serve_as_mcp
+    from ..bridges import serve_as_mcp
 
     if args.http is not None:
         print(f"acplink mcp-server: serving {command[0]!r} on http://{args.http[0]}:{args.http[1]}/mcp",
