@@ -186,3 +186,11 @@ def test_client_example_reports_errors(tmp_path: Path, agent: list[str], name: s
     proc = client_example("fail", tmp_path, *agent)
     assert proc.returncode == 1
     assert proc.stdout.splitlines()[-1] == "[error] Internal error: peer failure (code -32603)"
+
+
+def test_mcp_host_drives_an_acp_agent_through_acplink_mcp_server() -> None:
+    done = run(example("mcp_host.py"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "You said: hello | streamed: You said: hello"
+    assert "- Working on: tests" in lines and lines[-1] == "1 session(s)"
