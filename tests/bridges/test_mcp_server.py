@@ -142,7 +142,24 @@ async def test_a_dead_agent_is_an_error_result_naming_it_and_the_next_call_resta
         assert "first prompt, going down" in message  # its last stderr line
         assert "the next call starts it again" in message
         back = await mcp.call_tool("prompt", {"text": "hi"})
-        assert not back.is_error and back.structured_content["reply"] == "back again"
+        assert not back.is_error and back.structured_content["reply"].startswith("back again in flaky-")
+
+
+@pytest.mark.parametrize("can_load", [True, False])
+async def test_after_a_restart_a_session_is_loaded_again_when_the_agent_can(tmp_path: Path, monkeypatch: Any,
+                                                                             can_load: bool) -> None:
+    monkeypatch.setenv("FLAKY_MARK", str(tmp_path / "mark"))
+    monkeypatch.setenv("FLAKY_LOAD", "1" if can_load else "0")
+    agent = [sys.executable, str(HERE / "flaky_agent.py")]
+    async with stdio_mcp(agent, cwd=tmp_path) as mcp:
+        sid = (await mcp.call_tool("new_session", {})).structured_content["sessionId"]
+        assert (await mcp.call_tool("prompt", {"text": "hi", "session_id": sid})).is_error  # it died
+        again = await mcp.call_tool("prompt", {"text": "hi", "session_id": sid})
+    if can_load:
+        assert not again.is_error and again.structured_content["reply"] == f"back again in {sid}"
+        assert again.structured_content["sessionId"] == sid
+    else:
+        assert again.is_error and f"unknown session {sid!r} (the agent restarted" in text_of(again)
 
 
 async def test_an_agent_that_cannot_start_is_an_error_result(tmp_path: Path) -> None:
