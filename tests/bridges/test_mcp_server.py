@@ -130,6 +130,30 @@ async def test_cancel_stops_a_running_prompt(tmp_path: Path) -> None:
         assert idle.structured_content["cancelled"] is False
 
 
+async def test_a_call_the_host_cancels_cancels_the_turn(tmp_path: Path) -> None:
+    async with stdio_mcp(DEMO, cwd=tmp_path) as mcp:
+        sid = (await mcp.call_tool("new_session", {})).structured_content["sessionId"]
+        started = asyncio.Event()
+
+        async def on_progress(value: float, total: float | None, message: str | None) -> None:
+            started.set()
+
+        running = asyncio.create_task(mcp.call_tool("prompt", {"text": "slow 500", "session_id": sid},
+                                                    progress_callback=on_progress))
+        await started.wait()
+        running.cancel()  # (the mcp client sends notifications/cancelled)
+        with pytest.raises(asyncio.CancelledError):
+            await running
+        for _ in range(200):  # the turn ends at the agent (bounded: no timing assertion)
+            sessions = (await mcp.call_tool("list_sessions", {})).structured_content["sessions"]
+            if not sessions[0]["busy"]:
+                break
+            await asyncio.sleep(0.05)
+        assert sessions == [{"sessionId": sid, "cwd": str(tmp_path), "busy": False}]
+        after = await mcp.call_tool("prompt", {"text": "hello", "session_id": sid})  # usable again
+        assert after.structured_content["reply"] == "You said: hello"
+
+
 async def test_a_dead_agent_is_an_error_result_naming_it_and_the_next_call_restarts_it(tmp_path: Path,
                                                                                        monkeypatch: Any) -> None:
     monkeypatch.setenv("FLAKY_MARK", str(tmp_path / "mark"))
@@ -174,6 +198,8 @@ async def test_a_ts_sdk_agent_behind_the_server(tmp_path: Path) -> None:
     async with stdio_mcp(TS_AGENT, "--allow", "--cwd", str(tmp_path)) as mcp:
         hello = await mcp.call_tool("prompt", {"text": "hello"})
         assert hello.structured_content["reply"] == "Hello, world"
+        failed = await mcp.call_tool("prompt", {"text": "fail"})  # an error answer: an error result
+        assert failed.is_error and "peer failure" in text_of(failed) and "node" in text_of(failed)
         full = await mcp.call_tool("prompt", {"text": "full"})
     assert "read:written by peer" in full.structured_content["reply"]
     assert (tmp_path / "interop.txt").read_text() == "written by peer\n"

@@ -65,8 +65,9 @@ class _Held:
     """A prompt turn, running as a task of the bridge: it outlives one MCP request when the host
     answers a permission request by retrying the call (MCP 2026-07-28 ``input_required``)."""
 
-    def __init__(self, token: str, ctx: Context) -> None:
+    def __init__(self, token: str, ctx: Context, session_id: str) -> None:
         self.token = token
+        self.session_id = session_id
         self.ctx = ctx  # the current round (its progress token)
         self.questions: asyncio.Queue[_Question] = asyncio.Queue()
         self.asked: dict[str, _Question] = {}
@@ -122,10 +123,19 @@ class _Bridge:
             sid = session.session_id
             if sid in self.running:
                 raise ToolError(f"the session {sid!r} is busy with another prompt (cancel it first)")
-            held = _Held(uuid.uuid4().hex, ctx)
+            held = _Held(uuid.uuid4().hex, ctx, sid)
             self.running[sid] = held
             held.task = self.tasks.spawn(self._turn(held, session, text), name=f"prompt {sid}")
-        return await self._round(held)
+        try:
+            return await self._round(held)
+        except asyncio.CancelledError:  # the host cancelled its call: the turn is cancelled too
+            if held.task is not None and not held.task.done():
+                self.tasks.spawn(self._cancel_quietly(held.session_id), name=f"cancel {held.session_id}")
+            raise
+
+    async def _cancel_quietly(self, session_id: str) -> None:
+        with contextlib.suppress(AcpError):
+            await self.agent.cancel(session_id)
 
     async def _turn(self, held: _Held, session: Session, text: str) -> TurnReport:
         try:
