@@ -108,17 +108,23 @@ async def test_a_host_that_cannot_elicit_gets_the_request_denied(tmp_path: Path)
     assert result.structured_content["toolCalls"][0]["status"] == "failed"
 
 
+async def _slow_prompt(mcp: Any) -> tuple[str, asyncio.Task[Any]]:
+    """A new session, and a long prompt running in it (once its reply has started streaming)."""
+    sid: str = (await mcp.call_tool("new_session", {})).structured_content["sessionId"]
+    started = asyncio.Event()
+
+    async def on_progress(value: float, total: float | None, message: str | None) -> None:
+        started.set()
+
+    running = asyncio.create_task(mcp.call_tool("prompt", {"text": "slow 500", "session_id": sid},
+                                                progress_callback=on_progress))
+    await started.wait()
+    return sid, running
+
+
 async def test_cancel_stops_a_running_prompt(tmp_path: Path) -> None:
     async with stdio_mcp(DEMO, cwd=tmp_path) as mcp:
-        sid = (await mcp.call_tool("new_session", {})).structured_content["sessionId"]
-        started = asyncio.Event()
-
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
-            started.set()
-
-        running = asyncio.create_task(mcp.call_tool("prompt", {"text": "slow 500", "session_id": sid},
-                                                    progress_callback=on_progress))
-        await started.wait()
+        sid, running = await _slow_prompt(mcp)
         busy = (await mcp.call_tool("list_sessions", {})).structured_content["sessions"]
         assert busy == [{"sessionId": sid, "cwd": str(tmp_path), "busy": True}]
         cancelled = await mcp.call_tool("cancel", {"session_id": sid})
@@ -132,15 +138,7 @@ async def test_cancel_stops_a_running_prompt(tmp_path: Path) -> None:
 
 async def test_a_call_the_host_cancels_cancels_the_turn(tmp_path: Path) -> None:
     async with stdio_mcp(DEMO, cwd=tmp_path) as mcp:
-        sid = (await mcp.call_tool("new_session", {})).structured_content["sessionId"]
-        started = asyncio.Event()
-
-        async def on_progress(value: float, total: float | None, message: str | None) -> None:
-            started.set()
-
-        running = asyncio.create_task(mcp.call_tool("prompt", {"text": "slow 500", "session_id": sid},
-                                                    progress_callback=on_progress))
-        await started.wait()
+        sid, running = await _slow_prompt(mcp)
         running.cancel()  # (the mcp client sends notifications/cancelled)
         with pytest.raises(asyncio.CancelledError):
             await running
