@@ -132,3 +132,13 @@ def test_several_agents_do_not_take_url_or_mcp(tmp_path: Path) -> None:
     assert proc.returncode in (2, 1) and "do not go with several --agent" in proc.stderr
 
 
+
+
+@needs_ts
+def test_acp_v2_agents_side_by_side(tmp_path: Path) -> None:
+    ts_v2 = shlex.join([str(NODE), str(JS_DIR / "v2_agent.mjs")])
+    proc = _prompt("--json", "--no-record", "--protocol", "2", "--agent", DEMO, "--agent", ts_v2, "hello",
+                   cwd=_tree(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    demo, ts = json.loads(proc.stdout)["agents"]
+    assert (demo["reply"], ts["reply"]) == ("You said: hello", "Hello, world")

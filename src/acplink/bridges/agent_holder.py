@@ -12,6 +12,7 @@ from typing import Any
 from .._text import sanitize_for_terminal
 from ..client import Client, PermissionPolicy, Session, connect
 from ..client.session import PromptTurn
+from ..client.state import SessionState
 from ..errors import AcpError, ConnectionClosed, TransportError, UsageError
 from ..schema import _generated as s
 from ..transports.subprocess import SubprocessTransport
@@ -43,9 +44,15 @@ class TurnReport:
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
+        self._shown = SessionState()  # (what was folded, in acplink's vocabulary: any ACP version)
         self.reply: list[str] = []
         self.tool_calls: dict[str, dict[str, Any]] = {}
         self.stop_reason: str | None = None
+
+    def fold(self, session: Session, item: Any) -> list[str]:
+        """Fold one update of ``session``'s turn, whatever its ACP version: the reply text it adds."""
+        pieces = (self.see(view) for view in session.views_of(item, self._shown))
+        return [piece for piece in pieces if piece]
 
     def see(self, update: Any) -> str | None:
         """Fold one update; the reply text it adds (for progress), if any."""
@@ -165,8 +172,7 @@ class AgentHolder:
             async for item in turn:
                 if item is turn.receipt:
                     continue
-                piece = report.see(item)
-                if piece:
+                for piece in report.fold(session, item):
                     await on_text(piece)
             await turn
         finally:

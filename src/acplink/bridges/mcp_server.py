@@ -233,7 +233,7 @@ def build_mcp_server(command: Sequence[str], *, cwd: str | os.PathLike[str] | No
     server: MCPServer = MCPServer(name or "acplink", instructions=(
         f"The ACP agent {agent.name!r} as tools: `prompt` sends it a prompt (give `session_id` to continue a "
         "conversation), `new_session` opens one, `list_sessions` lists them, `cancel` stops a running prompt."),
-        lifespan=lifespan)
+        lifespan=lifespan, log_level="WARNING")  # (a tool's error result is the host's to show, not a log line)
 
     @server.tool(name="prompt", description="Send a prompt to the ACP agent and return its reply and a summary "
                                              "of its tool calls. Without session_id a new session is opened "

@@ -31,7 +31,7 @@ from ..client.client import connect
 from ..client.permissions import PermissionPolicy
 from ..errors import AcpError, TransportError
 from ..transports.subprocess import SubprocessTransport
-from .common import agent_argv, fail, is_agent_command, one_line, registry_of
+from .common import agent_argv, fail, is_agent_command, one_line, protocol_choice, registry_of
 
 __all__ = ["compare_usage_error", "run_compare"]
 
@@ -142,7 +142,7 @@ async def _run_one(run: _Run, args: argparse.Namespace, scratch: Path, policy: P
 async def _turn(run: _Run, argv: list[str], env: dict[str, str] | None, work: Path, args: argparse.Namespace,
                 policy: PermissionPolicy) -> None:
     opening = connect(argv, cwd=work, env=env, stderr="capture", permission=policy, debug=args.debug,
-                      terminal=not args.no_terminal, fs=not args.no_fs)
+                      terminal=not args.no_terminal, fs=not args.no_fs, protocol=protocol_choice(args))
     try:
         async with asyncio.timeout(args.startup_timeout):
             client = await opening.__aenter__()
@@ -163,7 +163,7 @@ async def _turn(run: _Run, argv: list[str], env: dict[str, str] | None, work: Pa
             turn = session.prompt(args.text)
             async for item in turn:
                 if item is not turn.receipt:
-                    report.see(item)
+                    report.fold(session, item)
             await turn
             report.stop_reason = turn.stop_reason
             if turn.stop_reason != "end_turn":
