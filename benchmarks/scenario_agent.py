@@ -30,7 +30,7 @@ import sys
 import time
 from typing import Any
 
-from acplink import AgentApp, InvalidParams, PeerLimits, PromptContext, run_agent
+from acplink import AgentApp, InvalidParams, PeerLimits, PromptContext, SqliteStore, run_agent
 from acplink import schema as s
 
 BIG_PATH = "/bench/big.txt"
@@ -62,7 +62,9 @@ def percentile_us(samples_ns: list[int], p: float) -> float:
     return round(ordered[rank - 1] / 1000, 1)
 
 
-app = AgentApp("acplink-scenario-agent", "0.1.0")
+#: ``ACPLINK_BENCH_STORE=PATH``: sessions in a ``SqliteStore`` at PATH (benchmarks/store_cost.py)
+_STORE = os.environ.get("ACPLINK_BENCH_STORE")
+app = AgentApp("acplink-scenario-agent", "0.1.0", store=SqliteStore(_STORE) if _STORE else None)
 
 
 @app.initialize

@@ -77,6 +77,30 @@ def test_mcp_client_gives_the_agent_a_function_as_a_tool() -> None:
                                         "[tool call] completed", "words.word_count says: 4"]
 
 
+def test_v2_agent_reads_files_through_the_workspace_server() -> None:
+    proc = run(example("v2_agent_reads_files.py"))
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "ACP v2; offered: workspace {'acplink.dev/workspace': {'tools': ['read_text_file', 'write_text_file', "
+        "'run', 'kill']}}",
+        "notes.txt: 2 lines, 6 words"]
+
+
+async def test_agent_with_store_remembers_across_processes(tmp_path: Path) -> None:
+    db = tmp_path / "notes.sqlite3"
+    cmd = [*example("agent_with_store.py"), str(db)]
+    async with connect(cmd) as client:
+        session = await client.new_session(cwd=tmp_path)
+        assert await session.prompt("milk").text() == "Noted (1 so far)."
+        assert await session.prompt("eggs").text() == "Noted (2 so far)."
+        sid = session.session_id
+    async with connect(cmd) as client:  # a new process: the session is listed and loads
+        assert [x.session_id for x in await client.list_sessions(cwd=tmp_path)] == [sid]
+        loaded = await client.load_session(sid, cwd=tmp_path)
+        assert [m.text for m in loaded.state.messages if m.role == "user"] == ["milk", "eggs"]
+        assert await loaded.prompt("recap").text() == "You told me 2 things: milk; eggs"
+
+
 async def test_function_agent(tmp_path: Path) -> None:
     async with connect(example("function_agent.py")) as client:
         session = await client.new_session(cwd=tmp_path)

@@ -34,14 +34,17 @@ CORE = {"pydantic", "pydantic_core", "orjson"}
 #: what the extras bring, with what those bring in turn: none of it is installed by ``pip install acplink``
 OPTIONAL = ("rich", "prompt_toolkit", "pygments", "markdown_it", "wcwidth", "uvicorn", "starlette", "websockets",
             "httpx", "httpx_sse", "httpcore", "h2", "h11", "httptools", "sniffio", "anyio", "mcp", "mcp_types",
-            "httpx2")
+            "httpx2", "opentelemetry")
 
 #: the modules that import an optional library when imported; each is imported only after
 #: ``require()`` checked its extra (the pytest plugin: only pytest loads it)
 OPTIONAL_AT_IMPORT = {
     "cli/chat_app.py", "cli/chat_ask.py", "cli/chat_commands.py", "cli/chat_content.py", "cli/chat_input.py",
     "cli/chat_reconnect.py", "cli/chat_render.py", "cli/chat_stream.py", "tools/console.py", "tools/inspect.py",
-    "devtools/server.py", "testing/pytest_plugin.py", "bridges/mcp_server.py",
+    "devtools/server.py", "testing/pytest_plugin.py",
+    # OpenTelemetry: imported only once the application imported it and configured an SDK
+    # (connection/_otel_hook.py), or after require() (cli/otel.py)
+    "connection/_otel.py", "cli/prometheus.py", "bridges/mcp_server.py",
 }
 
 LINE = re.compile(r"^acplink: error: (?P<what>.+) needs the '(?P<extra>\w+)' extra \(not installed: [\w, ]+\): "
@@ -209,7 +212,9 @@ def test_the_core_dependencies_are_exactly_the_library_s() -> None:
     assert "httpx[http2]" in "".join(extras["remote"])
     assert {"starlette", "uvicorn"} <= {_name(r) for r in extras["devtools"]}
     assert {"mcp"} <= {_name(r) for r in extras["mcp"]}
-    assert extras["all"] == ["acplink[cli,remote,devtools,mcp]"]
+    assert {"opentelemetry-api"} == {_name(r) for r in extras["otel"]}  # (the API only: the SDK is the user's)
+    assert {"opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"} <= {_name(r) for r in extras["otlp"]}
+    assert extras["all"] == ["acplink[cli,remote,devtools,mcp,otel,otlp]"]
     assert "acplink[all]" in extras["test"] and "acplink[test]" in extras["dev"]  # CI installs .[dev]: everything
 
 

@@ -6,7 +6,10 @@ library (pydantic, orjson); the extras bring the rest (pyproject.toml, ``[projec
   streamable-HTTP transports and ``acplink serve``;
 - ``devtools``: Starlette and uvicorn, for ``acplink devtools``'s web UI;
 - ``mcp``: the Python ``mcp`` package 2.x, for bridges to real MCP servers (``McpBridge``, ``--mcp``);
-- ``all``: the four.
+- ``otel``: ``opentelemetry-api``, for traces and metrics (the SDK is the application's; a
+  connection reports only once one is configured: docs/tracing.md);
+- ``otlp``: the OpenTelemetry SDK and its OTLP/HTTP exporter, for ``--otel`` and ``serve --metrics``;
+- ``all``: all of them.
 
 Every place that imports one of them first calls :func:`require`, so that a missing
 extra is one :class:`~acplink.errors.MissingDependency` naming it, not an ``ImportError``

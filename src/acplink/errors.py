@@ -19,6 +19,7 @@ The tree (every public error; ``acplink.X`` for each name; the wire code where t
     │   ├── PeerOutputNotJson
     │   └── MessageTooLarge         a message over the size limit (either direction)
     ├── RequestTimeout              (also a TimeoutError) no answer in time; the request was cancelled
+    ├── StoreError                  a session store's file is corrupt, foreign or from a newer acplink
     ├── McpError                    an inner MCP error in MCP-over-ACP (``code``, ``message``, ``data``)
     ├── RegistryError               the agent registry: a registry, agent, download or archive refused
     └── RequestError                an error answer: ``code``, ``message``, ``data``
@@ -61,6 +62,7 @@ __all__ = [
     "RequestTimeout",
     "ResourceNotFound",
     "SchemaValidationError",
+    "StoreError",
     "TransportError",
     "UsageError",
 ]
@@ -95,6 +97,11 @@ class MissingDependency(UsageError, ImportError):
 
     def __reduce__(self) -> tuple[type[MissingDependency], tuple[str, str, tuple[str, ...]]]:
         return type(self), (self.what, self.extra, self.modules)  # (pickles: the arguments, not the message)
+
+
+class StoreError(AcpError):
+    """A session store cannot be used: its file is corrupt, foreign or from a newer acplink
+    (the message names the file; nothing in it was changed)."""
 
 
 class ProtocolError(AcpError):

@@ -30,10 +30,10 @@ def squash(text: str) -> str:
 
 
 class Term:
-    def __init__(self, cli: Cli, cols: int, rows: int, *agent: str) -> None:
+    def __init__(self, cli: Cli, cols: int, rows: int, *agent: str, options: tuple[str, ...] = ()) -> None:
         env = {k: v for k, v in cli.env.items() if k not in _TERMINAL_HINTS}
         env["TERM"] = "xterm-256color"
-        args = [*ACPLINK[1:], "chat", *(["--", *agent] if agent else [])]
+        args = [*ACPLINK[1:], "chat", *options, *(["--", *agent] if agent else [])]
         self.cols, self.rows = cols, rows
         self.child = pexpect.spawn(ACPLINK[0], args, cwd=str(cli.workdir), env=env, dimensions=(rows, cols),
                                    encoding="utf-8", timeout=TIMEOUT)
@@ -116,9 +116,10 @@ class Term:
             self.child.close()
 
 
-def start(terms: list[Term], cli: Cli, cols: int, rows: int, *agent: str) -> Term:
-    """A chat on a ``cols`` x ``rows`` terminal (kept in ``terms`` to be closed), at its first prompt."""
-    t = Term(cli, cols, rows, *agent)
+def start(terms: list[Term], cli: Cli, cols: int, rows: int, *agent: str, options: tuple[str, ...] = ()) -> Term:
+    """A chat on a ``cols`` x ``rows`` terminal (kept in ``terms`` to be closed), at its first prompt
+    (``options``: the chat's own, e.g. ``("--protocol", "2")``)."""
+    t = Term(cli, cols, rows, *agent, options=options)
     terms.append(t)
     t.prompt(1)
     return t

@@ -3,14 +3,16 @@ descriptions wrapped (nothing cut), and ``/sessions`` in pages of 20."""
 
 from __future__ import annotations
 
-import json
 import re
+import sqlite3
 from pathlib import Path
 
 from cliutil import Cli
 from termscreen import SHAPES_AGENT, Term, squash, start
 
+from acplink.agent import AgentSession
 from acplink.cli.chat_commands import LOCAL_COMMANDS
+from acplink.demo.agent import DemoStore
 
 
 def _after(t: Term, command: str) -> list[str]:
@@ -45,14 +47,21 @@ def test_mode_and_help_keep_ids_whole_and_wrap_descriptions(cli: Cli, terms: lis
 def _store(cli: Cli, n: int) -> list[str]:
     """``n`` sessions in the demo's store for the chat's folder, the most recent first."""
     root = Path(cli.env["ACPLINK_DEMO_STORE"])
-    root.mkdir(parents=True, exist_ok=True)
+    store = DemoStore(root)
     ids = []
-    for i in range(n):
-        sid = f"sess_{i:032d}"
-        (root / f"{sid}.json").write_text(json.dumps({
-            "sessionId": sid, "cwd": str(cli.workdir), "title": f"old session number {i}",
-            "updatedAt": f"2026-11-{1 + i // 24:02d}T{i % 24:02d}:00:00Z", "history": []}))
-        ids.append(sid)
+    try:
+        for i in range(n):
+            sid = f"sess_{i:032d}"
+            store[sid] = AgentSession(sid, str(cli.workdir), title=f"old session number {i}")
+            del store[sid]
+            ids.append(sid)
+    finally:
+        store.close()
+    db = sqlite3.connect(root / "sessions.sqlite3")  # (their times: one hour apart, in November)
+    db.executemany("UPDATE sessions SET updated=? WHERE id=?",
+                   [(f"2026-11-{1 + i // 24:02d}T{i % 24:02d}:00:00Z", sid) for i, sid in enumerate(ids)])
+    db.commit()
+    db.close()
     return ids[::-1]
 
 

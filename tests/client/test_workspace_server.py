@@ -76,7 +76,7 @@ def server(root: Path, terminals: TerminalHandler) -> WorkspaceServer:
 async def test_the_tools_offered(server: WorkspaceServer) -> None:
     listed = await server(McpCall("w", 1, "tools/list"))
     tools = {t["name"]: t for t in listed["tools"]}
-    assert list(tools) == ["read_text_file", "write_text_file", "run"]
+    assert list(tools) == ["read_text_file", "write_text_file", "run", "kill"]
     assert tools["read_text_file"]["inputSchema"]["required"] == ["path"]
     assert tools["read_text_file"]["annotations"]["readOnlyHint"] is True
     assert tools["write_text_file"]["inputSchema"]["required"] == ["path", "content"]
@@ -142,6 +142,8 @@ async def test_run_returns_output_and_exit_status(server: WorkspaceServer, root:
                                                                       "print(os.environ['GREETING']); sys.exit(3)"],
                                        "env": {"GREETING": "hi"}}))
     assert ok(result) == f"{root}\nhi\n[exit code 3]"
+    terminal_id = result["structuredContent"].pop("terminalId")
+    assert isinstance(terminal_id, str) and terminal_id.startswith("term_")  # (the client's terminal that ran it)
     assert result["structuredContent"] == {"output": f"{root}\nhi\n", "truncated": False, "exitCode": 3,
                                            "signal": None, "timedOut": False}
     (root / "sub").mkdir()
@@ -217,6 +219,32 @@ async def test_a_second_cancel_does_not_leak_the_command(server: WorkspaceServer
     assert terminals.terminal_ids == []
 
 
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads /proc")
+async def test_kill_stops_a_run_which_answers_with_its_output(root: Path, terminals: TerminalHandler) -> None:
+    server = WorkspaceServer(FileSystemHandler([root]), terminals)  # (the session comes with each call)
+    marker = new_marker()
+    sent: Sent = []
+    run = call("run", {"command": PY, "args": ["-c", SLEEPER, marker]}, session_id="s1", token="p1", sent=sent)
+    task = asyncio.ensure_future(server(run))
+    await until(lambda: bool(sent), "the command started (its first progress report)")
+    terminal_id = sent[0][1]["_meta"]["acplink.dev/terminalId"]  # the client's terminal running it
+    await until(lambda: "started" in terminals.snapshot(terminal_id).output, "the command printed")
+    # another session cannot kill it, nor can an unknown id
+    for session_id, tid in (("s2", terminal_id), ("s1", "term_nope")):
+        result = await server(call("kill", {"terminal_id": tid}, session_id=session_id))
+        assert result["structuredContent"] == {"killed": False} and not task.done()
+    result = await server(call("kill", {"terminal_id": terminal_id}, session_id="s1"))
+    assert result["structuredContent"] == {"killed": True}
+    result = await task  # the run answers: the output so far and the signal, not an error
+    assert ok(result).startswith("started\n[killed by SIG")
+    assert result["structuredContent"]["output"] == "started\n" and result["structuredContent"]["terminalId"] == \
+        terminal_id
+    assert marked(marker) == [] and terminals.terminal_ids == []
+    # once ended, killing it again does nothing
+    result = await server(call("kill", {"terminal_id": terminal_id}, session_id="s1"))
+    assert result["structuredContent"] == {"killed": False}
+
+
 # -- built from a Client: its handlers, its sessions, its policy ---------------------------------
 
 
@@ -225,7 +253,7 @@ async def test_from_a_client_session(tmp_path: Path) -> None:
     async with connect(create_demo_agent(), permission=PermissionPolicy.allow_all()) as client:
         session = await client.new_session(tmp_path)
         server = workspace_server(session)
-        assert [t["name"] for t in server.tools] == ["read_text_file", "write_text_file", "run"]
+        assert [t["name"] for t in server.tools] == ["read_text_file", "write_text_file", "run", "kill"]
         assert ok(await server(call("read_text_file", {"path": "f.txt"}))) == "from the session"
         assert ok(await server(call("run", {"command": PY, "args": ["-c", "print('ran')"]}))).startswith("ran\n")
         # the client's per-session handler is the one used (its roots, the connection's budget)
@@ -271,7 +299,7 @@ async def test_a_client_without_fs_or_terminals_offers_nothing(tmp_path: Path) -
         assert workspace_server(session).tools == []
     async with connect(create_demo_agent(), fs="read") as client:
         session = await client.new_session(tmp_path)
-        assert [t["name"] for t in workspace_server(session).tools] == ["read_text_file", "run"]
+        assert [t["name"] for t in workspace_server(session).tools] == ["read_text_file", "run", "kill"]
 
 
 def test_the_server_is_an_mcp_handler(server: WorkspaceServer) -> None:

@@ -166,7 +166,8 @@ async def until(predicate: Any) -> None:
 
 async def test_acplink_provider_to_ts_caller(version: int, tmp_path: Path) -> None:
     server, cancelled = acplink_tools()
-    async with connect(node("mcp_caller_agent.mjs", "--protocol", str(version)), protocol=version) as client:
+    async with connect(node("mcp_caller_agent.mjs", "--protocol", str(version)), protocol=version,
+                       workspace=False) as client:  # (the user's server alone: the workspace one is below)
         reg = client.mcp.register("tools", server)
         session = await client.new_session(tmp_path)
         # the TS agent advertised acp MCP: acplink declared the server in session/new
@@ -197,6 +198,27 @@ async def test_acplink_provider_to_ts_caller(version: int, tmp_path: Path) -> No
         assert tools == "tools: echo,fail,hang" and result == "result: echo: via http"
         assert progress in ("progress: ", "progress: 1", "progress: 1,2")
         assert await say(session, "http tools fail") == "tools: echo,fail,hang; mcp-error: -32602 bad arguments"
+
+
+async def test_ts_agent_reads_and_runs_through_the_workspace_server(version: int, tmp_path: Path) -> None:
+    """The TS agent's McpOverAcpCaller uses acplink's built-in workspace server like any acp
+    server: offered by itself on v2, on request (workspace=True) on v1."""
+    (tmp_path / "notes.txt").write_text("remember the milk\n")
+    async with connect(node("mcp_caller_agent.mjs", "--protocol", str(version)), protocol=version,
+                       workspace=True if version == 1 else None) as client:
+        session = await client.new_session(tmp_path)
+        reg = client.workspace_registration
+        assert reg is not None
+        assert await say(session, "servers") == f"workspace={reg.server_id_of(session.session_id)}"
+        assert await say(session, "tools workspace") == "read_text_file,write_text_file,run,kill"
+        assert await say(session, 'call workspace read_text_file {"path": "notes.txt"}') == \
+            "progress: ; result: remember the milk\n"
+        progress, result = (await say(session, 'call workspace run {"command": "sh", "args": ["-c", '
+                                                '"echo ran; exit 2"]}')).split("; ", 1)
+        assert progress in ("progress: ", "progress: 0") and result == "result: ran\n[exit code 2]"
+        # the confinement holds for any caller: a tool error, nothing read
+        reply = await say(session, 'call workspace read_text_file {"path": "/etc/hostname"}')
+        assert reply == "progress: ; result: access denied: the path is outside the session roots"
 
 
 # -- 3. an acplink agent's McpHttpBridge, reached by the TS MCP client ---------------------------
@@ -250,12 +272,13 @@ async def test_ts_agent_reads_writes_and_runs_through_acplink_workspace_server(v
     outside = tmp_path.parent / f"{tmp_path.name}-outside.txt"
     outside.write_text("secret")
     agent = node("mcp_workspace_agent.mjs", "--protocol", str(version), "--server", "hands")
-    async with connect(agent, protocol=version, permission=PermissionPolicy.allow_all()) as client:
+    async with connect(agent, protocol=version, permission=PermissionPolicy.allow_all(),
+                       workspace=False) as client:  # (by hand only: the offer by itself is tested above)
         reg = client.mcp.register("hands", workspace_server(client), per_session=True)
         session = await client.new_session(tmp_path)
         assert reg.server_id_of(session.session_id) is not None
         got = json.loads(await say(session, "read notes.txt"))
-        assert got == {"tools": ["read_text_file", "write_text_file", "run"], "isError": False,
+        assert got == {"tools": ["read_text_file", "write_text_file", "run", "kill"], "isError": False,
                        "text": "remember the milk\n"}
         # the session's roots confine it: a tool error, not the file
         got = json.loads(await say(session, f"read {outside}"))

@@ -69,7 +69,7 @@ async def _say(client: Client, session: Any, text: str) -> str:
 
 async def test_tools_list_and_call_with_progress_and_a_tool_call(version: int, tmp_path: Path) -> None:
     tools = Tools()
-    async with connect(AGENT, protocol=version) as client:
+    async with connect(AGENT, protocol=version, workspace=False) as client:
         reg = client.mcp.register("tools", tools)
         session = await client.new_session(tmp_path)
         assert await _say(client, session, "servers") == f"tools={reg.server_id}"
@@ -90,7 +90,7 @@ async def test_tools_list_and_call_with_progress_and_a_tool_call(version: int, t
 
 
 async def test_inner_error_is_a_value_and_fails_the_tool_call(version: int, tmp_path: Path) -> None:
-    async with connect(AGENT, protocol=version) as client:
+    async with connect(AGENT, protocol=version, workspace=False) as client:
         client.mcp.register("tools", Tools())
         session = await client.new_session(tmp_path)
         assert await _say(client, session, 'call tools fail {}') == "mcp-error: -32602 bad arguments"
@@ -101,7 +101,7 @@ async def test_inner_error_is_a_value_and_fails_the_tool_call(version: int, tmp_
 
 
 async def test_handler_crash_is_33002_without_details(version: int, tmp_path: Path) -> None:
-    async with connect(AGENT, protocol=version) as client:
+    async with connect(AGENT, protocol=version, workspace=False) as client:
         client.mcp.register("tools", Tools())
         session = await client.new_session(tmp_path)
         out = await _say(client, session, 'request tools tools/call {"name": "boom"}')
@@ -112,7 +112,7 @@ async def test_handler_crash_is_33002_without_details(version: int, tmp_path: Pa
 
 
 async def test_unknown_server_and_unregistered_server_are_33001(version: int, tmp_path: Path) -> None:
-    async with connect(AGENT, protocol=version) as client:
+    async with connect(AGENT, protocol=version, workspace=False) as client:
         reg = client.mcp.register("tools", Tools())
         session = await client.new_session(tmp_path)
         assert (await _say(client, session, "tools nope")).startswith("outer: -33001 ")
@@ -122,7 +122,7 @@ async def test_unknown_server_and_unregistered_server_are_33001(version: int, tm
 
 async def test_caller_timeout_does_not_hold_the_turn_and_cancels_the_handler(version: int, tmp_path: Path) -> None:
     tools = Tools()
-    async with connect(AGENT, protocol=version) as client:
+    async with connect(AGENT, protocol=version, workspace=False) as client:
         client.mcp.register("tools", tools)
         session = await client.new_session(tmp_path)
         assert await _say(client, session, "timeout tools") == "timed out"
@@ -133,7 +133,7 @@ async def test_caller_timeout_does_not_hold_the_turn_and_cancels_the_handler(ver
 
 async def test_cancelling_the_caller_cancels_the_provider(version: int, tmp_path: Path) -> None:
     tools = Tools()
-    async with connect(AGENT, protocol=version) as client:
+    async with connect(AGENT, protocol=version, workspace=False) as client:
         client.mcp.register("tools", tools)
         session = await client.new_session(tmp_path)
         assert await _say(client, session, "cancel tools") == "cancelled"
@@ -153,7 +153,7 @@ async def test_flood_beyond_the_limit_is_33000_and_the_connection_stays_usable(v
         await release.wait()
         return {"content": [{"type": "text", "text": "done"}]}
 
-    async with connect(AGENT, protocol=version) as client:
+    async with connect(AGENT, protocol=version, workspace=False) as client:
         client.mcp.register("tools", hanging)
         client.mcp.register("gate", gate)
         session = await client.new_session(tmp_path)
@@ -163,7 +163,7 @@ async def test_flood_beyond_the_limit_is_33000_and_the_connection_stays_usable(v
 
 async def test_per_session_servers_know_their_session_and_are_redeclared(version: int, tmp_path: Path) -> None:
     tools = Tools()
-    async with connect(AGENT, protocol=version) as client:
+    async with connect(AGENT, protocol=version, workspace=False) as client:
         reg = client.mcp.register("mine", tools, per_session=True)
         one = await client.new_session(tmp_path)
         two = await client.new_session(tmp_path)

@@ -67,7 +67,7 @@ def envelope(server_id: str, request_id: Any = "r1", method: str = "tools/list",
 
 
 async def opened(version: int, tmp_path: Path, agent: Agent, handler: Any, **kw: Any) -> tuple[Client, Any]:
-    client = await connect(agent.app, protocol=version)
+    client = await connect(agent.app, protocol=version, workspace=False)  # (the provider alone)
     reg = client.mcp.register("tools", handler, **kw)
     await client.new_session(tmp_path)
     return client, reg

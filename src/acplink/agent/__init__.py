@@ -4,13 +4,16 @@ from typing import TYPE_CHECKING, Any
 
 from .app import HOOKS, Agent, AgentApp, AgentBase
 from .context import AgentSession, Context, PermissionAnswer, PromptContext, TerminalHandle, ToolCallHandle
+from .history import HistoryEntry
 from .mcp import McpCaller
 from .serve import run_agent, serve
-from .store import MemoryStore, SessionStore
+from .store import HistoryStore, MemoryStore, SessionRecord, SessionStore
 
 if TYPE_CHECKING:
     from ._conn import DualAgentConnection
     from .mcp_http import HttpEndpoint, McpHttpBridge
+    from .store_sqlite import SqliteStore
+    from .workspace import WorkspaceTerminal
 
 __all__ = [
     "HOOKS",
@@ -20,15 +23,20 @@ __all__ = [
     "AgentSession",
     "Context",
     "DualAgentConnection",
+    "HistoryEntry",
+    "HistoryStore",
     "HttpEndpoint",
     "McpCaller",
     "McpHttpBridge",
     "MemoryStore",
     "PermissionAnswer",
     "PromptContext",
+    "SessionRecord",
     "SessionStore",
+    "SqliteStore",
     "TerminalHandle",
     "ToolCallHandle",
+    "WorkspaceTerminal",
     "run_agent",
     "serve",
 ]
@@ -41,10 +49,18 @@ def __getattr__(name: str) -> Any:
         from ._conn import DualAgentConnection
 
         return DualAgentConnection
+    if name == "SqliteStore":  # (sqlite3 is imported by the apps that use it)
+        from .store_sqlite import SqliteStore
+
+        return SqliteStore
     if name == "HttpEndpoint":  # (MCP-over-ACP for HTTP-only MCP clients: imported on first use)
         from .mcp_http import HttpEndpoint
 
         return HttpEndpoint
+    if name == "WorkspaceTerminal":  # (the client's terminals on v2: imported on first use)
+        from .workspace import WorkspaceTerminal
+
+        return WorkspaceTerminal
     if name == "McpHttpBridge":
         from .mcp_http import McpHttpBridge
 

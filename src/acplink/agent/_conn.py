@@ -27,9 +27,12 @@ import orjson
 from ..connection.agent_side import AgentSideConnection
 from ..connection.base import Router
 from ..connection.peer import DONE
-from ..errors import CapabilityError, InvalidParams, MethodNotFound, UsageError
+from ..errors import CapabilityError, InvalidParams, MethodNotFound, StoreError, UsageError
 from ..protocol import Protocol
+from ..transports.stream import StreamTransport
+from .history import KEPT
 from .mcp import McpCalls, check_declared
+from .store import HistoryStore
 
 if TYPE_CHECKING:
     from ..protocol.agent_codec import AgentCodec, Route
@@ -59,6 +62,21 @@ class AppConnection(AgentSideConnection):
         #: a state update, where stop reasons are open)
         self.custom_stop_reasons = False
         ref: list[AgentSideConnection] = [self]
+        #: the store that journals what this connection's sessions send (an app with a
+        #: HistoryStore), made durable before the transport writes (``before_write``), or at
+        #: once on a transport without that hook
+        store = app.sessions
+        self.journal: HistoryStore | None = store if isinstance(store, HistoryStore) else None
+        self._journal_at_once = True
+        self._store_failure_logged = False
+        #: the sessions this connection opened: released from the history store when it closes
+        #: (their records stay; another connection loads them again)
+        self.opened: set[str] = set()
+        if self.journal is not None:
+            self.journal.attach()
+        if self.journal is not None and isinstance(transport, StreamTransport) and transport.before_write is None:
+            transport.before_write = self._commit_journal
+            self._journal_at_once = False
         #: the inner MCP requests this agent has in flight (``ctx.mcp``), by (serverId, requestId)
         self.mcp_calls = McpCalls()
         #: the loopback HTTP bridge to the sessions' ``acp`` servers (``ctx.mcp.http()``): one
@@ -98,6 +116,14 @@ class AppConnection(AgentSideConnection):
         if self.lifecycle is not None:
             await self.lifecycle.aclose()
         await super().aclose()
+        journal = self.journal
+        if journal is not None:
+            self.journal = None  # (once: aclose may be called again)
+            for sid in self.opened:
+                journal.release(sid)
+            self.opened.clear()
+            journal.flush()
+            journal.detach()
 
     # -- the version's path, chosen when the version is ------------------------------------------
 
@@ -107,6 +133,9 @@ class AppConnection(AgentSideConnection):
         if vocab.has("mcp_message"):  # (the provider's notifications reach the request they are for)
             wire = vocab.wire("mcp_message")
             router.add_notification(wire, self._mcp_notified(router.notifications.get(wire)), replace=True)
+        if self.journal is not None and protocol.agent_codec is None:
+            self.notify_json = self._journal_notify_json  # type: ignore[method-assign]
+            self._notify = self._journal_notify  # type: ignore[method-assign]
         if not protocol.turns.receipt:
             return router
         from ._turns import Lifecycle
@@ -178,7 +207,7 @@ class AppConnection(AgentSideConnection):
         if app.title is not None:
             agent_info["title"] = app.title
         auth = [m.to_wire() if hasattr(m, "to_wire") else m for m in app.auth_methods]
-        body = codec.initialize_result(agent_info, app._capabilities_wire(self.vocabulary), app.handlers, auth)
+        body = codec.initialize_result(agent_info, app._capabilities_wire(self.vocabulary), app.hook_handlers(), auth)
         self.own_capabilities = codec.capabilities_of(body)
         self.protocol_version = self.protocol.version
         self.initialized = True
@@ -225,6 +254,10 @@ class AppConnection(AgentSideConnection):
                                          "updatedAt": x.updated_at}
                                         for x in app.sessions.values() if cwd is None or x.cwd == cwd]}
                 return codec.list_result(res)
+            if route.result == "same":
+                if res is None:
+                    raise MethodNotFound(f"Method not found: {method}", {"method": method})
+                return res
             return {}
         if action == "resume":
             assert lifecycle is not None
@@ -239,7 +272,7 @@ class AppConnection(AgentSideConnection):
             return self._setup(codec, res or {}, sid)
         if action in ("close", "delete"):
             sid = params["sessionId"]
-            if action == "delete" and "delete_session" not in app.handlers:
+            if action == "delete" and "delete_session" not in app.hook_handlers():
                 raise MethodNotFound(f"Method not found: {method}", {"method": method})
             if lifecycle is not None:
                 await lifecycle.close(sid)
@@ -287,6 +320,58 @@ class AppConnection(AgentSideConnection):
         return {}
 
     # -- outbound ------------------------------------------------------------------------------
+
+    def opened_session(self, session_id: str) -> None:
+        """This connection opened (created, loaded, resumed, forked) ``session_id``: it holds
+        it in the store until it closes."""
+        if self.journal is not None and session_id not in self.opened:
+            self.opened.add(session_id)
+            self.journal.retain(session_id)
+
+    def journal_update(self, session_id: str, update: dict[str, Any], params_json: bytes | None = None) -> None:
+        """Journal an update about to be sent (in the app's vocabulary), when it is history.
+        A store that fails (its disk full, its file locked too long) does not stop the turn:
+        the update is sent, and the failure logged (once per connection)."""
+        journal = self.journal
+        kind = update.get("sessionUpdate")
+        if journal is None or kind not in KEPT:
+            return
+        try:
+            if params_json is not None:
+                journal.record_json(session_id, kind, params_json)
+            else:
+                journal.record(session_id, kind, update)
+            if self._journal_at_once:
+                journal.flush()
+        except StoreError as exc:
+            self._store_failed(exc)
+
+    def _commit_journal(self) -> None:
+        """Right before the transport writes: what was journaled is committed first."""
+        journal = self.journal
+        if journal is not None:
+            try:
+                journal.flush()
+            except StoreError as exc:
+                self._store_failed(exc)
+
+    def _store_failed(self, exc: StoreError) -> None:
+        if not self._store_failure_logged:
+            self._store_failure_logged = True
+            log.warning("%s (this connection's updates are sent, but not all are stored)", exc)
+
+    async def _journal_notify_json(self, method: str, params_json: bytes) -> None:
+        if self.vocabulary.is_(method, "session_update"):
+            note = orjson.loads(params_json)
+            self.journal_update(note["sessionId"], note["update"], params_json)
+        await AgentSideConnection.notify_json(self, method, params_json)
+
+    async def _journal_notify(self, method: str, params: Any, fields: dict[str, Any]) -> None:
+        if self.vocabulary.is_(method, "session_update"):
+            info = self.vocabulary.info(method, "notification")
+            await self._journal_notify_json(method, self._params_json(info, method, params, fields))
+            return
+        await AgentSideConnection._notify(self, method, params, fields)
 
     async def send_raw_update(self, session_id: str, update: dict[str, Any]) -> None:
         """Send a ``session/update`` already in the version's shape (e.g. display terminals)."""

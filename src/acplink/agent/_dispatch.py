@@ -12,6 +12,7 @@ is registered (``AgentBase.router``).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TYPE_CHECKING, Any, cast
@@ -19,17 +20,20 @@ from typing import TYPE_CHECKING, Any, cast
 import orjson
 
 from ..connection.base import RawJSON, Router
-from ..errors import InvalidParams, UsageError
+from ..errors import InternalError, InvalidParams, StoreError, UsageError
 from ..protocol import Protocol, negotiate
 from ..schema import _generated as s
 from .context import AgentSession, Context, PromptContext
 from .mcp import check_declared
+from .store import HistoryStore
 
 if TYPE_CHECKING:
     from ..connection.agent_side import AgentSideConnection
     from .app import AgentBase
 
 __all__ = ["Dispatcher"]
+
+log = logging.getLogger("acplink.agent")
 
 #: a connection, filled in once it exists (the router is built before the connection is)
 Ref = list["AgentSideConnection"]
@@ -74,13 +78,14 @@ class Dispatcher:
             builtin["set_config_option"] = self.set_config_option
         if (app.models and app.legacy_models) or "set_model" in app.handlers:
             builtin["set_model"] = self.set_model
+        handlers = app.hook_handlers()
         for hook in HOOKS:
             if not protocol.has(hook):
                 continue
             method, kind = protocol.names[hook]
             fn = builtin.get(hook)
             if fn is None:
-                h = app.handlers.get(hook)
+                h = handlers.get(hook)
                 if h is None:
                     continue
                 fn = self._plain(h, hook)
@@ -112,6 +117,11 @@ class Dispatcher:
                 app.sessions.pop(sid, None)  # a closed or deleted session frees its slot
             if redeclares and isinstance(sid, str) and (opened := app.sessions.get(sid)) is not None:
                 opened.mcp_servers = list(p.mcp_servers or [])
+            elif hook == "fork_session":  # (the new session: the servers its request declared)
+                new_id = res.get("sessionId") if isinstance(res, dict) else getattr(res, "session_id", None)
+                forked = app.sessions.get(new_id) if isinstance(new_id, str) else None
+                if forked is not None and not forked.mcp_servers:
+                    forked.mcp_servers = list(p.mcp_servers or [])
             return res
 
         return call
@@ -135,6 +145,7 @@ class Dispatcher:
         check_declared(ref[0], p.mcp_servers)
         sess = app.create_session(p.cwd, mcp_servers=p.mcp_servers,
                                   additional_directories=p.additional_directories or [])
+        _opened(ref[0], sess.session_id)
         res = await self._hook("new_session", Context(app, ref[0], p, sess))
         if res is not None:
             return res
@@ -146,10 +157,26 @@ class Dispatcher:
         sess = app.get_session(p.session_id)
         c = ref[0]
         ctx = PromptContext(app, c, p, sess, c.turns.get(p.session_id))
+        store = app.sessions if isinstance(app.sessions, HistoryStore) else None
+        if store is not None:  # the turn is journaled: the prompt, then what it sends, then its end
+            try:
+                store.begin_turn(p.session_id, [cast("dict[str, Any]", b.to_wire() if hasattr(b, "to_wire") else b)
+                                                for b in p.prompt])
+            except StoreError as exc:  # (the client is told why, not where: the file is the agent's)
+                log.warning("%s", exc)
+                raise InternalError(f"Internal error: the session store cannot record this turn "
+                                    f"({str(exc).rsplit(': ', 1)[-1]}); try again") from None
+        reason = "error"
         try:
             res = await h(ctx)
+            reason = "cancelled" if ctx.cancelled else _stop_reason(res)
+        except asyncio.CancelledError:
+            reason = "cancelled"
+            raise
         finally:
             await ctx._finish()
+            if store is not None and p.session_id in store:
+                store.end_turn(p.session_id, reason)
         if res is None:
             return s.PromptResponse(stop_reason="end_turn")
         if isinstance(res, str):
@@ -178,6 +205,7 @@ class Dispatcher:
         if not own and app.modes and p.mode_id not in {m.id for m in app.modes}:
             raise InvalidParams(f"unknown mode {p.mode_id!r}")
         sess.mode_id = p.mode_id
+        _save(app, sess)
         return s.SetSessionModeResponse()
 
     async def set_config_option(self, ref: Ref, p: Any) -> Any:
@@ -195,6 +223,7 @@ class Dispatcher:
         sess.config[p.config_id] = p.value
         if p.config_id == app.model_option_id:
             sess.model_id = p.value
+        _save(app, sess)
         return s.SetSessionConfigOptionResponse(config_options=app.current_config(sess))
 
     async def set_model(self, ref: Ref, p: s.SetSessionModelRequest) -> Any:
@@ -207,7 +236,31 @@ class Dispatcher:
         sess.model_id = p.model_id
         if app.model_option_id is not None:
             sess.config[app.model_option_id] = p.model_id
+        _save(app, sess)
         return s.SetSessionModelResponse()
+
+
+def _opened(conn: AgentSideConnection, session_id: str) -> None:
+    """A session this connection opened (released from a history store when it closes)."""
+    opened = getattr(conn, "opened_session", None)
+    if opened is not None:
+        opened(session_id)
+
+
+def _save(app: AgentBase, sess: AgentSession) -> None:
+    """A session's metadata changed: stored, when the app's store keeps sessions."""
+    if isinstance(app.sessions, HistoryStore):
+        app.sessions.save(sess)
+
+
+def _stop_reason(res: Any) -> str:
+    """The stop reason a prompt handler's result stands for."""
+    if res is None:
+        return "end_turn"
+    if isinstance(res, str):
+        return res
+    reason = getattr(res, "stop_reason", None)
+    return str(reason) if reason is not None else "end_turn"
 
 
 def _select_values(opt: Any) -> set[Any] | None:

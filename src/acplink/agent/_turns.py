@@ -110,6 +110,7 @@ class Lifecycle:
             log.debug("ACP v%s has no form of a %r update; dropped", self.conn.protocol.version,
                       update.get("sessionUpdate"))
             return
+        self.conn.journal_update(sid, update)
         message = codec.message_of(out)
         if sess is not None and message is not None:
             _remember(sess.messages, *message)

@@ -213,6 +213,25 @@ class AgentBase(AgentOn):
 
         return register
 
+    def hook_handlers(self) -> dict[str, Callable[..., Awaitable[Any]]]:
+        """The handler of each hook: the app's, and, for an app with a history store, acplink's
+        own session methods for the hooks it left (:mod:`._store_hooks`)."""
+        from ._store_hooks import store_hooks
+
+        return {**store_hooks(self), **self.handlers}
+
+    def store_hook(self, hook: str) -> Callable[..., Awaitable[Any]]:
+        """acplink's own handler of a session hook for this app's history store (to call from
+        the app's handler of that hook, adding to it: e.g. announcing commands after a load)."""
+        from ._store_hooks import store_hooks
+
+        found = store_hooks(self).get(hook)
+        if found is None:
+            raise UsageError(f"no built-in {hook!r} handler: the app's store keeps no sessions "
+                             "(AgentApp(store=SqliteStore(path)))" if not store_hooks(self) else
+                             f"no built-in {hook!r} handler (built-in: {', '.join(sorted(store_hooks(self)))})")
+        return found
+
     # -- capabilities ---------------------------------------------------------------------------
 
     def _capabilities_wire(self, protocol: Protocol = _VOCABULARY) -> dict[str, Any]:
@@ -226,7 +245,7 @@ class AgentBase(AgentOn):
         acp = protocol.mcp_transports.get("acp")
         if self.mcp_over_acp and acp is not None:
             protocol.advertise(out, "agent:" + acp)
-        registered = [protocol.names[h] for h in self.handlers if protocol.has(h)] + list(self.methods)
+        registered = [protocol.names[h] for h in self.hook_handlers() if protocol.has(h)] + list(self.methods)
         for method, kind in registered:
             info = protocol.info(method, kind)
             if info is not None and info.capability and info.capability.startswith("agent:"):

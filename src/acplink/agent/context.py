@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from ..connection.agent_side import AgentSideConnection, Turn
     from .app import AgentBase
     from .display_terminal import DisplayTerminal
+    from .history import HistoryEntry
     from .mcp import McpCaller
 
 __all__ = [
@@ -292,6 +293,15 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
         return "".join(b.text for b in self.params.prompt if isinstance(b, s.TextContent))
 
     @property
+    def history(self) -> list[HistoryEntry]:
+        """The session's history so far (this turn's prompt last), when the app's store keeps
+        one (``AgentApp(store=SqliteStore(...))``); empty otherwise. See docs/sessions.md."""
+        from .store import HistoryStore
+
+        store = self.app.sessions
+        return store.history(self.session.session_id) if isinstance(store, HistoryStore) else []
+
+    @property
     def cancelled(self) -> bool:
         """True once the client sent ``session/cancel`` for this turn."""
         return self.turn is not None and self.turn.cancelled
@@ -372,7 +382,9 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
     # -- files and terminals -----------------------------------------------------------------
 
     async def read_file(self, path: str, *, line: int | None = None, limit: int | None = None) -> str:
-        """Read a text file through the client (``fs/read_text_file``)."""
+        """Read a text file through the client: ``fs/read_text_file``, or the ``read_text_file``
+        tool of the client's workspace MCP server where the protocol has no ``fs/*`` (ACP v2;
+        see :mod:`acplink.agent.workspace`)."""
         # a hot path of tool-using agents: the params are built from checked values directly
         if type(path) is not str:
             raise UsageError(f"path must be a str, not {type(path).__name__}")
@@ -382,16 +394,43 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
                 if type(value) is not int or value < 0:
                     raise UsageError(f"{key} must be a non-negative int, not {value!r}")
                 params[key] = value
-        resp = await self.connection.request_json(self.connection.vocabulary.wire("read_text_file"), orjson.dumps(params))
+        conn = self.connection
+        if conn.protocol.agent_codec is not None or conn.peer_capabilities is None or not _reads(self):
+            from . import workspace
+
+            server = workspace.workspace_route(self, "read")
+            if server is not None:
+                return await workspace.read_file(self, server, path, line, limit)
+        resp = await conn.request_json(conn.vocabulary.wire("read_text_file"), orjson.dumps(params))
         return str(resp.content)
 
     async def write_file(self, path: str, content: str) -> None:
-        """Write a text file through the client (``fs/write_text_file``)."""
+        """Write a text file through the client: ``fs/write_text_file``, or the workspace
+        server's ``write_text_file`` tool (as :meth:`read_file`)."""
+        from . import workspace
+
+        server = workspace.workspace_route(self, "write")
+        if server is not None:
+            if type(path) is not str or type(content) is not str:
+                raise UsageError("path and content must be str")
+            await workspace.write_file(self, server, path, content)
+            return
         await self.connection.fs_write_text_file(session_id=self.session_id, path=path, content=content)
 
     async def run(self, command: str, *args: str, cwd: str | None = None, env: dict[str, str] | None = None,
                   output_byte_limit: int | None = None) -> TerminalHandle:
-        """Start a command in a client terminal (``terminal/create``)."""
+        """Start a command in a client terminal: ``terminal/create``, or the workspace server's
+        ``run`` tool (a :class:`~acplink.agent.workspace.WorkspaceTerminal`, whose output comes
+        when the command ends; see :mod:`acplink.agent.workspace`)."""
+        from . import workspace
+
+        server = workspace.workspace_route(self, "run")
+        if server is not None:
+            declared = workspace.declared_workspace(self.session)
+            term = await workspace.run(self, server, declared[1] if declared else [], command, list(args), cwd,
+                                       env, output_byte_limit)
+            self._terminals.add(term)
+            return term
         env_list = [s.EnvVariable(name=k, value=v) for k, v in (env or {}).items()]
         resp = await self.connection.terminal_create(
             session_id=self.session_id, command=command, args=list(args), cwd=cwd or self.session.cwd,
@@ -424,3 +463,10 @@ class PromptContext(Context["s.PromptRequest"]):  # (quoted: the model is define
                 break
             except Exception:  # best effort: the turn's result matters more
                 continue
+
+
+def _reads(ctx: PromptContext) -> bool:
+    """Whether the client advertised ``fs.readTextFile`` (the fast path of v1's reads)."""
+    caps = ctx.connection.peer_capabilities
+    fs = getattr(caps, "fs", None)
+    return bool(getattr(fs, "read_text_file", False))

@@ -17,6 +17,7 @@ from ..runtime import tune_gc as _tune_gc
 from ..transports.base import Transport, TransportSink
 from ..transports.stdio import StdioTransport
 from .app import AgentBase
+from .store import HistoryStore
 
 __all__ = ["run_agent", "serve"]
 
@@ -137,6 +138,8 @@ def run_agent(app: AgentBase, *, debug: bool = False, log_level: int = logging.W
             # and closed: unhook the wakeup fd first (a late signal reaches the no-op handler)
             with contextlib.suppress(ValueError):  # (not the main thread: no handlers were set)
                 signal.set_wakeup_fd(-1)
+            if isinstance(app.sessions, HistoryStore):  # (its writes committed, its leases released)
+                app.sessions.close()
 
     with contextlib.suppress(KeyboardInterrupt, BrokenPipeError):
         asyncio.run(main())

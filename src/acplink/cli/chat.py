@@ -12,6 +12,7 @@ from typing import Any
 
 from .._extras import require
 from .common import add_client_options, add_protocol_option
+from .otel import add_otel_option
 
 __all__ = ["add_parser", "run"]
 
@@ -34,6 +35,7 @@ def add_parser(sub: Any) -> None:
                    help="with --url: when the connection is lost, reconnect (5 tries, 0.5 to 8 s apart) and "
                         "reopen the session, without asking")
     add_protocol_option(p)
+    add_otel_option(p)
     p.set_defaults(run=run)
 
 

@@ -318,9 +318,9 @@ def _remote_connect(args: argparse.Namespace, permission: PermissionPolicy, kw: 
 def add_protocol_option(p: argparse.ArgumentParser) -> None:
     """``--protocol {1,2,auto}``: the ACP version to ask for, 1 by default (see docs/v2.md)."""
     p.add_argument("--protocol", choices=("1", "2", "auto"), default="1",
-                   help="ACP version: 1 (default), 2 (the v2 draft, which has no client files or terminals "
-                        "yet: the agent must answer 2) or auto (ask for 2, go on with v1 when the agent "
-                        "answers 1, refuses 2 or echoes 2 with a v1 answer)")
+                   help="ACP version: 1 (default), 2 (the v2 draft: files and terminals are offered as the MCP "
+                        "server 'workspace' over ACP; the agent must answer 2) or auto (ask for 2, go on with v1 "
+                        "when the agent answers 1, refuses 2 or echoes 2 with a v1 answer)")
 
 
 def protocol_choice(args: argparse.Namespace) -> Any:
@@ -348,6 +348,8 @@ def agent_argv(value: str) -> list[str]:
 
 def agent_command(args: argparse.Namespace) -> list[str]:
     """The agent command line: everything after ``--``, or the built-in demo agent."""
+    if getattr(args, "otel", False) and not given_command(args):  # (the demo agent reports too)
+        return [sys.executable, "-m", "acplink", "demo-agent", "--otel"]
     return given_command(args) or [sys.executable, "-m", "acplink.demo"]
 
 

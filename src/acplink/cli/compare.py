@@ -171,7 +171,7 @@ async def _turn(run: _Run, argv: list[str], env: dict[str, str] | None, work: Pa
     except TimeoutError:
         run.error = f"the turn did not end within {args.timeout:g} s (--timeout)"
     except TransportError as exc:
-        run.error = _died(exc, client.transport, run)
+        run.error = await _died(exc, client.transport, run)
     except AcpError as exc:
         run.error = f"the agent failed the prompt: {one_line(exc)}"
     finally:
@@ -188,9 +188,14 @@ def _start_error(exc: BaseException, argv: list[str], run: _Run) -> str:
     return sanitize_for_terminal(text.replace(shlex.join(argv), shlex.join(run.command)))
 
 
-def _died(exc: BaseException, transport: Any, run: _Run) -> str:
-    tail = transport.stderr_tail[-3:] if isinstance(transport, SubprocessTransport) else []
-    code = transport.returncode if isinstance(transport, SubprocessTransport) else None
+async def _died(exc: BaseException, transport: Any, run: _Run) -> str:
+    if not isinstance(transport, SubprocessTransport):
+        return one_line(exc)
+    try:  # (the pipes close a moment before the exit status is known)
+        code = await asyncio.wait_for(transport.wait(), 10.0)
+    except (TimeoutError, AcpError):
+        code = transport.returncode
+    tail = transport.stderr_tail[-3:]
     how = f"exited with code {code}" if code is not None and code >= 0 else one_line(exc)
     return sanitize_for_terminal(f"the agent {shlex.join(run.command)!r} {how}" +
                                  ("; last stderr: " + " | ".join(tail) if tail else ""))

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from ..errors import MissingDependency
 from ..runtime import tune_gc
 from .common import ArgParser, fail
+from .otel import telemetry
 
 #: the exit status of a command whose output was closed early (``acplink ... | head``): what a
 #: shell reports for ``cat`` killed by SIGPIPE (128 + 13)
@@ -64,7 +65,8 @@ def _main(argv: Sequence[str] | None, tune: bool) -> int:
         parser.print_help()
         return 2
     try:
-        code: int = run(args)
+        with telemetry(args):  # (--otel, serve --metrics: the OpenTelemetry SDK while it runs)
+            code: int = run(args)
         sys.stdout.flush()
     except BrokenPipeError:
         if not _output_closed():

@@ -30,6 +30,7 @@ from .common import (
     start_session,
 )
 from .mcp_option import McpStartFailed, mcp_servers
+from .otel import add_otel_option
 
 HELP = "send one prompt to an agent and print its reply"
 EXAMPLES = """examples:
@@ -38,8 +39,11 @@ EXAMPLES = """examples:
   acplink prompt --allow "write notes.txt hi" -- my-agent --acp
   acplink prompt --timeout 120 "fix the tests" -- my-agent --acp
   acplink prompt --protocol auto "hello" -- my-agent # ACP v2 (draft) if the agent speaks it, else v1
+  acplink prompt --protocol 2 "read README.md"    # v2: files and terminals through the workspace MCP server
+  acplink prompt --protocol 2 --url ws://host:7331 --remote-fs "read README.md"  # your files, served agent
   acplink prompt --mcp tools='python server.py' mcp  # offer an MCP server to the agent over ACP
-ACP v1 is the default: v2 has no client files or terminals yet (the demo's read, write and run).
+ACP v1 is the default. ACP v2 has no fs/* or terminal/*: the client offers its files and terminals
+as the MCP server "workspace" over ACP (MCP-over-ACP) to agents that take acp MCP servers.
 exit status: 0 when the turn ends with end_turn, 1 for any other stop reason or error,
 124 when --timeout or --startup-timeout runs out, 141 when the reader of stdout goes away."""
 
@@ -63,6 +67,7 @@ def add_parser(sub: Any) -> None:
     group.add_argument("--deny", action="store_true", help="deny every permission request (default)")
     add_client_options(p)
     add_protocol_option(p)
+    add_otel_option(p)
     c = p.add_argument_group("several agents (--agent A --agent B ...: the same prompt to each, side by side)")
     c.add_argument("--in-place", action="store_true",
                    help="run them all in --cwd itself (default: each in a temporary copy of it)")

@@ -16,6 +16,7 @@ from typing import Any
 from .._extras import require
 from .._tasks import TaskSet
 from .common import fail, port_number, positive_seconds
+from .otel import add_otel_option
 
 HELP = "serve an ACP agent over WebSocket and streamable HTTP (one agent process per connection)"
 EXAMPLES = """examples:
@@ -50,8 +51,15 @@ def add_parser(sub: Any) -> None:
                         "request or an open stream (default 300)")
     p.add_argument("--insecure-no-auth", action="store_true",
                    help="allow a non-loopback --host without a token")
+    add_otel_option(p)
+    p.add_argument("--metrics", type=port_number, metavar="PORT",
+                   help="serve the metrics in the Prometheus text format at http://HOST:PORT/metrics "
+                        "(0 picks a free port; shown on stderr); needs acplink[otlp]")
+    p.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
+                   help="the address of --metrics (default 127.0.0.1)")
     p.add_argument("agent", nargs="*", default=[], metavar="-- AGENT_CMD",
-                   help="the agent command, after -- (default: acplink's demo agent)")
+                   help="the agent command, after -- (default: acplink's demo agent; with --otel, "
+                        "the demo agent reports too)")
     p.set_defaults(run=run)
 
 
@@ -68,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
                     "or --insecure-no-auth", 2)
     if args.max_connections < 1:
         return fail("--max-connections must be at least 1", 2)
-    command = list(args.agent) or [sys.executable, "-m", "acplink", "demo-agent"]
+    command = list(args.agent) or [sys.executable, "-m", "acplink", "demo-agent", *(["--otel"] if args.otel else [])]
     transports = ("ws",) if args.ws else ("http",) if args.http else ("http", "ws")
     limits = ServerLimits(max_connections=args.max_connections, idle_timeout=args.idle_timeout)
     app = AcpServer(command, path=args.path, transports=transports, token=token,

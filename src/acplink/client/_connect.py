@@ -50,8 +50,13 @@ class connect:
     session's cwd and additional directories, ``fs="read"``: reads only; real terminal
     processes without a shell). Permission requests go to ``permission`` (default: deny);
     a confining policy (``PermissionPolicy.deny_all()``) also turns writes and terminals off.
-    ``protocol``: the ACP version: 1 (default), 2 (the v2 draft, which has no client files or
-    terminals yet: the agent must answer 2) or "auto" (asks for 2, goes on with v1 when the
+    ``workspace``: offer the client's files and terminals as the built-in MCP server
+    ``workspace`` over the connection (MCP-over-ACP): None (default) when the protocol has no
+    ``fs/*`` (v2), True on v1 too, False never; only to an agent that advertises ``acp`` MCP
+    servers, and only what ``fs``/``terminal`` serve (see ``docs/mcp.md``).
+    ``protocol``: the ACP version: 1 (default), 2 (the v2 draft, which has no ``fs/*`` or
+    ``terminal/*``: the agent reaches the client's files through the workspace server; the agent
+    must answer 2) or "auto" (asks for 2, goes on with v1 when the
     agent answers 1, refuses 2 or echoes 2 with a v1 answer); see ``docs/v2.md``.
     (``protocol_version`` is the number a v1 ``initialize`` carries, for testing an agent's
     version negotiation; it does not choose the protocol.) The other keyword arguments are
@@ -89,6 +94,7 @@ class connect:
         token: str | None = None,
         cookies: CookieJar | None = None,
         protocol: ProtocolChoice = 1,
+        workspace: bool | None = None,
     ) -> None:
         if (agent is None) == (agent_id is None):
             raise UsageError("connect() takes an agent (a command line, URL, app or transport) or agent_id=, "
@@ -118,7 +124,7 @@ class connect:
         self.client_kw: dict[str, Any] = {
             "fs": fs, "terminal": terminal, "permission": permission, "elicitation": elicitation,
             "client_info": client_info, "limits": limits, "check_capabilities": check_capabilities,
-            "debug": debug, "protocol": protocol}
+            "debug": debug, "protocol": protocol, "workspace": workspace}
         self.client: Client | None = None
 
     async def _open(self) -> Client:

@@ -28,10 +28,11 @@ from ..transports.base import Transport
 from ..transports.subprocess import SubprocessTransport
 from ._connect import _agent_failed as _agent_failed  # (re-exported: testing/ imports it from here)
 from ._connect import connect
+from ._offer import offer_workspace
 from ._on import ClientOn
 from ._questions import Elicitor, QuestionObserver, Questions, elicitation_cancelled
 from .fs import FileBudget, FileSystemHandler
-from .mcp import McpProvider, withdrawn
+from .mcp import McpProvider, McpRegistration, withdrawn
 from .permissions import PermissionPolicy, cancelled_answer, with_known
 from .session import Session, session_cwd
 from .terminal import TerminalHandler
@@ -66,6 +67,7 @@ class Client(ClientOn):
         check_capabilities: bool = True,
         debug: bool = False,
         protocol: ProtocolChoice = 1,
+        workspace: bool | None = None,
     ) -> None:
         #: the ACP version asked for at initialize: 1, 2 (the v2 draft), another registered
         #: version, or "auto" (2, else 1): see :class:`acplink.protocol.initialize.Handshake`
@@ -108,6 +110,12 @@ class Client(ClientOn):
         #: the MCP servers this client serves to the agent over the connection (MCP-over-ACP):
         #: ``client.mcp.register(name, handler)``, see :class:`acplink.client.mcp.McpProvider`
         self.mcp = McpProvider(self.connection)
+        #: offer the built-in workspace server (None: when the protocol has no ``fs/*``; see
+        #: :mod:`acplink.client._offer`); its registration once offered
+        if workspace is not None and not isinstance(workspace, bool):
+            raise UsageError(f"workspace must be True, False or None, not {workspace!r}")
+        self.workspace = workspace
+        self.workspace_registration: McpRegistration | None = None
         #: the questions the agent asks (permission, elicitation) and their cancellation
         self._questions = Questions(self.connection.tasks)
         #: called when a pending question is answered "cancelled" by a session/cancel
@@ -318,12 +326,14 @@ class Client(ClientOn):
         return sess
 
     def _mcp_declarations(self, session_id: str | None) -> list[dict[str, Any]]:
-        """The ``acp`` MCP servers (``client.mcp``) to declare in a session being opened: none
-        when the agent did not advertise that it takes them."""
+        """The ``acp`` MCP servers (``client.mcp``, and the workspace server when it is offered)
+        to declare in a session being opened: none when the agent did not advertise that it
+        takes them."""
         path = self.connection.protocol.mcp_transports.get("acp")
-        if not self.mcp.registrations or path is None or not self.supports(path):
+        if path is None or not self.supports(path):
             return []
-        return self.mcp.declarations(session_id)
+        offer_workspace(self)
+        return self.mcp.declarations(session_id) if self.mcp.registrations else []
 
     async def _opening(self, session_id: str | None, name: str, fields: dict[str, Any]) -> Any:
         """The session-opening call ``name`` with ``fields``, this client's ``acp`` MCP servers

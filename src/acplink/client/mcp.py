@@ -69,9 +69,11 @@ class McpRegistration:
     it: later requests fail ``-33001``, running ones are cancelled."""
 
     def __init__(self, provider: McpProvider, name: str, handler: McpHandler, *, per_session: bool,
-                 max_active: int) -> None:
+                 max_active: int, meta: dict[str, Any] | None = None) -> None:
         self._provider = provider
         self.name = name
+        #: the ``_meta`` of its declaration (None: none)
+        self.meta = meta
         self.handler = handler
         self.per_session = per_session
         self.max_active = max_active
@@ -93,7 +95,7 @@ class McpRegistration:
     @property
     def declaration(self) -> dict[str, Any]:
         """The ``mcpServers`` entry of a connection-wide server."""
-        return b.declaration(self.name, self.server_id)
+        return b.declaration(self.name, self.server_id, self.meta)
 
     @property
     def active(self) -> int:
@@ -131,7 +133,7 @@ class McpProvider:
         return tuple(self._servers)
 
     def register(self, name: str, handler: McpHandler, *, per_session: bool = False,
-                 max_active: int = DEFAULT_MAX_ACTIVE) -> McpRegistration:
+                 max_active: int = DEFAULT_MAX_ACTIVE, meta: dict[str, Any] | None = None) -> McpRegistration:
         """Serve ``handler`` as the MCP server ``name`` (``async def handler(call: McpCall)``:
         returns the inner result, raises :class:`acplink.McpError` for an inner error). It is
         declared in the sessions opened from now on, when the agent takes ``acp`` servers.
@@ -139,8 +141,14 @@ class McpProvider:
         session. ``max_active``: active requests per server (beyond: ``-33000``)."""
         if not isinstance(name, str) or not name:
             raise UsageError(f"an MCP server's name must be a non-empty string, not {name!r}")
-        if any(r.name == name for r in self._registrations):
-            raise UsageError(f"an MCP server named {name!r} is already registered (names are unique in a session)")
+        taken = next((r for r in self._registrations if r.name == name), None)
+        if taken is not None:
+            what = (" (the client's built-in workspace server: connect(..., workspace=False) turns it off)"
+                    if taken.meta is not None and b.WORKSPACE_META_KEY in taken.meta else "")
+            raise UsageError(f"an MCP server named {name!r} is already registered{what} (names are unique in a "
+                             "session)")
+        if meta is not None and not isinstance(meta, dict):
+            raise UsageError(f"an MCP server's declaration _meta is a dict or None, not {type(meta).__name__}")
         if not asyncio.iscoroutinefunction(handler) and not asyncio.iscoroutinefunction(
                 getattr(handler, "__call__", None)):  # noqa: B004  (an object with an async __call__)
             raise UsageError(f"the handler of MCP server {name!r} must be an async function")
@@ -148,7 +156,7 @@ class McpProvider:
             raise UsageError(f"max_active must be a positive integer, not {max_active!r}")
         if self._closed:
             raise UsageError(f"cannot register the MCP server {name!r}: the connection is closed")
-        reg = McpRegistration(self, name, handler, per_session=per_session, max_active=max_active)
+        reg = McpRegistration(self, name, handler, per_session=per_session, max_active=max_active, meta=meta)
         if not per_session:
             self._add(reg, None)
         self._registrations.append(reg)
@@ -174,7 +182,7 @@ class McpProvider:
                 server = self._add(reg, session_id)
                 if session_id is None:
                     reg._servers.pop(None, None)  # (unbound: found by its id until opened)
-            out.append(b.declaration(reg.name, server.server_id))
+            out.append(b.declaration(reg.name, server.server_id, reg.meta))
         return out
 
     def opened(self, session_id: str, declared: list[Any]) -> None:

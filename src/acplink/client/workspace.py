@@ -17,11 +17,17 @@ Tools (arguments in snake case, as MCP tools usually spell them):
 ``run(command, args?, cwd?, env?, output_byte_limit?, timeout?)``
     Run a command (no shell) in a terminal, wait for it, return its output and exit status,
     release the terminal. ``timeout`` (seconds) stops it (``isError``); cancelling the call
-    kills it. Only when the client serves terminals.
+    kills it. Its first progress report (when the caller sent a ``progressToken``) says the
+    command started and names its terminal (``_meta["acplink.dev/terminalId"]``), which the
+    result's ``structuredContent.terminalId`` names too. Only when the client serves terminals.
+``kill(terminal_id)``
+    Kill the command of a running ``run`` call: that call then answers with the output
+    collected so far and the signal. Offered with ``run``.
 
 A relative ``path`` or ``cwd`` is taken from the session's cwd. What the handlers refuse
 (outside the roots, not found, too large, not writable, command not found) is a tool result
-with ``isError: true`` and the handler's message; arguments that do not fit the schema are an
+with ``isError: true``, the handler's message as its text and the ACP error (``code``,
+``message``, ``data``) as ``structuredContent.error``; arguments that do not fit the schema are an
 inner ``-32602``. The server asks no permission itself: as in v1, asking is the agent's part
 (``session/request_permission``), and the client's policy decides what is served at all.
 """
@@ -38,8 +44,9 @@ from pydantic import Field
 
 from .._tasks import TaskSet
 from .._version import __version__
-from ..errors import InvalidParams, ResourceNotFound
+from ..errors import InvalidParams, RequestError, ResourceNotFound
 from ..mcp import McpCall, McpServer, ToolResult
+from ..mcp import binding as b
 from ..schema import (
     CreateTerminalRequest,
     EnvVariable,
@@ -57,7 +64,7 @@ from .terminal import TerminalHandler
 if TYPE_CHECKING:
     from .client import Client
 
-__all__ = ["WorkspaceServer", "workspace_server"]
+__all__ = ["WORKSPACE_SERVER_NAME", "WorkspaceServer", "workspace_server"]
 
 #: the name the workspace server is declared under
 WORKSPACE_SERVER_NAME = "workspace"
@@ -68,6 +75,7 @@ FilesFor = Callable[[str], FileSystemHandler]
 _READ = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
 _WRITE = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
 _RUN = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": False, "openWorldHint": True}
+_KILL = {"readOnlyHint": False, "destructiveHint": True, "idempotentHint": True, "openWorldHint": False}
 
 Path_ = Annotated[str, Field(description="The file's path: absolute, or relative to the session's working directory")]
 
@@ -93,12 +101,15 @@ class WorkspaceServer(McpServer):
         self.files = files
         self.terminals = terminals
         self.session_id = session_id
+        #: the terminals of the ``run`` calls running now: (session id, terminal id)
+        self._running: set[tuple[str | None, str]] = set()
         if files is not None:
             self.add_tool(self.read_text_file, annotations=_READ)
             if write:
                 self.add_tool(self.write_text_file, annotations=_WRITE)
         if terminals is not None:
             self.add_tool(self.run, annotations=_RUN)
+            self.add_tool(self.kill, annotations=_KILL)
 
     # -- the session, its handler, its paths ------------------------------------------------------
 
@@ -135,23 +146,30 @@ class WorkspaceServer(McpServer):
         line: Annotated[int | None, Field(ge=1, description="First line to read (1-based)")] = None,
         limit: Annotated[int | None, Field(ge=0, description="Most lines to read")] = None,
         call: McpCall | None = None,
-    ) -> str:
+    ) -> str | ToolResult:
         """Read a text file of the workspace (all of it, or `limit` lines from `line`)."""
         sid = self._session(call)
         files = self._files(sid)
-        request = ReadTextFileRequest(session_id=sid or "", path=self._absolute(path, sid), line=line, limit=limit)
-        return (await files.read_text_file(request)).content
+        try:
+            request = ReadTextFileRequest(session_id=sid or "", path=self._absolute(path, sid), line=line,
+                                          limit=limit)
+            return (await files.read_text_file(request)).content
+        except RequestError as exc:
+            return refusal(exc)
 
     async def write_text_file(
         self, path: Path_,
         content: Annotated[str, Field(description="The file's whole new content")],
         call: McpCall | None = None,
-    ) -> str:
+    ) -> str | ToolResult:
         """Create or replace a text file of the workspace with `content`."""
         sid = self._session(call)
         files = self._files(sid)
         target = self._absolute(path, sid)
-        await files.write_text_file(WriteTextFileRequest(session_id=sid or "", path=target, content=content))
+        try:
+            await files.write_text_file(WriteTextFileRequest(session_id=sid or "", path=target, content=content))
+        except RequestError as exc:
+            return refusal(exc)
         return f"wrote {len(content)} characters to {target}"
 
     async def run(
@@ -171,15 +189,23 @@ class WorkspaceServer(McpServer):
         if terminals is None:
             raise ResourceNotFound("this workspace server runs no commands")
         sid = self._session(call)
-        request = CreateTerminalRequest(
-            session_id=sid or "", command=command, args=args or [],
-            cwd=None if cwd is None else self._absolute(cwd, sid),
-            env=[EnvVariable(name=k, value=v) for k, v in (env or {}).items()],
-            output_byte_limit=output_byte_limit)
-        terminal_id = (await terminals.create(request)).terminal_id
         try:
-            if call is not None:
-                await call.progress(0, message=f"running {shlex.join([command, *(args or [])])}")
+            request = CreateTerminalRequest(
+                session_id=sid or "", command=command, args=args or [],
+                cwd=None if cwd is None else self._absolute(cwd, sid),
+                env=[EnvVariable(name=k, value=v) for k, v in (env or {}).items()],
+                output_byte_limit=output_byte_limit)
+            terminal_id = (await terminals.create(request)).terminal_id
+        except RequestError as exc:
+            return refusal(exc)
+        key = (sid, terminal_id)
+        self._running.add(key)
+        try:
+            if call is not None and call.progress_token is not None:
+                await call.notify("notifications/progress", {
+                    "progressToken": call.progress_token, "progress": 0,
+                    "message": f"running {shlex.join([command, *(args or [])])}",
+                    "_meta": {b.WORKSPACE_TERMINAL_META_KEY: terminal_id}})
             timed_out = False
             try:
                 async with asyncio.timeout(timeout):
@@ -190,6 +216,7 @@ class WorkspaceServer(McpServer):
                 await terminals.kill(KillTerminalRequest(session_id=sid or "", terminal_id=terminal_id))
             out = await terminals.output(TerminalOutputRequest(session_id=sid or "", terminal_id=terminal_id))
         finally:
+            self._running.discard(key)
             await _to_the_end(terminals.release(ReleaseTerminalRequest(session_id=sid or "", terminal_id=terminal_id)))
         status = out.exit_status
         code = status.exit_code if status is not None else None
@@ -197,8 +224,27 @@ class WorkspaceServer(McpServer):
         return ToolResult.text(
             _run_text(out.output, out.truncated, code, sig, timeout if timed_out else None),
             structured={"output": out.output, "truncated": out.truncated, "exitCode": code, "signal": sig,
-                        "timedOut": timed_out},
+                        "timedOut": timed_out, "terminalId": terminal_id},
             is_error=timed_out)
+
+    async def kill(
+        self,
+        terminal_id: Annotated[str, Field(min_length=1, description="The terminal a running `run` named")],
+        call: McpCall | None = None,
+    ) -> ToolResult:
+        """Kill the command a running `run` is waiting for (`run` then answers with the output so
+        far). Killing one that has ended does nothing."""
+        sid = self._session(call)
+        if (sid, terminal_id) not in self._running or self.terminals is None:
+            return ToolResult.text(f"no command of terminal {terminal_id!r} is running", structured={"killed": False})
+        await self.terminals.kill(KillTerminalRequest(session_id=sid or "", terminal_id=terminal_id))
+        return ToolResult.text(f"killed the command of terminal {terminal_id!r}", structured={"killed": True})
+
+
+def refusal(exc: RequestError) -> ToolResult:
+    """What a handler refused, as a tool result: ``isError``, its message as the text and the
+    ACP error as ``structuredContent.error`` (a caller can raise the same error as v1's)."""
+    return ToolResult.text(exc.message, structured={"error": exc.to_wire()}, is_error=True)
 
 
 def _run_text(output: str, truncated: bool, code: int | None, sig: str | None, timed_out: float | None) -> str:

@@ -9,13 +9,16 @@ batched is done at once; otherwise the writer awaits ``drain`` (flow control).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable
-from typing import Any
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConnectionClosed, PeerOutputNotJson, RequestError, RequestTimeout, TransportError
 from ..rpc.engine import Engine
 from ..transports.base import MessageMeta, Transport
 from ._calls import DONE, Calls
+
+if TYPE_CHECKING:
+    from ._otel import ConnectionTelemetry
 
 __all__ = ["Outbound"]
 
@@ -35,6 +38,8 @@ class Outbound:
     stall_message: str | None
     #: why the connection closed, when it gave up on the peer (a PeerOutputNotJson)
     close_reason: BaseException | None
+    #: OpenTelemetry's hooks, when it is configured (``_otel_hook.py``); None: each is one test
+    telemetry: ConnectionTelemetry | None
 
     def mark_closed(self, reason: BaseException | None) -> None:
         raise NotImplementedError
@@ -101,10 +106,16 @@ class Outbound:
     def notify(self, method: str, params_json: bytes | None, meta: MessageMeta | None = None) -> Awaitable[None]:
         """Send a notification whose params are already JSON; await the result (flow control).
         ``meta``: what the transport may route it by (e.g. its session)."""
+        if self.telemetry is not None:
+            params_json = self.telemetry.notify(method, params_json)
+            data = self.engine.notification(method, params_json)
+            self.telemetry.inst_bytes(sent=len(data))
+            return self._write(data, meta)
         return self._write(self.engine.notification(method, params_json), meta)
 
-    async def request(self, method: str, params_json: bytes | None, *, timeout: float | None = None,
-                      on_result: Callable[[Any], Any] | None = None, meta: MessageMeta | None = None) -> Any:
+    def request(self, method: str, params_json: bytes | None, *, timeout: float | None = None,
+                on_result: Callable[[Any], Any] | None = None,
+                meta: MessageMeta | None = None) -> Coroutine[Any, Any, Any]:
         """Send a request and wait for its result (raw JSON value).
 
         Cancelling the caller sends ``$/cancel_request``; a ``timeout`` does the same and
@@ -116,12 +127,22 @@ class Outbound:
         error. Not called for an error response, nor once the caller gave up. ``meta``: what
         the transport may route the request by (e.g. its session).
         """
+        if self.telemetry is not None:  # (a span around it, its context in the params' _meta)
+            return self.telemetry.request(self._request, method, params_json, timeout, on_result, meta)
+        return self._request(method, params_json, timeout, on_result, meta)
+
+    async def _request(self, method: str, params_json: bytes | None, timeout: float | None,
+                       on_result: Callable[[Any], Any] | None, meta: MessageMeta | None,
+                       sent: Callable[[int | str, int], None] | None = None) -> Any:
+        """:meth:`request`; ``sent`` (telemetry) is told the id and size of the request written."""
         calls = self.calls
         if self.engine.awaited >= calls.limit:
             await calls.wait_for_slot(lambda: self._closed)  # backpressure: wait, rather than fail
         if self._closed:
             raise self._closed_error()
         rid, data = self.engine.request(method, params_json)
+        if sent is not None:
+            sent(rid, len(data))
         # This frame lives until the response: hold no bytes that are no longer needed (a
         # small orjson result keeps a 4 KiB buffer; thousands of calls in flight add up).
         del params_json

@@ -29,6 +29,7 @@ from ..schema._base import STRICT
 from ..schema._parse import dump_json, parse, prepare
 from ..schema._table import MethodInfo
 from ..transports.base import Transport
+from ._otel_hook import telemetry_for
 from .peer import DONE, Peer, PeerLimits
 from .rules import advertises
 
@@ -129,7 +130,8 @@ class Connection:
         #: whether this class has a gate to pass (the default allows all: no coroutine per request)
         self._gated = type(self).gate is not Connection.gate
         self.peer = Peer(transport, self, limits=limits, skip_noise=self.side == "client", debug=debug,
-                         name=self.side or "connection", long_running=self.protocol.long_running)
+                         name=self.side or "connection", long_running=self.protocol.long_running,
+                         telemetry=telemetry_for(self.side or "connection", self.protocol))
         #: what the peer advertised at initialize (AgentCapabilities or ClientCapabilities)
         self.peer_capabilities: Any = None
         #: what we advertised
@@ -150,6 +152,8 @@ class Connection:
             return False
         self.protocol = get_protocol(version)
         self.peer.delivery.long_running = self.protocol.long_running
+        if self.peer.telemetry is not None:
+            self.peer.telemetry.use_protocol(self.protocol)
         self._capability_cache.clear()
         if self._router_factory is not None:
             self.router = self._install(self._router_factory(self.protocol))

@@ -25,7 +25,7 @@ import asyncio
 import functools
 import logging
 from collections.abc import Awaitable
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
@@ -63,6 +63,9 @@ from ._delivery import (
 from ._failures import failure_answer
 from ._noise import BadInput, WarningLimiter
 from ._outbound import Outbound
+
+if TYPE_CHECKING:
+    from ._otel import ConnectionTelemetry
 
 __all__ = ["DONE", "Dispatcher", "Peer", "PeerLimits"]
 
@@ -146,6 +149,7 @@ class Peer(Outbound):
         debug: bool = False,
         name: str = "peer",
         long_running: frozenset[str] = frozenset(),
+        telemetry: ConnectionTelemetry | None = None,
     ) -> None:
         self.transport = transport
         self.dispatcher = dispatcher
@@ -185,6 +189,8 @@ class Peer(Outbound):
         self._warnings = WarningLimiter(log, name)
         #: why the connection closed, when it gave up on the peer (a PeerOutputNotJson)
         self.close_reason: BaseException | None = None
+        #: OpenTelemetry's hooks, when it is configured (``_otel_hook.py``); None: each is one test
+        self.telemetry = telemetry
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -217,6 +223,8 @@ class Peer(Outbound):
         if self._closed:
             return
         self._closed = True
+        if self.telemetry is not None:
+            self.telemetry.closed()
         self._warnings.flush()
         self.delivery.closed = True
         self.calls.shut(reason if isinstance(reason, PeerOutputNotJson) else ConnectionClosed(
@@ -242,6 +250,8 @@ class Peer(Outbound):
         nothing here needs it)."""
         if self._closed:  # (e.g. it gave up on the peer)
             return
+        if self.telemetry is not None:
+            self.telemetry.inst_bytes(received=len(message))
         self.handle_event(self.engine.receive_frame(message))  # (hot notifications deferred)
         if self.delivery.held and self.delivery.read(len(message)) is PAUSE_READING:
             self.transport.pause_reading()
@@ -252,6 +262,8 @@ class Peer(Outbound):
         if self.transport.framed:  # (a framed transport that hands over chunks: one message each)
             self.message_received(data, None)
             return
+        if self.telemetry is not None:
+            self.telemetry.inst_bytes(received=len(data))
         queued = False
         queue = self._queue
         for event in self.engine.receive(data):
@@ -406,6 +418,7 @@ class Peer(Outbound):
         take = delivery.take
         handle = self.dispatcher.handle_notification
         decode = self.engine.decode_deferred
+        telemetry = self.telemetry
         while True:
             item = take()
             t = type(item)
@@ -414,7 +427,10 @@ class Peer(Outbound):
                 t = type(item)
             if t is IncomingNotification:
                 try:
-                    await handle(item.method, item.params, item.typed)
+                    if telemetry is None:
+                        await handle(item.method, item.params, item.typed)
+                    else:
+                        await telemetry.consume(handle, item)
                 except asyncio.CancelledError:
                     raise
                 except Exception as exc:
@@ -534,7 +550,10 @@ class Peer(Outbound):
         """Handle one inbound request and write its answer (a task of its own)."""
         try:
             try:
-                result = await self.dispatcher.handle_request(ev.method, ev.params)
+                if self.telemetry is None:
+                    result = await self.dispatcher.handle_request(ev.method, ev.params)
+                else:
+                    result = await self.telemetry.serve(self.dispatcher.handle_request, ev)
                 data = self.engine.result(ev.id, result)
             except asyncio.CancelledError:
                 if self._closed:
@@ -544,6 +563,8 @@ class Peer(Outbound):
                 data = self.engine.error(ev.id, failure_answer(exc, ev.method, self.name, self.debug, self._closed))
             if not self._closed:  # (what _write_quiet does, without its frame: once per request)
                 self.sent_bytes += len(data)
+                if self.telemetry is not None:
+                    self.telemetry.inst_bytes(sent=len(data))
                 try:
                     self.transport.send(data, MessageMeta(reply_to=ev.id) if self._reply_meta else None)
                 except Exception as exc:  # a transport that cannot write any more: the connection is over

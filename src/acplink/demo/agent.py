@@ -16,15 +16,16 @@ client-facing feature of the protocol, so client authors can test against it:
     help                 this list
     anything else        echoed back, streamed word by word
 
-Slash commands (``/read``, ``/run``, ...) work too. Sessions are stored on disk (list, load,
-resume, fork, close, delete): ``$ACPLINK_DEMO_STORE`` or ``~/.local/state/acplink/demo``.
+On ACP v2 (no ``fs/*``, no ``terminal/*``) ``read``, ``write`` and ``run`` reach the client's
+files and terminals through the workspace MCP server an acplink client offers over ACP.
+Slash commands (``/read``, ``/run``, ...) work too. Sessions are stored (list, load, resume,
+fork, close, delete, archive, title, status: acplink's own, from the store) in a SQLite file,
+``sessions.sqlite3`` in ``$ACPLINK_DEMO_STORE`` or ``~/.local/state/acplink/demo``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import base64
-import json
 import os
 import shlex
 import time
@@ -35,7 +36,8 @@ from typing import Any
 from .._tasks import TaskSet
 from ..agent.app import AgentApp
 from ..agent.context import Context, PromptContext
-from ..errors import InvalidParams, ResourceNotFound
+from ..agent.store_sqlite import SqliteStore
+from ..errors import InvalidParams, StoreError
 from ..schema import _generated as s
 from ..schema._parse import parse
 from .mcp_command import run_mcp_command
@@ -80,109 +82,37 @@ def _default_store() -> Path:
     return Path(base) / "acplink" / "demo"
 
 
-class DemoStore:
-    """Sessions on disk: one JSON file per session (cwd, title, history)."""
+class DemoStore(SqliteStore):
+    """The demo's sessions: a :class:`~acplink.agent.store_sqlite.SqliteStore` in ``root``
+    (default: ``$ACPLINK_DEMO_STORE`` or the user's state directory), file ``sessions.sqlite3``."""
 
     def __init__(self, root: Path | None = None) -> None:
-        self.root = root or _default_store()
-
-    def _path(self, session_id: str) -> Path:
-        if not session_id.replace("_", "").replace("-", "").isalnum():
-            raise InvalidParams(f"invalid session id {session_id!r}")
-        return self.root / f"{session_id}.json"
-
-    def save(self, record: dict[str, Any]) -> None:
-        self.root.mkdir(parents=True, exist_ok=True)
-        path = self._path(record["sessionId"])
-        tmp = path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(record))
-        tmp.replace(path)
-
-    def load(self, session_id: str) -> dict[str, Any]:
+        self.root = Path(root) if root is not None else _default_store()
         try:
-            data: dict[str, Any] = json.loads(self._path(session_id).read_text())
-            return data
-        except (OSError, ValueError):
-            raise ResourceNotFound(f"no stored session {session_id!r}", {"sessionId": session_id}) from None
-
-    def delete(self, session_id: str) -> None:
-        """Forget a session; deleting one that is not stored (or an id that could not name
-        one) is not an error (the spec: deleting is idempotent)."""
-        try:
-            self._path(session_id).unlink()
-        except (FileNotFoundError, InvalidParams):
-            pass
-
-    def all(self) -> list[dict[str, Any]]:
-        out = []
-        if self.root.is_dir():
-            for p in sorted(self.root.glob("*.json")):
-                try:
-                    out.append(json.loads(p.read_text()))
-                except (OSError, ValueError):
-                    continue
-        out.sort(key=lambda r: r.get("updatedAt", ""), reverse=True)
-        return out
-
-
-#: sessions per page of session/list
-PAGE = 50
-_CURSOR_PREFIX = "acplink-demo:"
-
-
-def _cursor(start: int) -> str:
-    """An opaque ``session/list`` cursor (clients must not read it)."""
-    return base64.urlsafe_b64encode(f"{_CURSOR_PREFIX}{start}".encode()).decode()
-
-
-def _page_start(cursor: str | None) -> int:
-    """Where the page a cursor names starts; a cursor we did not hand out is invalid params."""
-    if cursor is None:
-        return 0
-    try:
-        text = base64.urlsafe_b64decode(cursor.encode("ascii")).decode()
-        if text.startswith(_CURSOR_PREFIX) and text[len(_CURSOR_PREFIX):].isdigit():
-            return int(text[len(_CURSOR_PREFIX):])
-    except (ValueError, UnicodeError):  # (binascii.Error is a ValueError)
-        pass
-    raise InvalidParams(f"invalid cursor {cursor[:60]!r}: pass back a nextCursor of session/list", {"cursor": cursor})
+            self.root.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(f"session store {self.root}: cannot create the directory ({exc.strerror})") from None
+        super().__init__(self.root / "sessions.sqlite3")
 
 
 def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
+def create_demo_agent(store: SqliteStore | None = None, *, delay: float = 0.02,
                       legacy_models: bool = False) -> AgentApp:
     """Build the demo agent app. ``delay`` is the pause between streamed chunks. Its models
     are a config option of category ``model``; ``legacy_models`` also offers them the
     schema-0.10.3 way (``models`` in session results, ``session/set_model``)."""
-    store = store or DemoStore()
+    store = store if store is not None else DemoStore()
     app = AgentApp(
         "acplink-demo", "0.1.0", title="acplink demo agent",
         prompt_capabilities=s.PromptCapabilities(image=True, audio=True, embedded_context=True),
         auth_methods=[s.AuthMethodAgent(id="demo", name="Demo login", description="Always succeeds; no key needed")],
         modes=MODES, default_mode="ask", config_options=[STYLE], models=MODELS, legacy_models=legacy_models,
         protocols=(1, 2),  # v1, and the v2 draft to clients that ask for it
+        store=store,
     )
-
-    def record(sess: Any) -> dict[str, Any]:
-        return {"sessionId": sess.session_id, "cwd": sess.cwd, "title": sess.title,
-                "updatedAt": sess.updated_at or _now(), "history": sess.data.setdefault("history", []),
-                "mode": sess.mode_id, "config": sess.config, "model": sess.model_id, "messages": sess.messages}
-
-    def restore(rec: dict[str, Any], session_id: str, cwd: str) -> Any:
-        sess = app.create_session(cwd, session_id=session_id)
-        sess.title = rec.get("title")
-        sess.updated_at = rec.get("updatedAt")
-        sess.data["history"] = list(rec.get("history", []))
-        sess.messages = list(rec.get("messages", []))
-        sess.mode_id = rec.get("mode") or sess.mode_id
-        sess.config.update(rec.get("config") or {})
-        sess.model_id = rec.get("model") or sess.model_id
-        if app.model_option_id is not None:
-            sess.config[app.model_option_id] = sess.model_id
-        return sess
 
     async def announce(ctx: Context[Any]) -> None:
         cmds = [s.AvailableCommand(name=n, description=d,
@@ -197,74 +127,40 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
 
     @app.new_session
     async def new_session(ctx: Context[s.NewSessionRequest]) -> None:
-        assert ctx.session is not None
-        ctx.session.updated_at = _now()
-        store.save(record(ctx.session))
         ctx.spawn(announce(ctx))  # (after the response: the handler returns without yielding)
 
-    async def replay(ctx: Context[Any]) -> None:
-        for entry in ctx.session.data.get("history", []):  # type: ignore[union-attr]
-            block = s.TextContent(text=entry["text"])
-            if entry["role"] == "user":
-                await ctx.send_update(s.UserMessageChunk(content=block, message_id=entry.get("id")))
-            else:
-                await ctx.send_update(s.AgentMessageChunk(content=block, message_id=entry.get("id")))
+    # stored sessions: acplink's own session methods (the store's), plus the commands announced
+    # after a load or resume, and a fork's title
+    builtin_load, builtin_resume = app.store_hook("load_session"), app.store_hook("resume_session")
+    builtin_fork = app.store_hook("fork_session")
 
     @app.load_session
-    async def load_session(ctx: Context[s.LoadSessionRequest]) -> s.LoadSessionResponse:
-        rec = store.load(ctx.params.session_id)
-        sess = restore(rec, ctx.params.session_id, ctx.params.cwd)
-        lctx = Context(app, ctx.connection, ctx.params, sess)
-        await replay(lctx)  # the spec: history is streamed before the load response
-        await announce(lctx)  # (and nothing after it)
-        return s.LoadSessionResponse(**app.session_setup(sess))
+    async def load_session(ctx: Context[s.LoadSessionRequest]) -> Any:
+        res = await builtin_load(ctx)  # the history is replayed before the load response
+        await announce(Context(app, ctx.connection, ctx.params, app.sessions.get(ctx.params.session_id)))
+        return res
 
     @app.resume_session
-    async def resume_session(ctx: Context[s.ResumeSessionRequest]) -> s.ResumeSessionResponse:
-        rec = store.load(ctx.params.session_id)
-        sess = restore(rec, ctx.params.session_id, ctx.params.cwd)
-        await announce(Context(app, ctx.connection, ctx.params, sess))  # before the response, as for load
-        return s.ResumeSessionResponse(**app.session_setup(sess))
+    async def resume_session(ctx: Context[s.ResumeSessionRequest]) -> Any:
+        res = await builtin_resume(ctx)
+        await announce(Context(app, ctx.connection, ctx.params, app.sessions.get(ctx.params.session_id)))
+        return res
 
     @app.fork_session
-    async def fork_session(ctx: Context[s.ForkSessionRequest]) -> s.ForkSessionResponse:
-        rec = store.load(ctx.params.session_id)
-        new_id = f"sess_{uuid.uuid4().hex}"
-        sess = restore(rec, new_id, ctx.params.cwd)
-        sess.title = f"fork of {rec.get('title') or ctx.params.session_id}"
-        store.save(record(sess))
-        return s.ForkSessionResponse(session_id=new_id, **app.session_setup(sess))
-
-    @app.list_sessions
-    async def list_sessions(ctx: Context[s.ListSessionsRequest]) -> s.ListSessionsResponse:
-        cwd = ctx.params.cwd
-        infos = [s.SessionInfo(session_id=r["sessionId"], cwd=r["cwd"], title=r.get("title"),
-                               updated_at=r.get("updatedAt"))
-                 for r in store.all() if cwd is None or r.get("cwd") == cwd]
-        start = _page_start(ctx.params.cursor)
-        page = infos[start:start + PAGE]
-        nxt = _cursor(start + PAGE) if start + PAGE < len(infos) else None
-        return s.ListSessionsResponse(sessions=page, next_cursor=nxt)
-
-    @app.close_session
-    async def close_session(ctx: Context[s.CloseSessionRequest]) -> s.CloseSessionResponse:
-        app.sessions.pop(ctx.params.session_id, None)
-        return s.CloseSessionResponse()
-
-    @app.delete_session
-    async def delete_session(ctx: Context[s.DeleteSessionRequest]) -> s.DeleteSessionResponse:
-        app.sessions.pop(ctx.params.session_id, None)
-        store.delete(ctx.params.session_id)
-        return s.DeleteSessionResponse()
+    async def fork_session(ctx: Context[s.ForkSessionRequest]) -> Any:
+        res = await builtin_fork(ctx)
+        sess = app.sessions.get(res.session_id)
+        if sess is not None:
+            sess.title = f"fork of {sess.title or ctx.params.session_id}"
+            store.save(sess)
+        return res
 
     @app.prompt
     async def prompt(ctx: PromptContext) -> str:
         sess = ctx.session
         assert sess is not None
-        history = sess.data.setdefault("history", [])
         text = ctx.text.strip()
         extra = [b for b in ctx.params.prompt if not isinstance(b, s.TextContent)]
-        history.append({"role": "user", "text": ctx.text, "id": uuid.uuid4().hex})
         reply = _Reply(ctx, delay, shouty=sess.config.get("style") == "shouty")
         cmd, _, rest = text.lstrip("/").partition(" ")
         cmd = cmd.lower()
@@ -307,13 +203,10 @@ def create_demo_agent(store: DemoStore | None = None, *, delay: float = 0.02,
                     kinds = ", ".join(getattr(b, "type", "?") for b in extra)
                     await reply.stream(f"\n(and attached: {kinds})")
         finally:
-            history.append({"role": "agent", "text": reply.text, "id": reply.message_id})
-            sess.updated_at = _now()
             if not sess.title:
                 sess.title = text[:40] or "untitled"
-                await ctx.send_update(s.SessionInfoUpdate(title=sess.title, updated_at=sess.updated_at))
-            store.save(record(sess))
-            used = sum(len(h["text"]) for h in history) // 4
+                await ctx.send_update(s.SessionInfoUpdate(title=sess.title, updated_at=_now()))
+            used = sum(len(e.text) for e in ctx.history) // 4
             await ctx.send_update(s.UsageUpdate(used=used, size=100_000))
         return "cancelled" if ctx.cancelled else "end_turn"
 

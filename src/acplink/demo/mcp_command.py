@@ -19,6 +19,8 @@ session with ``{"type": "acp"}`` (MCP-over-ACP, ``mcp/message``), through ``ctx.
     server; otherwise the first server that lists TOOL (the only one, without a listing).
 
 Each tool call shows as an ACP tool call; its progress reports update the tool call's content.
+The client's built-in workspace server (its files and terminals, which ``read``, ``write`` and
+``run`` use) is not one of "your" servers: ``mcp`` leaves it out.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from typing import Any, Protocol, TypeVar
 from .._tasks import TaskSet
 from ..agent.context import PromptContext
 from ..errors import AcpError, McpError
+from ..mcp import binding as b
 from ..schema import _generated as s
 
 __all__ = ["NO_SERVERS", "run_mcp_command"]
@@ -50,7 +53,9 @@ class _Reply(Protocol):
 
 async def run_mcp_command(ctx: PromptContext, reply: _Reply, rest: str) -> None:
     """``mcp`` (no argument: list and echo on every server) or ``mcp TOOL [JSON]``."""
-    servers = list(ctx.mcp.servers)
+    workspace = {entry["name"] if isinstance(entry, dict) else entry.name
+                 for entry in ctx.session.mcp_servers if b.workspace_tools(entry) is not None}
+    servers = [name for name in ctx.mcp.servers if name not in workspace]
     if not servers:
         await reply.stream(NO_SERVERS)
         return

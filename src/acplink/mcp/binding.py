@@ -30,12 +30,15 @@ __all__ = [
     "REQUEST_CANCELLED",
     "SERVER_UNAVAILABLE",
     "UNSUPPORTED_VERSION",
+    "WORKSPACE_META_KEY",
+    "WORKSPACE_TERMINAL_META_KEY",
     "Envelope",
     "check_envelope",
     "check_inner_meta",
     "declaration",
     "error_carrier",
     "is_acp_declaration",
+    "workspace_tools",
     "mcp_meta_of",
     "parse_carrier",
     "result_carrier",
@@ -209,9 +212,33 @@ def check_inner_meta(params: Mapping[str, Any] | None) -> McpError | None:
 # -- declarations ---------------------------------------------------------------------------------
 
 
-def declaration(name: str, server_id: str) -> dict[str, Any]:
-    """The ``mcpServers`` entry of a server provided over ACP."""
-    return {"type": "acp", "name": name, "serverId": server_id}
+#: the ``_meta`` key of an ``acp`` declaration that marks acplink's built-in workspace server
+#: (the client's files and terminals as MCP tools); its value: ``{"tools": [names]}``
+WORKSPACE_META_KEY: Final = "acplink.dev/workspace"
+#: the ``_meta`` key of the workspace server's first progress report of a ``run`` call: the id of
+#: the client's terminal running the command
+WORKSPACE_TERMINAL_META_KEY: Final = "acplink.dev/terminalId"
+
+
+def declaration(name: str, server_id: str, meta: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The ``mcpServers`` entry of a server provided over ACP (``meta``: its ``_meta``)."""
+    out: dict[str, Any] = {"type": "acp", "name": name, "serverId": server_id}
+    if meta is not None:
+        out["_meta"] = dict(meta)
+    return out
+
+
+def workspace_tools(entry: Any) -> list[str] | None:
+    """The tools of a declared workspace server (an ``acp`` entry whose ``_meta`` carries
+    :data:`WORKSPACE_META_KEY`), or None for any other entry."""
+    if not is_acp_declaration(entry):
+        return None
+    meta = entry.get("_meta") if isinstance(entry, dict) else getattr(entry, "meta", None)
+    mark = meta.get(WORKSPACE_META_KEY) if isinstance(meta, dict) else None
+    if not isinstance(mark, dict):
+        return None
+    tools = mark.get("tools")
+    return [t for t in tools if isinstance(t, str)] if isinstance(tools, list) else []
 
 
 def is_acp_declaration(entry: Any) -> bool:

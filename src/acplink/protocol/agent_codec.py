@@ -27,7 +27,8 @@ class Route:
 
     - ``"hook"``: the app's hook ``hook`` with ``params`` (the vocabulary's shape); the answer
       is shaped by ``result``: ``"setup"`` (a session-setup result, its config options),
-      ``"list"`` (a session list), ``"empty"`` (``{}``);
+      ``"list"`` (a session list), ``"same"`` (the hook's answer as it is: the two versions'
+      results have one shape), ``"empty"`` (``{}``);
     - ``"prompt"``: the prompt lifecycle (``Protocol.turns``), ``params`` the app's prompt;
     - ``"resume"``, ``"close"``, ``"delete"``: the session services (``delete`` needs the
       ``delete_session`` hook);

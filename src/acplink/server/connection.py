@@ -24,6 +24,7 @@ import orjson
 from .._tasks import TaskSet
 from ..errors import ConnectionClosed
 from ..protocol.messages import message_kind
+from ._metrics import relay_metrics
 from .backends import AgentBackend, AgentChannel
 from .limits import ServerLimits
 
@@ -155,6 +156,10 @@ class RemoteConnection:
         #: a WebSocket connection to an agent whose output is acplink's own (well-formed): its
         #: notifications go to the client as they are, without a parse (nothing to route)
         self._pass_notifications = False
+        #: the server's metrics (None unless a meter provider is configured: see _metrics.py)
+        self.metrics = registry.metrics
+        if self.metrics is not None:
+            self.metrics.opened(self.id)
 
     # -- the agent ---------------------------------------------------------------------------
 
@@ -168,12 +173,14 @@ class RemoteConnection:
         if self.closed:  # closed while it started (server shutdown)
             await self.registry.stop_late(self)
 
-    def expect_answer(self, rid: Any) -> asyncio.Future[bytes]:
-        """The agent's answer to request ``rid`` is handed here instead of to a stream."""
+    def expect_answer(self, rid: Any, method: str = "initialize") -> asyncio.Future[bytes]:
+        """The agent's answer to request ``rid`` (``method``) is handed here instead of to a stream."""
         fut: asyncio.Future[bytes] = self._loop.create_future()
         key = id_key(rid)
         assert key is not None
         self._init = (key, fut)
+        if self.metrics is not None:  # (its bytes are counted as it is sent)
+            self.metrics.from_client(self.id, 0, method, key)
         return fut
 
     def send(self, message: bytes, *, method: str | None = None, rid: Any = None,
@@ -189,6 +196,8 @@ class RemoteConnection:
                 self.pending[key] = None if method in CONNECTION_ANSWERS else route
             else:  # an answer: the agent's request is settled
                 self.answers.pop(key, None)
+        if self.metrics is not None:
+            self.metrics.from_client(self.id, len(message), method, key)
         self.channel.send(message)
 
     async def drain(self) -> None:
@@ -203,6 +212,8 @@ class RemoteConnection:
         return True, self.answers[key]
 
     def _from_agent(self, line: bytes) -> None:
+        if self.metrics is not None:
+            self.metrics.from_agent(self.id, len(line))
         if self._pass_notifications and line.startswith(_NOTIFICATION):
             self.stream.push(line)  # (a flood's updates: what the parse below would do with them)
             return
@@ -214,6 +225,8 @@ class RemoteConnection:
         kind = message_kind(msg)
         if kind == "response":
             key = id_key(msg.get("id"))
+            if self.metrics is not None and key is not None:
+                self.metrics.answered(self.id, key, msg)
             init = self._init
             if init is not None and key == init[0]:
                 self._init = None
@@ -363,6 +376,8 @@ class Registry:
         self.closing = False
         #: the tasks that stop agents, keyed by connection id (aclose waits for them)
         self._stopping = TaskSet("acplink-serve-stop")
+        #: what the server measures (None unless a meter provider is configured)
+        self.metrics = relay_metrics()
 
     @property
     def full(self) -> bool:
@@ -379,7 +394,8 @@ class Registry:
         return conn if conn is not None and conn.kind == kind else None
 
     def _forget(self, conn: RemoteConnection) -> None:
-        self.connections.pop(conn.id, None)
+        if self.connections.pop(conn.id, None) is not None and self.metrics is not None:
+            self.metrics.closed(conn.id)
         if conn.channel is not None:
             self._stop(conn)
         elif not conn.starting:  # no agent (yet): start_agent stops one that comes later

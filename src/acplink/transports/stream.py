@@ -11,6 +11,7 @@ implements :meth:`StreamTransport.write` and the reading side.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from .base import MessageMeta, Transport, TransportSink
 
@@ -35,6 +36,9 @@ class StreamTransport(Transport):
 
     framed = False
     _sink: TransportSink | None = None
+    #: called right before bytes go to the stream (a session store makes what it journaled
+    #: durable first: what the peer receives is stored)
+    before_write: Callable[[], None] | None = None
 
     def __init__(self) -> None:
         self._batch: list[bytes] = []
@@ -71,6 +75,8 @@ class StreamTransport(Transport):
 
     def _write_now(self, data: bytes, *, raising: bool) -> None:
         try:
+            if self.before_write is not None:
+                self.before_write()
             self.write(data)
         except Exception as exc:
             if raising:  # (the caller of send() learns it at once)

@@ -18,6 +18,7 @@ from ..agent_codec import AgentCodec, Route
 from ..router import downgrade_initialize
 from ..v1 import V1
 from . import PROTOCOL_VERSION, V1_ONLY_METHODS, Method, Update
+from .patch import v2_diff
 
 __all__ = ["MODE_CONFIG_ID", "V2AgentCodec", "config_options", "new_message_id", "update_to_v2"]
 
@@ -81,10 +82,8 @@ def session_infos(sessions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def _tool_content(item: dict[str, Any]) -> dict[str, Any]:
-    if item.get("type") != "diff":
-        return item
-    change = "modify" if item.get("oldText") is not None else "add"
-    return {"type": "diff", "changes": [{"operation": change, "path": item.get("path")}]}
+    """A v1 tool-call content item in v2: a diff gets ``changes`` and its ``git_patch`` text."""
+    return v2_diff(item) if item.get("type") == "diff" else item
 
 
 def _command(cmd: dict[str, Any]) -> dict[str, Any]:
@@ -183,7 +182,11 @@ class V2AgentCodec(AgentCodec):
         if method == Method.SESSION_DELETE:
             return Route("delete", _session(params))
         if method == Method.SESSION_LIST:
-            return Route("hook", _pick(params, "cwd", "cursor", "_meta"), hook="list_sessions", result="list")
+            return Route("hook", _pick(params, "cwd", "cursor", "archived", "_meta"), hook="list_sessions",
+                         result="list")
+        if method in _SAME_SHAPE:
+            hook, fields = _SAME_SHAPE[method]
+            return Route("hook", {**_session(params), **_pick(params, *fields)}, hook=hook, result="same")
         if method == Method.SESSION_SET_CONFIG_OPTION:
             return Route("config", {**_session(params), **_pick(params, "configId", "value")})
         if method == Method.AUTH_LOGIN:
@@ -203,7 +206,8 @@ class V2AgentCodec(AgentCodec):
     def initialize_result(self, info: dict[str, Any], capabilities: dict[str, Any], hooks: Collection[str],
                           auth: Sequence[dict[str, Any]]) -> dict[str, Any]:
         session: dict[str, Any] = {"prompt": prompt_capabilities(capabilities.get("promptCapabilities") or {})}
-        for hook, cap in (("delete_session", "delete"), ("fork_session", "fork")):
+        for hook, cap in (("delete_session", "delete"), ("fork_session", "fork"), ("archive_session", "archive"),
+                          ("session_status", "status"), ("set_title", "title")):
             if hook in hooks:
                 session[cap] = {}
         # v1's MCP transports (stdio is every v1 agent's) as v2's session.mcp objects
@@ -274,6 +278,15 @@ class V2AgentCodec(AgentCodec):
 
     def terminal_output(self, terminal_id: str, data: str) -> dict[str, Any]:
         return {"sessionUpdate": Update.TERMINAL_OUTPUT_CHUNK, "terminalId": terminal_id, "data": data}
+
+
+#: the v2 requests whose params and result have v1's shape: method → (hook, fields beside sessionId)
+_SAME_SHAPE: dict[str, tuple[str, tuple[str, ...]]] = {
+    Method.SESSION_ARCHIVE: ("archive_session", ("_meta",)),
+    Method.SESSION_UNARCHIVE: ("unarchive_session", ("_meta",)),
+    Method.SESSION_STATUS: ("session_status", ("_meta",)),
+    Method.SESSION_SET_TITLE: ("set_title", ("title", "_meta")),
+}
 
 
 def _session(p: dict[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,8 @@
   ``tool_call_update`` carrying the call's whole content; a whole message (``user_message``,
   ``agent_message``, ``agent_thought``) not seen before becomes one chunk per block.
   ``state_update`` and terminals have no v1 equivalent (they are in the native state,
-  :class:`~acplink.protocol.v2.client_state.V2SessionState`).
+  :class:`~acplink.protocol.v2.client_state.V2SessionState`). A diff's ``git_patch`` becomes
+  v1 diffs (``oldText`` / ``newText`` from its hunks: :mod:`acplink.protocol.v2.patch`).
 * Permission requests: a v2 request names its subject (a tool call, a command) and a title; the
   policy decides the v1 request built from them, and its answer goes back as v2's outcome.
 * Capabilities: a v2 client advertises elicitation only (v2 has no fs or terminal client
@@ -27,6 +28,7 @@ from ...schema import parse
 from ..codec import ClientCodec
 from . import V1_ONLY_METHODS, Update
 from .client_state import V2SessionState
+from .patch import v1_diff
 
 __all__ = ["CODEC", "V2ClientCodec", "as_v1"]
 
@@ -57,7 +59,13 @@ def as_v1(update: Any, v2_state: V2SessionState, v1_state: Any) -> list[Any]:
                 "content": [c.to_wire() for c in (call.content if call is not None else [update.content])]}
     elif kind == Update.TOOL_CALL_UPDATE and update.tool_call_id not in v1_state.tool_calls:
         wire = {**wire, "sessionUpdate": "tool_call", "title": wire.get("title") or ""}
+    if isinstance(wire.get("content"), list):  # (v2's diffs: v1's, from their patch)
+        wire = {**wire, "content": [v1 for item in wire["content"] for v1 in _v1_content(item)]}
     return _read([wire])
+
+
+def _v1_content(item: Any) -> list[Any]:
+    return v1_diff(item) if isinstance(item, dict) and item.get("type") == "diff" else [item]
 
 
 def _read(wires: list[dict[str, Any]]) -> list[Any]:

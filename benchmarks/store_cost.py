@@ -1,0 +1,130 @@
+#!/usr/bin/env python3
+"""What keeping sessions costs: ``flood`` and ``rtt`` with a ``SqliteStore`` against the
+in-memory default, and reopening a long session.
+
+    python benchmarks/store_cost.py                  # 5 rounds, flood 20000, rtt 5000, 10,000-update session
+    python benchmarks/store_cost.py --rounds 3 --flood 50000 --json out.json
+    python benchmarks/store_cost.py --quick          # a smoke run (tests)
+
+``flood`` / ``rtt``: benchmarks/scenario_client.py against benchmarks/scenario_agent.py over
+real pipes, the agent given ``ACPLINK_BENCH_STORE`` (a fresh SQLite file in a temporary
+directory) or not; the stores alternate within each round, and the median of the rounds is
+reported (flood: notifications/s, rtt: agent→client requests answered/s; the client's rate,
+the agent process's start-up excluded). With the store, every chunk of the flood is journaled
+and committed before the transport writes it (docs/sessions.md).
+
+``reopen``: a session of N updates (streamed chunks in turns of 100, plus a tool call per turn)
+written through a SqliteStore-backed agent in memory; then, in a new store on the file, the
+time of ``session/load`` (history replayed as updates, until its response reaches the client)
+and of ``session/resume`` (v1: no replay) by a client over in-memory transports. Target: under 1 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+BENCH = Path(__file__).resolve().parent
+
+
+def run_scenario(scenario: str, n: int, store: str | None) -> dict[str, Any]:
+    env = {k: v for k, v in os.environ.items() if k != "ACPLINK_BENCH_STORE"}
+    if store is not None:
+        env["ACPLINK_BENCH_STORE"] = store
+    cmd = [sys.executable, str(BENCH / "scenario_client.py"), scenario, str(n), "--",
+           sys.executable, str(BENCH / "scenario_agent.py")]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=600)
+    out: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
+    if not out.get("ok"):
+        raise SystemExit(f"{scenario} with store {store}: {out.get('error') or proc.stderr[-500:]}")
+    return out
+
+
+async def reopen(updates: int, folder: Path) -> dict[str, float]:
+    from acplink import AgentApp, PromptContext, SqliteStore, connect
+
+    path = folder / "reopen.sqlite3"
+
+    def build() -> AgentApp:
+        app = AgentApp("reopen", store=SqliteStore(path))
+
+        @app.prompt
+        async def prompt(ctx: PromptContext) -> None:
+            call = await ctx.start_tool_call("work", status="in_progress")
+            for i in range(int(ctx.text)):
+                await ctx.send_text(f"chunk {i} ")
+            await call.complete()
+
+        return app
+
+    app = build()
+    per_turn = 100
+    async with connect(app) as client:
+        session = await client.new_session(cwd=str(folder))
+        sent = 0
+        while sent < updates:
+            await session.prompt(str(per_turn - 2)).result()  # (+ the tool call and its update)
+            sent += per_turn
+        sid = session.session_id
+    app.sessions.close()  # type: ignore[attr-defined]
+    out: dict[str, float] = {"updates": float(sent)}
+    for method in ("load", "resume"):
+        app = build()
+        async with connect(app) as client:
+            t0 = time.perf_counter()
+            if method == "load":
+                loaded = await client.load_session(sid, cwd=str(folder))
+                out["replayed_updates"] = float(loaded.state.updates_seen)
+            else:
+                await client.resume_session(sid, cwd=str(folder))
+            out[f"{method}_s"] = round(time.perf_counter() - t0, 4)
+        app.sessions.close()  # type: ignore[attr-defined]
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--flood", type=int, default=20000)
+    ap.add_argument("--rtt", type=int, default=5000)
+    ap.add_argument("--updates", type=int, default=10000, help="updates of the reopened session")
+    ap.add_argument("--quick", action="store_true", help="one round, small counts")
+    ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    args = ap.parse_args()
+    if args.quick:
+        args.rounds, args.flood, args.rtt, args.updates = 1, 300, 50, 300
+    rates: dict[str, dict[str, list[float]]] = {s: {"memory": [], "sqlite": []} for s in ("flood", "rtt")}
+    with tempfile.TemporaryDirectory(prefix="acplink-store-cost-") as tmp:
+        folder = Path(tmp)
+        for r in range(args.rounds):
+            for scenario, n in (("flood", args.flood), ("rtt", args.rtt)):
+                order = ("memory", "sqlite") if r % 2 == 0 else ("sqlite", "memory")
+                for kind in order:
+                    store = str(folder / f"{scenario}-{r}.sqlite3") if kind == "sqlite" else None
+                    rates[scenario][kind].append(float(run_scenario(scenario, n, store)["rate"]))
+        reopened = asyncio.run(reopen(args.updates, folder))
+    figures: dict[str, Any] = {"rounds": args.rounds, "flood_n": args.flood, "rtt_n": args.rtt, "reopen": reopened}
+    print(f"median over {args.rounds} round(s); higher is better")
+    for scenario in ("flood", "rtt"):
+        mem = statistics.median(rates[scenario]["memory"])
+        sql = statistics.median(rates[scenario]["sqlite"])
+        figures[scenario] = {"memory": mem, "sqlite": sql, "ratio": round(sql / mem, 3)}
+        unit = "notifications/s" if scenario == "flood" else "requests/s"
+        print(f"  {scenario:6} MemoryStore {mem:>10,.0f}  SqliteStore {sql:>10,.0f} {unit}  ({sql / mem:.0%})")
+    print(f"  reopen a session of {reopened['updates']:,.0f} updates: session/load {reopened['load_s']:.3f} s "
+          f"({reopened['replayed_updates']:,.0f} updates replayed), session/resume {reopened['resume_s']:.3f} s")
+    if args.json:
+        Path(args.json).write_text(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
