@@ -226,3 +226,11 @@ async def test_proxy_context_example_in_a_chain(tmp_path: Path) -> None:
     assert turn.stop_reason == "end_turn"
     # the echo agent answers the prompt's blocks: the proxy's line came first
     assert [u.content.text for u in updates] == ["You said: Context from examples/proxy_context.py.hi there"]
+
+
+def test_mcp_host_drives_an_acp_agent_through_acplink_mcp_server() -> None:
+    done = run(example("mcp_host.py"))
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "You said: hello | streamed: You said: hello"
+    assert "- Working on: tests" in lines and lines[-1] == "1 session(s)"

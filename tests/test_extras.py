@@ -44,7 +44,7 @@ OPTIONAL_AT_IMPORT = {
     "devtools/server.py", "testing/pytest_plugin.py",
     # OpenTelemetry: imported only once the application imported it and configured an SDK
     # (connection/_otel_hook.py), or after require() (cli/otel.py)
-    "connection/_otel.py", "cli/prometheus.py",
+    "connection/_otel.py", "cli/prometheus.py", "bridges/mcp_server.py",
 }
 
 LINE = re.compile(r"^acplink: error: (?P<what>.+) needs the '(?P<extra>\w+)' extra \(not installed: [\w, ]+\): "
@@ -122,6 +122,7 @@ def test_the_library_works_without_any_extra(lean_env: dict[str, str]) -> None:
     (["serve", "--http", "--port", "0"], "remote"),
     (["devtools", "--no-browser", "--port", "0", "--db", "DB"], "devtools"),
     (["prompt", "--url", "ws://127.0.0.1:9/acp", "hi"], "remote"),
+    (["mcp-server", "--", "my-agent"], "mcp"),
     (["prompt", "--url", "https://127.0.0.1:9/acp", "hi"], "remote"),
 ], ids=lambda v: " ".join(v) if isinstance(v, list) else v)
 def test_a_command_without_its_extra_says_which_in_one_line(lean_env: dict[str, str], tmp_path: Path,

@@ -38,6 +38,7 @@ RANK = {
     "server": 7,
     "proxy": 7,  # proxy chains: the proxy API and the conductor (beside server/)
     "devtools": 7,
+    "bridges": 7.5,  # ACP agents behind other protocols (acplink mcp-server): clients of the client API
     "cli": 8,
 }
 

@@ -81,6 +81,7 @@ if TYPE_CHECKING:
         TransportError as TransportError,
         UsageError as UsageError,
     )
+    from .bridges import serve_as_mcp as serve_as_mcp
     from .mcp import McpCall as McpCall
     from .proxy import (
         Component as Component,
@@ -196,6 +197,7 @@ _LAZY: dict[str, str] = {
     'run_agent': '.agent',
     'schema': '.',
     'serve': '.agent',
+    'serve_as_mcp': '.bridges',
     'tune_gc': '.runtime',
 }
 

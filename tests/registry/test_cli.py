@@ -7,6 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -125,6 +126,20 @@ def test_an_installed_agent_answers_a_prompt_and_passes_check(served: Served, tm
     assert report["summary"]["must_failed"] == 0 and report["summary"]["passed"] > 10
     assert report["command"][0].endswith(f"agents/demo/1.0.0/{platform_key()}/run-agent")
     assert served.statuses("/demo.tar.gz") == [200]  # installed once, reused
+
+
+def test_several_agents_by_id_and_by_command_side_by_side(served: Served, tmp_path: Path,
+                                                          env: dict[str, str]) -> None:
+    _publish(served, tmp_path)
+    demo_cmd = shlex.join([sys.executable, "-m", "acplink.demo"])
+    proc = _run(["prompt", "--json", "--no-record", "--agent", "demo", "--agent", demo_cmd, "--agent", "far",
+                 "hello", "--cwd", str(tmp_path)], env)
+    assert proc.returncode == 1, proc.stderr  # (far cannot run here)
+    by_id, by_command, far = json.loads(proc.stdout)["agents"]
+    assert by_id["ok"] and by_id["reply"] == "You said: hello"
+    assert by_id["command"][0].endswith(f"agents/demo/1.0.0/{platform_key()}/run-agent")
+    assert by_command["ok"] and by_command["command"] == shlex.split(demo_cmd)
+    assert not far["ok"] and f"agent 'far' has no distribution for {platform_key()}" in far["error"]
 
 
 def test_chat_with_an_agent_of_the_registry(served: Served, tmp_path: Path, env: dict[str, str]) -> None:

@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     from ..conformance.probe import Options
     from ..conformance.runner import AgentDidNotStart, run_checks
     from ..errors import AcpError
-    from .common import fail, given_command
+    from .common import agent_argv, fail, given_command, is_agent_command
 
     if args.tck_ids:
         return _print_tck_ids(args.json, args.protocol)
@@ -86,7 +86,9 @@ def run(args: argparse.Namespace) -> int:
     env: dict[str, str] = {}
     if args.agent_id and cmd:
         return fail("--agent and an agent command (-- AGENT_CMD) exclude each other", 2)
-    if args.agent_id:
+    if args.agent_id and is_agent_command(args.agent_id):  # --agent 'CMD ARGS': a command line
+        cmd = agent_argv(args.agent_id)
+    elif args.agent_id:
         from .common import one_line, registry_of
 
         try:

@@ -249,13 +249,31 @@ def add_registry_options(p: argparse.ArgumentParser, *, agent: bool = False) -> 
     an agent of the ACP registry (docs/registry.md)."""
     r = p.add_argument_group("an agent of the ACP registry (instead of -- AGENT_CMD)" if agent else "the ACP registry")
     if agent:
-        r.add_argument("--agent", dest="agent_id", metavar="ID",
-                       help="start the registry's agent ID (installed into the cache first when needed)")
+        r.add_argument("--agent", dest="agent_id", metavar="ID|CMD", action=_AgentOption,
+                       help="start the registry's agent ID (installed into the cache first when needed); a "
+                            "value with a space or a '/', or naming an existing file, is a command line "
+                            "instead (shell-quoted)")
     r.add_argument("--registry", metavar="URL|FILE",
                    help="the registry.json to use (default: $ACPLINK_REGISTRY, else the official registry)")
     r.add_argument("--offline", action="store_true", help="never fetch: use the cached registry and installs")
     r.add_argument("--insecure", action="store_true",
                    help="install an archive whose sha256 the registry does not give, or that does not match it")
+
+
+def is_agent_command(value: str) -> bool:
+    """Whether an ``--agent`` value is a command line rather than a registry ID: it has a space
+    or a path separator, or names an existing file (registry IDs are single words)."""
+    return any(c.isspace() for c in value) or "/" in value or os.sep in value or os.path.exists(value)
+
+
+class _AgentOption(argparse.Action):
+    """``--agent VALUE``: the last value in ``agent_id``, and every value, in order, in ``agents``
+    (``acplink prompt`` runs several side by side)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        setattr(namespace, self.dest, values)
+        namespace.agents = [*(getattr(namespace, "agents", None) or []), values]
 
 
 def registry_of(args: argparse.Namespace) -> Registry:
@@ -317,6 +335,17 @@ def given_command(args: argparse.Namespace) -> list[str]:
     return cmd[1:] if cmd and cmd[0] == "--" else cmd
 
 
+def agent_argv(value: str) -> list[str]:
+    """An ``--agent`` command line, split as a shell would."""
+    try:
+        argv = shlex.split(value)
+    except ValueError as exc:
+        raise UsageError(f"--agent {value!r}: cannot split the command: {exc}") from None
+    if not argv:
+        raise UsageError("--agent: an empty command")
+    return argv
+
+
 def agent_command(args: argparse.Namespace) -> list[str]:
     """The agent command line: everything after ``--``, or the built-in demo agent."""
     if getattr(args, "otel", False) and not given_command(args):  # (the demo agent reports too)
@@ -340,6 +369,9 @@ def open_client(args: argparse.Namespace, permission: PermissionPolicy, **kw: An
     if getattr(args, "url", None):
         opening = _remote_connect(args, permission, kw)
         cmd = [args.url]
+    elif getattr(args, "agent_id", None) and is_agent_command(args.agent_id):  # --agent 'CMD ARGS'
+        cmd = agent_argv(args.agent_id)
+        opening = connect(cmd, cwd=cwd, fs=not args.no_fs, permission=permission, debug=args.debug, **kw)
     elif getattr(args, "agent_id", None):
         limit = getattr(args, "startup_timeout", None) or DEFAULT_STARTUP_TIMEOUT
 

@@ -68,6 +68,14 @@ def add_parser(sub: Any) -> None:
     add_client_options(p)
     add_protocol_option(p)
     add_otel_option(p)
+    c = p.add_argument_group("several agents (--agent A --agent B ...: the same prompt to each, side by side)")
+    c.add_argument("--in-place", action="store_true",
+                   help="run them all in --cwd itself (default: each in a temporary copy of it)")
+    c.add_argument("--keep", action="store_true", help="keep the working copies and the traces (their paths "
+                                                       "are printed)")
+    c.add_argument("--db", metavar="FILE", help="the devtools database the runs are recorded into (default: "
+                                                "the one `acplink devtools` opens)")
+    c.add_argument("--no-record", action="store_true", help="do not record the runs")
     p.set_defaults(run=run)
 
 
@@ -228,6 +236,13 @@ def _terminal_output(update: Any, session: Session) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from .compare import compare_usage_error, run_compare
+
+    wrong = compare_usage_error(args)
+    if wrong:
+        return fail(wrong, 2)
+    if len(getattr(args, "agents", None) or []) > 1:
+        return run_compare(args)
     try:
         with library_warnings(args.debug):
             return asyncio.run(_run(args))

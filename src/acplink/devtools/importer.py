@@ -23,12 +23,12 @@ class ImportResult:
     bad_lines: list[int] = field(default_factory=list)
 
 
-def import_trace(store: Store, path: str | os.PathLike[str]) -> ImportResult:
-    """Import one trace file as a new connection. Lines that are not JSON objects are skipped
-    and listed in :attr:`ImportResult.bad_lines`; a file that cannot be read raises
-    :class:`DatabaseError`."""
+def import_trace(store: Store, path: str | os.PathLike[str], *, source: str | None = None) -> ImportResult:
+    """Import one trace file as a new connection (named ``source``, default "import FILE").
+    Lines that are not JSON objects are skipped and listed in :attr:`ImportResult.bad_lines`;
+    a file that cannot be read raises :class:`DatabaseError`."""
     result = ImportResult(os.fspath(path))
-    ingest = Ingest(store, f"import {os.path.basename(path)}")
+    ingest = Ingest(store, source or f"import {os.path.basename(path)}")
     try:
         with open(path, "rb") as f:
             for n, line in enumerate(f, 1):
