@@ -25,7 +25,7 @@ def test_acplink_prompt_through_a_chain(tmp_path: Path) -> None:
     (["conduct", "--proxy", "acplink:nope", "--", "agent"], "no built-in proxy 'nope'; built-ins: context, passthrough"),
     (["conduct", "--as-proxy", "--", "agent"], "--as-proxy runs proxies only"),
     (["conduct", "--as-proxy"], "--as-proxy needs at least one --proxy"),
-    (["conduct", "--proxy", "'unclosed", "--", "agent"], "--proxy \"'unclosed\": No closing quotation"),
+    (["conduct", "--proxy", "'unclosed", "--", "agent"], "--proxy \"'unclosed\": cannot split the command: No closing quotation"),
 ])
 def test_usage_errors_are_one_line(args: list[str], words: str) -> None:
     proc = subprocess.run([*ACPLINK, *args], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL)

@@ -335,14 +335,14 @@ def given_command(args: argparse.Namespace) -> list[str]:
     return cmd[1:] if cmd and cmd[0] == "--" else cmd
 
 
-def agent_argv(value: str) -> list[str]:
-    """An ``--agent`` command line, split as a shell would."""
+def agent_argv(value: str, option: str = "--agent") -> list[str]:
+    """A command line given to ``option`` (``--agent``, ``--proxy``), split as a shell would."""
     try:
         argv = shlex.split(value)
     except ValueError as exc:
-        raise UsageError(f"--agent {value!r}: cannot split the command: {exc}") from None
+        raise UsageError(f"{option} {value!r}: cannot split the command: {exc}") from None
     if not argv:
-        raise UsageError("--agent: an empty command")
+        raise UsageError(f"{option}: an empty command")
     return argv
 
 

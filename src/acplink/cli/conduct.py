@@ -6,13 +6,12 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import shlex
 import signal
 import sys
 from typing import IO, Any
 
 from ..runtime import cancel_on_signals
-from .common import fail, given_command, positive_seconds
+from .common import agent_argv, fail, given_command, positive_seconds
 
 HELP = "run a proxy chain: ACP proxies in front of an agent, as one agent on stdio"
 
@@ -52,13 +51,7 @@ def _components(args: argparse.Namespace) -> list[Any]:
             app = builtin_proxy(spec.removeprefix("acplink:"))
             comps.append(Component(serve=app.serve, name=spec))
             continue
-        try:
-            argv = shlex.split(spec)
-        except ValueError as exc:
-            raise UsageError(f"--proxy {spec!r}: {exc}") from None
-        if not argv:
-            raise UsageError("--proxy needs a command line")
-        comps.append(Component(argv))
+        comps.append(Component(agent_argv(spec, "--proxy")))
     agent = given_command(args)
     if args.as_proxy:
         if agent:

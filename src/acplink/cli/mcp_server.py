@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from .common import DEFAULT_STARTUP_TIMEOUT, ArgParser, fail, given_command, positive_seconds
+from .common import DEFAULT_STARTUP_TIMEOUT, _AgentAfterDashDash, fail, given_command, positive_seconds
 
 HELP = "serve an ACP agent as an MCP server (tools: prompt, new_session, list_sessions, cancel)"
 EXAMPLES = """examples:
@@ -20,20 +20,6 @@ EXAMPLES = """examples:
 Permission requests: --permission elicit (the default) asks the MCP host (MCP elicitation) and
 denies when the host cannot be asked; --allow and --deny answer every request (--deny also
 offers the agent no writes and no terminals)."""
-
-
-class _DashDash(ArgParser):
-    """Everything after the first ``--`` is the agent command line, verbatim."""
-
-    def parse_known_args(self, args: Any = None, namespace: Any = None) -> Any:
-        argv = list(sys.argv[1:] if args is None else args)
-        agent: list[str] = []
-        if "--" in argv:
-            cut = argv.index("--")
-            argv, agent = argv[:cut], argv[cut + 1:]
-        ns, extra = super().parse_known_args(argv, namespace)
-        ns.agent = agent
-        return ns, extra
 
 
 def http_address(text: str) -> tuple[str, int]:
@@ -54,7 +40,7 @@ def http_address(text: str) -> tuple[str, int]:
 def add_parser(sub: Any) -> None:
     p = sub.add_parser("mcp-server", help=HELP, description=HELP, epilog=EXAMPLES,
                        formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.__class__ = _DashDash
+    p.__class__ = _AgentAfterDashDash
     p.add_argument("--http", type=http_address, metavar="[HOST:]PORT",
                    help="serve streamable HTTP on http://HOST:PORT/mcp instead of stdio (HOST: 127.0.0.1)")
     group = p.add_mutually_exclusive_group()
