@@ -37,6 +37,7 @@ RANK = {
     "tools": 6,
     "server": 7,
     "devtools": 7,
+    "adapters": 5.5,  # framework adapters (Pydantic AI, LangGraph): AgentApps built on the agent API
     "cli": 8,
 }
 

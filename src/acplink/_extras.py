@@ -6,7 +6,8 @@ library (pydantic, orjson); the extras bring the rest (pyproject.toml, ``[projec
   streamable-HTTP transports and ``acplink serve``;
 - ``devtools``: Starlette and uvicorn, for ``acplink devtools``'s web UI;
 - ``mcp``: the Python ``mcp`` package 2.x, for bridges to real MCP servers (``McpBridge``, ``--mcp``);
-- ``all``: the four.
+- ``all``: the four;
+- ``pydantic-ai``, ``langgraph``: the frameworks the adapters of :mod:`acplink.adapters` serve.
 
 Every place that imports one of them first calls :func:`require`, so that a missing
 extra is one :class:`~acplink.errors.MissingDependency` naming it, not an ``ImportError``
