@@ -5,40 +5,30 @@ subprocess, driven by acplink's client, by the official TypeScript SDK's client,
 
 from __future__ import annotations
 
-import json
-import shutil
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 pytest.importorskip("pydantic_ai")
 
+from adapter_kit import (
+    agent_cmd,
+    check_passes,
+    dump,
+    load_refuses_an_unknown_session,
+    needs_ts_sdk,
+    ts_client,
+    updates_of,
+)
 from pydantic_ai import Agent, RunContext
 from pydantic_ai.models.test import TestModel
 
-from acplink import PermissionPolicy, PromptContext, ResourceNotFound, connect, schema
+from acplink import PermissionPolicy, PromptContext, connect, schema
 from acplink.adapters import pydantic_ai_app
 
-HERE = Path(__file__).resolve().parent
-ROOT = HERE.parents[1]
-AGENT = [sys.executable, str(HERE / "pai_agent.py")]
-JS = ROOT / "tests" / "interop" / "js"
-NODE = shutil.which("node")
-
-
-def dump(update: Any) -> dict[str, Any]:
-    return update.model_dump(mode="json", by_alias=True, exclude_none=True)  # type: ignore[no-any-return]
-
-
-async def turn_updates(session: Any, text: str) -> list[dict[str, Any]]:
-    """The updates of one prompt turn, which must end with ``end_turn``."""
-    turn = session.prompt(text)
-    updates = [dump(u) async for u in turn]
-    assert turn.stop_reason == "end_turn"
-    return updates
+AGENT = agent_cmd("pai_agent.py")
 
 
 class Asked:
@@ -56,14 +46,14 @@ class Asked:
 async def test_text_thinking_tools_and_usage_stream_as_session_updates(tmp_path: Path) -> None:
     async with connect(AGENT) as client:
         session = await client.new_session(cwd=tmp_path)
-        updates = await turn_updates(session, "hello")
+        updates = await updates_of(session, "hello")
         assert [(u["sessionUpdate"], u.get("content", {}).get("text")) for u in updates[:3]] == [
             ("agent_thought_chunk", "pondering"), ("agent_message_chunk", "Hello "),
             ("agent_message_chunk", "there")]
         usage = updates[-1]
         assert usage["sessionUpdate"] == "usage_update" and usage["size"] == 4096 and usage["used"] > 0
 
-        updates = await turn_updates(session, "read b.txt")
+        updates = await updates_of(session, "read b.txt")
         call, done, reply = updates[0], updates[1], updates[2]
         assert call["sessionUpdate"] == "tool_call"
         assert (call["title"], call["kind"], call["status"], call["rawInput"]) == (
@@ -81,7 +71,7 @@ async def test_a_tool_needing_approval_is_a_permission_request(tmp_path: Path, k
     asked = Asked(kind)
     async with connect(AGENT, permission=PermissionPolicy(default="ask", ask=asked)) as client:
         session = await client.new_session(cwd=tmp_path)
-        updates = await turn_updates(session, "delete a.txt")
+        updates = await updates_of(session, "delete a.txt")
         [request] = asked.requests
         call = updates[0]
         assert call["sessionUpdate"] == "tool_call" and call["kind"] == "delete"
@@ -100,7 +90,7 @@ async def test_a_tool_needing_approval_is_a_permission_request(tmp_path: Path, k
 async def test_a_raising_tool_fails_its_call_and_a_model_error_ends_the_turn(tmp_path: Path) -> None:
     async with connect(AGENT) as client:
         session = await client.new_session(cwd=tmp_path)
-        updates = await turn_updates(session, "boom x.txt")
+        updates = await updates_of(session, "boom x.txt")
         failed = [u for u in updates if u.get("status") == "failed"]
         assert len(failed) == 1 and failed[0]["rawOutput"] == {"error": "RuntimeError: disk on fire at x.txt"}
         assert updates[-1]["content"]["text"] == "[error] RuntimeError: disk on fire at x.txt"
@@ -135,8 +125,7 @@ async def test_session_load_replays_the_conversation(tmp_path: Path) -> None:
         [call] = loaded.state.tool_calls.values()
         assert (call.title, call.kind, call.status) == ("read_note a.txt", "read", "completed")
         assert await loaded.prompt("count").text() == "[alpha] 2 prompts"
-        with pytest.raises(ResourceNotFound):
-            await client.load_session("sess_never_seen", cwd=tmp_path)
+        await load_refuses_an_unknown_session(client, tmp_path)
 
 
 async def test_cancel_stops_the_run(tmp_path: Path) -> None:
@@ -163,27 +152,16 @@ async def test_a_tool_reads_the_client_s_files_through_acp(tmp_path: Path) -> No
 
 
 def test_acplink_check_passes_every_mandatory_requirement() -> None:
-    proc = subprocess.run([sys.executable, "-m", "acplink", "check", "--json", "--cancel-prompt", "slow", "--",
-                           *AGENT], capture_output=True, text=True, timeout=400, cwd=ROOT)
-    report = json.loads(proc.stdout)
-    assert report["summary"]["must_failed"] == 0 and proc.returncode == 0, proc.stdout[-3000:]
-    passed = {r["id"] for r in report["requirements"] if r["status"] == "pass"}
-    assert {"INIT-001", "PROMPT-001", "CANCEL-001", "SCHEMA-001", "SESS-011"} <= passed
+    check_passes(AGENT)
 
 
-@pytest.mark.skipif(NODE is None or not (JS / "node_modules" / "@agentclientprotocol" / "sdk").is_dir(),
-                    reason="node or the official TypeScript SDK missing: (cd tests/interop/js && npm ci)")
+@needs_ts_sdk
 def test_the_typescript_sdk_client_gets_the_streamed_reply(tmp_path: Path) -> None:
-    proc = subprocess.run([str(NODE), str(JS / "client.mjs"), "--cwd", str(tmp_path), "--prompt", "hello",
-                           "--prompt", "read a.txt", "--", *AGENT], capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    events = [json.loads(line) for line in proc.stdout.splitlines()]
-    updates = [e["update"] for e in events if e["event"] == "update"]
-    texts = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
-    assert texts == ["Hello ", "there", "[alpha] read_note said: apples"]
+    text, stops, updates = ts_client(AGENT, tmp_path, "hello", "read a.txt")
+    assert text == "Hello there" + "[alpha] read_note said: apples"
     assert [u["sessionUpdate"] for u in updates if u["sessionUpdate"].startswith("tool_call")] == [
         "tool_call", "tool_call_update"]
-    assert [e["stopReason"] for e in events if e["event"] == "stop"] == ["end_turn", "end_turn"]
+    assert stops == ["end_turn", "end_turn"]
 
 
 def test_no_framework_is_imported_until_an_adapter_is_used() -> None:
