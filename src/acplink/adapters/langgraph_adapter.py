@@ -229,10 +229,10 @@ def langgraph_app(
     return app
 
 
-def serve_langgraph(graph: Any, **options: Any) -> None:
-    """Serve ``graph`` over ACP on stdin/stdout until the client goes (what an editor starts);
-    ``options`` as for :func:`langgraph_app`."""
-    run_agent(langgraph_app(graph, **options))
+def serve_langgraph(graph: Any, *, debug: bool = False, **options: Any) -> None:
+    """Serve ``graph`` over ACP on stdin/stdout until the client goes (what an editor starts):
+    ``run_agent(langgraph_app(graph, **options), debug=debug)``."""
+    run_agent(langgraph_app(graph, **options), debug=debug)
 
 
 async def _replay(ctx: Context[Any], messages: Sequence[Any]) -> None:

@@ -217,10 +217,11 @@ def pydantic_ai_app(
     return app
 
 
-def serve_pydantic_ai(agent: PydanticAgent[Any, Any], **options: Any) -> None:
-    """Serve ``agent`` over ACP on stdin/stdout until the client goes (what an editor starts);
-    ``options`` as for :func:`pydantic_ai_app`."""
-    run_agent(pydantic_ai_app(agent, **options))
+def serve_pydantic_ai(agent: PydanticAgent[Any, Any], *, debug: bool = False, **options: Any) -> None:
+    """Serve ``agent`` over ACP on stdin/stdout until the client goes (what an editor starts):
+    ``run_agent(pydantic_ai_app(agent, **options), debug=debug)``. (For type-checked options,
+    a ``deps=`` lambda say, call those two yourself.)"""
+    run_agent(pydantic_ai_app(agent, **options), debug=debug)
 
 
 def _choices(agent: Any, models: Mapping[str, Any] | Sequence[Any] | None) -> dict[str, Any]:
