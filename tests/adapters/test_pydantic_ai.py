@@ -196,3 +196,25 @@ async def test_deps_see_the_prompt_context() -> None:
     [result] = [u for u in updates if u.get("status") == "completed"]
     assert result["rawOutput"] == "/somewhere"
     assert "".join(u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk") == "done"
+
+
+async def test_served_on_acp_v2_too() -> None:
+    """The same adapter behind ``protocols=(1, 2)``, driven by a v2 client (in-process)."""
+    agent = Agent(TestModel(call_tools=["word_count"], custom_output_text="counted"))
+
+    @agent.tool_plain
+    def word_count(text: str) -> int:
+        """How many words."""
+        return len(text.split())
+
+    app = pydantic_ai_app(agent, protocols=(1, 2))
+    async with connect(app, protocol=2) as client:
+        assert client.connection.protocol.version == 2
+        session = await client.new_session(cwd="/v2")
+        turn = session.prompt("go")
+        async for _ in turn:
+            pass
+        assert turn.stop_reason == "end_turn"
+    [call] = session.state.tool_calls.values()
+    assert (call.title, call.kind, call.status) == (f"word_count {call.raw_input['text']}", "other", "completed")
+    assert session.state.last_agent_message is not None and session.state.last_agent_message.text == "counted"

@@ -4,11 +4,12 @@ name and arguments, a run raced against ``session/cancel``, and the text of a fa
 from __future__ import annotations
 
 import asyncio
-import json
+import dataclasses
 import re
 from collections.abc import Awaitable, Mapping
 from typing import Any, Literal, TypeVar
 
+from .._tasks import TaskSet
 from ..agent.context import PromptContext, ToolCallHandle
 
 __all__ = ["error_text", "json_safe", "run_or_cancel", "start_tool", "tool_kind", "tool_title"]
@@ -65,23 +66,22 @@ def tool_title(name: str, args: Mapping[str, Any]) -> str:
 
 
 def json_safe(value: Any) -> Any:
-    """``value`` as JSON data (rawInput / rawOutput): JSON values as they are, anything else
-    through its pydantic or dataclass dump when it has one, else its ``str``."""
-    try:
-        json.dumps(value)
+    """``value`` as JSON data (rawInput / rawOutput): JSON values as they are, containers item
+    by item, a pydantic model or dataclass through its dump, anything else as its ``str``."""
+    if value is None or isinstance(value, str | int | float | bool):
         return value
-    except (TypeError, ValueError):
-        pass
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
     dump = getattr(value, "model_dump", None)
     if callable(dump):
         try:
             return json_safe(dump(mode="json"))
         except Exception:  # (a model that cannot dump itself: its text)
             return str(value)
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return json_safe(dataclasses.asdict(value))
     return str(value)
 
 
@@ -109,17 +109,14 @@ async def run_or_cancel(ctx: PromptContext, aw: Awaitable[T]) -> tuple[bool, T |
     """Run ``aw`` until it ends or the client cancels the turn (``session/cancel``), whichever
     comes first; a cancelled run is cancelled and awaited. Returns ``(finished, result)``;
     the run's own exception propagates."""
-    run: asyncio.Future[T] = asyncio.ensure_future(aw)
-    stop: asyncio.Future[None] = asyncio.ensure_future(ctx.wait_cancelled())
-    finished = False
+    tasks = TaskSet("framework run")
+    run = tasks.spawn(aw)
+    stop = tasks.spawn(ctx.wait_cancelled())
     try:
         await asyncio.wait((run, stop), return_when=asyncio.FIRST_COMPLETED)
     finally:
         finished = run.done()
-        for task in (run, stop):
-            if not task.done():
-                task.cancel()
-        await asyncio.gather(run, stop, return_exceptions=True)
+        await tasks.aclose()  # (the other one cancelled, and both awaited)
     if not finished:
         return False, None
     return True, run.result()
