@@ -5,7 +5,8 @@ The graph is model → (tools → model)*; the model node answers the last messa
   hello      streams "Hello there friend" token by token
   think      one message with a reasoning block and a text block
   read P     calls read_note(path=P), then says what it read
-  boom       calls explode (a tool that raises: the tool node reports the error)
+  boom       calls explode (a tool that raises out of the tool node)
+  shaky      calls shaky (a tool that raises in a tool node that handles errors: an error ToolMessage)
   crash      the node raises
   deploy     interrupt({"permission": ...}): an ACP permission request, then "deployed" or not
   name       interrupt("What is your name?"): an ACP elicitation, then a greeting
@@ -50,6 +51,12 @@ def explode(path: str) -> str:
     raise RuntimeError(f"disk on fire at {path}")
 
 
+@tool
+def shaky(path: str) -> str:
+    """A tool that fails, in a tool node that reports errors to the model."""
+    raise ValueError(f"no such note {path}")
+
+
 async def say(messages: list[BaseMessage], text: str) -> AIMessage:
     """Stream ``text`` through a fake chat model (tokens reach the graph's messages stream)."""
     return await GenericFakeChatModel(messages=iter([AIMessage(content=text)])).ainvoke(messages)  # type: ignore[return-value]
@@ -73,8 +80,8 @@ async def model(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
     elif first == "think":
         reply = await fixed(messages, AIMessage(content=[{"type": "reasoning", "reasoning": "pondering"},
                                                          {"type": "text", "text": "thought it through"}]))
-    elif first in ("read", "boom"):
-        name = "read_note" if first == "read" else "explode"
+    elif first in ("read", "boom", "shaky"):
+        name = {"read": "read_note", "boom": "explode", "shaky": "shaky"}[first]
         reply = await fixed(messages, AIMessage(content="", tool_calls=[
             {"name": name, "args": {"path": rest[0] if rest else "a.txt"}, "id": f"{first}-{len(messages)}"}]))
     elif first == "crash":
@@ -99,15 +106,19 @@ async def model(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
 
 def route(state: MessagesState) -> str:
     last = state["messages"][-1]
-    return "tools" if isinstance(last, AIMessage) and last.tool_calls else END
+    if isinstance(last, AIMessage) and last.tool_calls:
+        return "handled_tools" if last.tool_calls[0]["name"] == "shaky" else "tools"
+    return END
 
 
 builder = StateGraph(MessagesState)
 builder.add_node("model", model)
 builder.add_node("tools", ToolNode([read_note, explode]))
 builder.add_edge(START, "model")
-builder.add_conditional_edges("model", route, ["tools", END])
+builder.add_node("handled_tools", ToolNode([shaky], handle_tool_errors=True))
+builder.add_conditional_edges("model", route, ["tools", "handled_tools", END])
 builder.add_edge("tools", "model")
+builder.add_edge("handled_tools", "model")
 graph = builder.compile(name="notes-graph")  # no checkpointer: the adapter gives it a MemorySaver
 
 if __name__ == "__main__":

@@ -52,6 +52,12 @@ async def test_a_raising_tool_or_node_ends_the_turn_with_the_error(tmp_path: Pat
         assert chunks(await updates_of(session, "crash")) == ["[error] RuntimeError: the model fell over"]
         assert "".join(chunks(await updates_of(session, "hello"))) == "Hello there friend"  # still usable
 
+        # a tool node that handles errors: the call is failed, and the model goes on with the error
+        updates = await updates_of(session, "shaky z.txt")
+        [failed] = [u for u in updates if u["sessionUpdate"] == "tool_call_update"]
+        assert failed["status"] == "failed" and "no such note z.txt" in failed["rawOutput"]["error"]
+        assert "".join(chunks(updates)).startswith("shaky failed: Error: ValueError('no such note z.txt')")
+
 
 @pytest.mark.parametrize(("kind", "reply"), [("allow_once", "deployed"), ("reject_once", "not deployed")])
 async def test_an_interrupt_is_a_permission_request_resumed_with_the_answer(tmp_path: Path, kind: str,
