@@ -14,6 +14,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -118,6 +119,32 @@ async def test_function_agent(tmp_path: Path) -> None:
     assert [c.status for c in calls] == ["completed", "completed", "failed"]
     assert calls[0].raw_input == {"input": "2 * (3 + 4)"} and calls[0].raw_output == {"result": 14}
     assert calls[2].raw_output == {"error": "division by zero"}
+
+
+async def test_pydantic_ai_agent_runs_offline(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytest.importorskip("pydantic_ai")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)  # the scripted stand-in model, no network
+    async with connect(example("pydantic_ai_agent.py")) as client:
+        session = await client.new_session(cwd=tmp_path)
+        assert (await session.prompt("the quick brown fox")).stop_reason == "end_turn"
+    assert session.state.last_agent_message is not None
+    assert session.state.last_agent_message.text == "That is 4 words."
+    [call] = session.state.tool_calls.values()
+    assert (call.title, call.status, call.raw_input, call.raw_output) == (
+        "word_count the quick brown fox", "completed", {"text": "the quick brown fox"}, 4)
+
+
+@pytest.mark.parametrize(("policy", "reply"), [(PermissionPolicy.allow_all, "That is 4 words. Published."),
+                                               (PermissionPolicy.deny_all, "That is 4 words. Not published.")])
+async def test_langgraph_agent_asks_before_publishing(tmp_path: Path, policy: Any, reply: str) -> None:
+    pytest.importorskip("langgraph")
+    async with connect(example("langgraph_agent.py"), permission=policy()) as client:
+        session = await client.new_session(cwd=tmp_path)
+        assert (await session.prompt("the quick brown fox")).stop_reason == "end_turn"
+    assert "".join(m.text for m in session.state.messages if m.role == "agent") == reply
+    count, publish = session.state.tool_calls.values()
+    assert (count.title, count.status) == ("word_count the quick brown fox", "completed")
+    assert (publish.title, publish.kind) == ("Publish the answer", "edit")
 
 
 async def test_subclass_agent(tmp_path: Path) -> None:

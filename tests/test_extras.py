@@ -34,7 +34,7 @@ CORE = {"pydantic", "pydantic_core", "orjson"}
 #: what the extras bring, with what those bring in turn: none of it is installed by ``pip install acplink``
 OPTIONAL = ("rich", "prompt_toolkit", "pygments", "markdown_it", "wcwidth", "uvicorn", "starlette", "websockets",
             "httpx", "httpx_sse", "httpcore", "h2", "h11", "httptools", "sniffio", "anyio", "mcp", "mcp_types",
-            "httpx2", "opentelemetry")
+            "httpx2", "opentelemetry", "pydantic_ai", "langgraph", "langchain_core")
 
 #: the modules that import an optional library when imported; each is imported only after
 #: ``require()`` checked its extra (the pytest plugin: only pytest loads it)
@@ -215,7 +215,10 @@ def test_the_core_dependencies_are_exactly_the_library_s() -> None:
     assert {"opentelemetry-api"} == {_name(r) for r in extras["otel"]}  # (the API only: the SDK is the user's)
     assert {"opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"} <= {_name(r) for r in extras["otlp"]}
     assert extras["all"] == ["acplink[cli,remote,devtools,mcp,otel,otlp]"]
+    assert {"pydantic-ai-slim"} <= {_name(r) for r in extras["pydantic-ai"]}
+    assert {"langgraph", "langchain-core"} <= {_name(r) for r in extras["langgraph"]}
     assert "acplink[all]" in extras["test"] and "acplink[test]" in extras["dev"]  # CI installs .[dev]: everything
+    assert "acplink[pydantic-ai,langgraph]" in extras["test"]
 
 
 def _top_level_imports(path: Path) -> set[str]:

@@ -39,6 +39,7 @@ RANK = {
     "proxy": 7,  # proxy chains: the proxy API and the conductor (beside server/)
     "devtools": 7,
     "bridges": 7.5,  # ACP agents behind other protocols (acplink mcp-server): clients of the client API
+    "adapters": 5.5,  # framework adapters (Pydantic AI, LangGraph): AgentApps built on the agent API
     "cli": 8,
 }
 

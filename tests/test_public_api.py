@@ -68,7 +68,7 @@ SRC = Path(acplink.__file__).resolve().parent
 #: the packages whose ``__init__`` re-exports names of their modules
 PACKAGES = ["acplink", "acplink.agent", "acplink.client", "acplink.connection", "acplink.transports",
             "acplink.conformance", "acplink.rpc", "acplink.testing", "acplink.protocol",
-            "acplink.registry", "acplink.proxy"]
+            "acplink.registry", "acplink.proxy", "acplink.adapters"]
 
 
 def _imported_names(package: str) -> set[str]:

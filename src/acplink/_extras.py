@@ -10,6 +10,8 @@ library (pydantic, orjson); the extras bring the rest (pyproject.toml, ``[projec
   connection reports only once one is configured: docs/tracing.md);
 - ``otlp``: the OpenTelemetry SDK and its OTLP/HTTP exporter, for ``--otel`` and ``serve --metrics``;
 - ``all``: all of them.
+- ``pydantic-ai``, ``langgraph``: the frameworks the adapters of :mod:`acplink.adapters` serve
+  (not in ``all``).
 
 Every place that imports one of them first calls :func:`require`, so that a missing
 extra is one :class:`~acplink.errors.MissingDependency` naming it, not an ``ImportError``
