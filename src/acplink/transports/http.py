@@ -20,6 +20,10 @@ the remote-transport RFD as the TypeScript SDK client applies them:
   HTTP error on a request's POST fails that request only (a JSON-RPC error, -32603, whose
   ``data`` holds the status and the start of the body).
 - Closing DELETEs the connection (within ``CLOSE_TIMEOUT``).
+- With ``options.reconnect``, a stream that drops (a network failure, not an HTTP error
+  answer) is opened again with ``Last-Event-ID``: the SSE id of the last event it delivered,
+  so that the server sends what was missed, once and in order (a few tries, ``_BACKOFF``
+  apart). A 409 to that resume ends the connection with :class:`StreamResumeFailed`.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .._tasks import TaskSet
-from ..errors import ConnectionClosed, MessageTooLarge, TransportError
+from ..errors import ConnectionClosed, MessageTooLarge, StreamResumeFailed, TransportError
 from ._remote import (
     CLOSE_TIMEOUT,
     HEADER_CONNECTION_ID,
@@ -61,6 +65,14 @@ _REATTACH = frozenset(("session/load", "session/resume"))
 _SETTLE = 0.25
 _JSON = "application/json"
 _SSE = "text/event-stream"
+#: the pauses before the tries to resume a dropped stream (with ``reconnect``)
+_BACKOFF = (0.0, 0.05, 0.2, 0.5, 1.0, 2.0, 4.0)
+
+
+class _Cursor:
+    """The SSE id of the last event a stream delivered (None: none yet)."""
+
+    last: str | None = None
 
 
 class _Fatal(Exception):
@@ -387,8 +399,7 @@ class HttpTransport(Transport):
 
         assert self.connection_id is not None
         try:
-            async for _ in self._stream([(HEADER_CONNECTION_ID, self.connection_id)], None):
-                pass
+            await self._resumable([(HEADER_CONNECTION_ID, self.connection_id)], None)
         except _Fatal as exc:
             self._fail(exc.error)
             return
@@ -411,9 +422,8 @@ class HttpTransport(Transport):
 
         assert self.connection_id is not None
         try:
-            async for _ in self._stream([(HEADER_CONNECTION_ID, self.connection_id), (HEADER_SESSION_ID, sid)], sid,
-                                        stream.ready):
-                pass
+            await self._resumable([(HEADER_CONNECTION_ID, self.connection_id), (HEADER_SESSION_ID, sid)], sid,
+                                  stream.ready)
         except _Fatal as exc:
             if not stream.ready.done():
                 stream.ready.set_result(_Failure(str(exc.error)))
@@ -441,8 +451,29 @@ class HttpTransport(Transport):
             self._lingering.discard(me)
         self._fail_pending(sid, _Failure(f"the server at {self.description} ended the stream of session {sid}"))
 
+    async def _resumable(self, headers: list[tuple[str, str]], sid: str | None,
+                         ready: asyncio.Future[_Failure | None] | None = None) -> None:
+        """Read one stream to its end; with ``reconnect``, a drop opens it again from the last
+        event delivered."""
+        import httpx
+
+        cursor = _Cursor()
+        tries = 0
+        while True:
+            resume = [("Last-Event-ID", cursor.last)] if cursor.last is not None else []
+            try:
+                async for _ in self._stream([*headers, *resume], sid, ready, cursor):
+                    tries = 0
+                return
+            except httpx.TransportError:
+                if not self.options.reconnect or self._closing or tries >= len(_BACKOFF):
+                    raise
+            await asyncio.sleep(_BACKOFF[tries])
+            tries += 1
+
     async def _stream(self, headers: list[tuple[str, str]], sid: str | None,
-                      ready: asyncio.Future[_Failure | None] | None = None) -> AsyncIterator[None]:
+                      ready: asyncio.Future[_Failure | None] | None = None,
+                      cursor: _Cursor | None = None) -> AsyncIterator[None]:
         """GET one SSE stream and deliver its events; yields nothing (an async generator so
         that the response closes with it)."""
         from httpx_sse import EventSource
@@ -457,6 +488,10 @@ class HttpTransport(Transport):
                 body = (await _read_capped(resp, _ERROR_BODY)).decode("utf-8", "replace")
                 what = f"the stream of session {sid}" if sid is not None else "the connection stream"
                 line = http_refusal(resp.status_code, resp.reason_phrase, body, what, self.description)
+                if resp.status_code == 409 and any(k == "Last-Event-ID" for k, _ in headers):
+                    raise _Fatal(StreamResumeFailed(
+                        f"{line}; what the stream missed is lost: reopen the session on a new connection "
+                        "(session/resume or session/load)"))
                 if sid is not None and resp.status_code in (404, 409):
                     self._fail_session(sid, _Failure(line, (resp.status_code, body)))
                     return
@@ -475,6 +510,8 @@ class HttpTransport(Transport):
                 if not reading.is_set():
                     await reading.wait()
                 self._route(data, sid, sink)
+                if cursor is not None and event.id:
+                    cursor.last = event.id
                 yield None
 
     def _route(self, data: str, sid: str | None, sink: TransportSink) -> None:
