@@ -231,13 +231,13 @@ async def _get(registry: Registry, headers: dict[str, str], receive: Receive, se
         await answer(send, 409, f"Conflict: cannot resume: {exc}")
         return
     try:
-        await _stream(conn, box, receive, send, replay)
+        await _stream(conn, box, receive, send, last, replay)
     finally:
         conn.close_stream(box)
 
 
 async def _stream(conn: RemoteConnection, box: Mailbox, receive: Receive, send: Send,
-                  replay: list[tuple[int, bytes]]) -> None:
+                  resumed: str | None, replay: list[tuple[int, bytes]]) -> None:
     await send({"type": "http.response.start", "status": 200, "headers": [
         (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
         (b"x-accel-buffering", b"no")]})
@@ -253,6 +253,9 @@ async def _stream(conn: RemoteConnection, box: Mailbox, receive: Receive, send: 
         await sse(box.head_cursor(), data)
 
     async def deliver() -> None:
+        if resumed is None:  # a new reader learns the stream's position (an id-only event)
+            await send({"type": "http.response.body", "more_body": True,
+                        "body": b"id: " + retention.cursor(retention.sent).encode() + b"\n\n"})
         for number, data in replay:  # what the client missed, with the cursors it had
             await sse(retention.cursor(number), data)
         await pump(box, event, keepalive=conn.limits.keepalive, on_quiet=keepalive)

@@ -503,7 +503,9 @@ class HttpTransport(Transport):
             async for event in EventSource(resp).aiter_sse():
                 counted.count = 0
                 data = event.data
-                if not data:
+                if not data:  # (an id-only event: the stream's position)
+                    if cursor is not None and event.id:
+                        cursor.last = event.id
                     continue
                 if len(data) > self.max_message_size:
                     raise _Fatal(self._too_large())
