@@ -225,3 +225,28 @@ async def test_last_event_id_replays_what_followed_and_refuses_forged_foreign_an
         r = await http.get(url, headers={**b.headers(sids[b.cid]), "accept": "text/event-stream",
                                          "last-event-id": ids[2]})
         assert r.status_code == 409 and "count" not in r.text and "sessionUpdate" not in r.text
+
+
+def test_retention_keeps_the_last_messages_for_their_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    from acplink.server import resume
+
+    now = [1000.0]
+    monkeypatch.setattr(resume.time, "monotonic", lambda: now[0])
+    kept = resume.Retention(max_messages=3, max_seconds=10)
+    for i in range(1, 6):
+        kept.keep(f"m{i}".encode())
+    assert kept.after(kept.check(kept.cursor(2))) == [(3, b"m3"), (4, b"m4"), (5, b"m5")]
+    assert kept.after(kept.check(kept.cursor(5))) == []
+    with pytest.raises(resume.ResumeRefused, match="no longer kept"):
+        kept.after(kept.check(kept.cursor(1)))  # m2 is gone (3 messages kept)
+    with pytest.raises(resume.ResumeRefused, match="ahead"):
+        kept.after(kept.check(kept.cursor(6)))
+    other = resume.Retention(max_messages=3, max_seconds=10)
+    with pytest.raises(resume.ResumeRefused, match="not one of this stream's"):
+        kept.check(other.cursor(2))
+    now[0] += 5
+    kept.keep(b"m6")
+    now[0] += 6  # m3..m5 are 11 s old, m6 is 6 s old
+    assert kept.after(kept.check(kept.cursor(5))) == [(6, b"m6")]
+    with pytest.raises(resume.ResumeRefused, match="no longer kept"):
+        kept.after(kept.check(kept.cursor(4)))
