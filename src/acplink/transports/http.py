@@ -20,8 +20,9 @@ the remote-transport RFD as the TypeScript SDK client applies them:
   HTTP error on a request's POST fails that request only (a JSON-RPC error, -32603, whose
   ``data`` holds the status and the start of the body).
 - Closing DELETEs the connection (within ``CLOSE_TIMEOUT``).
-- With ``options.reconnect``, a stream that drops (a network failure, not an HTTP error
-  answer) is opened again with ``Last-Event-ID``: the SSE id of the last event it delivered,
+- With ``options.reconnect``, when the server advertises resumable streams
+  (``agentCapabilities.transport.resumable`` in the ``initialize`` answer), a stream that
+  drops (a network failure, not an HTTP error answer) is opened again with ``Last-Event-ID``: the SSE id of the last event it delivered,
   so that the server sends what was missed, once and in order (a few tries, ``_BACKOFF``
   apart). A 409 to that resume ends the connection with :class:`StreamResumeFailed`.
 """
@@ -151,6 +152,8 @@ class HttpTransport(Transport):
         self._pending: dict[Any, str] = {}
         self._error: TransportError | None = None
         self._closing = False
+        #: whether a dropped stream is resumed: ``options.reconnect`` and the server advertises it
+        self._resume_streams = False
         #: session-stream readers whose stream ended, waiting to see whether the connection did
         self._lingering: set[asyncio.Future[None]] = set()
 
@@ -331,6 +334,7 @@ class HttpTransport(Transport):
             raise _Fatal(ConnectionClosed(f"the server at {self.description} answered initialize with something "
                                           "that is not its JSON-RPC response"))
         self.connection_id = cid
+        self._resume_streams = self.options.reconnect and _advertises_resume(answer)
         self._conn_stream = self._owned.spawn(self._read_connection(), name="acplink-http-sse")
         assert self._sink is not None
         self._sink.message_received(body, None)
@@ -466,7 +470,8 @@ class HttpTransport(Transport):
                     tries = 0
                 return
             except httpx.TransportError:
-                if not self.options.reconnect or self._closing or tries >= len(_BACKOFF):
+                # (only where the server said it resumes streams, and from a cursor it gave)
+                if not self._resume_streams or cursor.last is None or self._closing or tries >= len(_BACKOFF):
                     raise
             await asyncio.sleep(_BACKOFF[tries])
             tries += 1
@@ -567,6 +572,15 @@ class HttpTransport(Transport):
                     await client.aclose()
             except Exception:
                 pass
+
+
+def _advertises_resume(answer: dict[str, Any]) -> bool:
+    """Whether an ``initialize`` answer advertises resumable streams
+    (``agentCapabilities.transport.resumable``)."""
+    result = answer.get("result")
+    caps = result.get("agentCapabilities") if isinstance(result, dict) else None
+    transport = caps.get("transport") if isinstance(caps, dict) else None
+    return isinstance(transport, dict) and isinstance(transport.get("resumable"), dict)
 
 
 async def _read_capped(resp: httpx.Response, limit: int) -> bytes:
