@@ -250,3 +250,12 @@ def test_retention_keeps_the_last_messages_for_their_time(monkeypatch: pytest.Mo
     assert kept.after(kept.check(kept.cursor(5))) == [(6, b"m6")]
     with pytest.raises(resume.ResumeRefused, match="no longer kept"):
         kept.after(kept.check(kept.cursor(4)))
+
+
+def test_reconnect_is_refused_where_nothing_resumes() -> None:
+    from acplink import UsageError
+
+    with pytest.raises(UsageError, match=r"WebSocket .* has no stream resume yet"):
+        connect("ws://127.0.0.1:9/acp", reconnect=True)
+    with pytest.raises(UsageError, match="reconnect= are for a remote agent's URL"):
+        connect(["my-agent"], reconnect=True)
