@@ -15,7 +15,8 @@ The tree (every public error; ``acplink.X`` for each name; the wire code where t
     ├── CapabilityError             a method the peer did not advertise
     ├── TransportError              the byte stream failed
     │   ├── ConnectionClosed        the connection is closed: pending and new calls fail
-    │   │   └── AuthRejected        a remote server refused the credentials (401/403)
+    │   │   ├── AuthRejected        a remote server refused the credentials (401/403)
+    │   │   └── StreamResumeFailed  a dropped stream could not be resumed (409: what it missed is gone)
     │   ├── PeerOutputNotJson
     │   └── MessageTooLarge         a message over the size limit (either direction)
     ├── RequestTimeout              (also a TimeoutError) no answer in time; the request was cancelled
@@ -63,6 +64,7 @@ __all__ = [
     "ResourceNotFound",
     "SchemaValidationError",
     "StoreError",
+    "StreamResumeFailed",
     "TransportError",
     "UsageError",
 ]
@@ -124,6 +126,12 @@ class TransportError(AcpError):
 
 class ConnectionClosed(TransportError):
     """The connection is closed; pending and new calls fail with this."""
+
+
+class StreamResumeFailed(ConnectionClosed):
+    """A remote stream dropped and the server refused to resume it (HTTP 409: what was missed
+    is beyond its retention, or the connection is gone): the connection is closed; reopen the
+    session on a new one with ``session/resume`` or ``session/load``."""
 
 
 class PeerOutputNotJson(TransportError, ProtocolError):

@@ -3,7 +3,7 @@
 It answers initialize (its pid in ``_meta.pid``), session/new, session/load and
 session/prompt (two ``agent_message_chunk`` updates, then ``end_turn``). Prompt texts steer it:
 "permission" asks the client for permission first (and reports the chosen option), "crash"
-exits with status 3 in the middle of the turn, "flood N" sends N updates of 1 KiB, "sessions N"
+exits with status 3 in the middle of the turn, "flood N" sends N updates of 1 KiB, "count N" sends N updates "0" to "N-1", "sessions N"
 sends one update to each of N new session ids. ``_echo`` answers with the exact line it
 received. ``--silent`` never answers anything. Every line it reads is also logged to stderr.
 """
@@ -45,6 +45,9 @@ def prompt(rid: object, params: dict[str, object]) -> None:
     if text.startswith("flood"):
         for _ in range(int(text.split()[1])):
             update(sid, "x" * 1024)
+    if text.startswith("count"):
+        for i in range(int(text.split()[1])):
+            update(sid, str(i))
     if text.startswith("sessions"):
         for i in range(int(text.split()[1])):
             update(f"{sid}-{i}", "hello")

@@ -15,7 +15,7 @@ import pytest
 
 from acplink import connect
 from acplink.demo.agent import DemoStore, create_demo_agent
-from acplink.server import AcpServer
+from acplink.server import AcpServer, ServerLimits
 from acplink.server.connection import Mailbox, pump
 
 from .helpers import BOUND, serve, serving
@@ -54,6 +54,9 @@ async def test_round_trips_import_nothing_once_warm(scheme: str, tmp_path: Path)
 
 class _Owner:
     """The connection a mailbox reports its queued bytes to (flow control is not under test)."""
+
+    kind = "ws"  # (an HTTP stream also keeps what it sent: not under test)
+    limits = ServerLimits()
 
     def __init__(self) -> None:
         self.buffered = 0

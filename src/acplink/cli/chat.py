@@ -32,7 +32,8 @@ def add_parser(sub: Any) -> None:
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     add_client_options(p)
     p.add_argument("--reconnect", action="store_true",
-                   help="with --url: when the connection is lost, reconnect (5 tries, 0.5 to 8 s apart) and "
+                   help="with --url: an HTTP stream that drops is resumed where it stopped (Last-Event-ID); "
+                        "when the connection is lost, reconnect (5 tries, 0.5 to 8 s apart) and "
                         "reopen the session, without asking")
     add_protocol_option(p)
     add_otel_option(p)

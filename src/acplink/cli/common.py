@@ -311,8 +311,10 @@ def _remote_connect(args: argparse.Namespace, permission: PermissionPolicy, kw: 
     token = args.token if args.token is not None else os.environ.get("ACPLINK_TOKEN") or None
     kw.pop("stderr", None)
     kw["terminal"] = kw["terminal"] and args.remote_terminal
+    # (chat --reconnect over streamable HTTP: a dropped stream is resumed where it stopped)
+    resume = bool(getattr(args, "reconnect", False)) and urlsplit(args.url).scheme.lower() in ("http", "https")
     return connect(args.url, fs=args.remote_fs and not args.no_fs, permission=permission, debug=args.debug,
-                   headers=headers, token=token, cookies=jar, **kw)
+                   headers=headers, token=token, cookies=jar, reconnect=resume, **kw)
 
 
 def add_protocol_option(p: argparse.ArgumentParser) -> None:

@@ -45,6 +45,11 @@ class connect:
     cookies the server sets are kept in ``cookies`` (pass the same :class:`CookieJar` to a
     later ``connect`` to reconnect to the same instance behind a load balancer). A remote
     agent is offered no file access and no terminals unless ``fs``/``terminal`` are given.
+    ``reconnect`` (streamable HTTP): a stream that drops mid-turn is resumed from the last
+    message it delivered (``Last-Event-ID``), so nothing is lost or repeated; when the server
+    no longer holds what was missed, the connection ends with
+    :class:`~acplink.errors.StreamResumeFailed` (reopen the session with ``session/resume``
+    or ``session/load`` on a new connection). See ``docs/remote.md``.
 
     ``fs``/``terminal`` turn the default handlers on (file access confined to each
     session's cwd and additional directories, ``fs="read"``: reads only; real terminal
@@ -93,6 +98,7 @@ class connect:
         headers: dict[str, str] | Sequence[tuple[str, str]] | None = None,
         token: str | None = None,
         cookies: CookieJar | None = None,
+        reconnect: bool = False,
         protocol: ProtocolChoice = 1,
         workspace: bool | None = None,
     ) -> None:
@@ -105,9 +111,10 @@ class connect:
         self.agent_id = agent_id
         self.registry = registry
         remote = isinstance(agent, str) and is_remote_url(agent)
-        self.remote = RemoteOptions(str(agent), headers=headers, token=token, cookies=cookies) if remote else None
-        if not remote and (headers is not None or token is not None or cookies is not None):
-            raise UsageError("headers=, token= and cookies= are for a remote agent's URL")
+        self.remote = RemoteOptions(str(agent), headers=headers, token=token, cookies=cookies,
+                                    reconnect=reconnect) if remote else None
+        if not remote and (headers is not None or token is not None or cookies is not None or reconnect):
+            raise UsageError("headers=, token=, cookies= and reconnect= are for a remote agent's URL")
         if self.remote is not None:  # (the remote extra: a MissingDependency now, not when opening)
             require_libraries(self.remote.url)
         if fs is None:

@@ -36,6 +36,7 @@ from ..errors import (
     InternalError,
     PeerOutputNotJson,
     RequestCancelled,
+    StreamResumeFailed,
 )
 from ..rpc.engine import Engine, IncomingNotification, IncomingRequest, IncomingResponse, Violation
 from ..rpc.framing import DEFAULT_MAX_MESSAGE_SIZE
@@ -227,7 +228,9 @@ class Peer(Outbound):
             self.telemetry.closed()
         self._warnings.flush()
         self.delivery.closed = True
-        self.calls.shut(reason if isinstance(reason, PeerOutputNotJson) else ConnectionClosed(
+        # (a stream that could not be resumed keeps its class: the caller reopens the session)
+        kind = StreamResumeFailed if isinstance(reason, StreamResumeFailed) else ConnectionClosed
+        self.calls.shut(reason if isinstance(reason, PeerOutputNotJson) else kind(
             f"connection to {self.transport.description} closed" + (f": {reason}" if reason else "")))
         if self._closed_event is not None:
             self._closed_event.set()

@@ -27,6 +27,7 @@ from ..protocol.messages import message_kind
 from ._metrics import relay_metrics
 from .backends import AgentBackend, AgentChannel
 from .limits import ServerLimits
+from .resume import Retention
 
 __all__ = ["Mailbox", "Registry", "RemoteConnection", "id_key", "pump"]
 
@@ -65,6 +66,13 @@ class Mailbox:
         self.finished = False
         self.wake = asyncio.Event()
         self.reader_task: asyncio.Future[Any] | None = None
+        #: set while the stream has no reader (a resume waits for the reader it replaces)
+        self.free = asyncio.Event()
+        self.free.set()
+        limits = owner.limits
+        #: what was sent, for a resume (HTTP streams: a WebSocket has no resume yet)
+        self.retention = Retention(limits.retention_messages, limits.retention_seconds) \
+            if owner.kind == "http" else None
 
     def push(self, data: bytes) -> None:
         if self.finished:
@@ -78,7 +86,15 @@ class Mailbox:
 
     def commit(self) -> None:
         """The message :meth:`peek` returned was sent."""
-        self.owner._taken(len(self.queue.popleft()))
+        data = self.queue.popleft()
+        if self.retention is not None:
+            self.retention.keep(data)
+        self.owner._taken(len(data))
+
+    def head_cursor(self) -> str:
+        """The cursor of the message :meth:`peek` returned (HTTP streams)."""
+        assert self.retention is not None
+        return self.retention.cursor(self.retention.sent + 1)
 
     def finish(self) -> None:
         """Nothing more comes: a reader gets what is queued, then its stream ends."""
@@ -279,6 +295,7 @@ class RemoteConnection:
         if box.has_reader:
             return None
         box.has_reader = True
+        box.free.clear()
         self.readers += 1
         self.touch()
         return box
@@ -286,9 +303,11 @@ class RemoteConnection:
     def close_stream(self, box: Mailbox) -> None:
         box.has_reader = False
         box.reader_task = None
+        box.free.set()
         self.readers -= 1
         self.touch()
-        if box.session is not None and not box.queue and self.sessions.get(box.session) is box:
+        kept = box.retention is not None and box.retention.kept
+        if box.session is not None and not box.queue and not kept and self.sessions.get(box.session) is box:
             del self.sessions[box.session]
 
     # -- flow control and timers -------------------------------------------------------------

@@ -12,12 +12,15 @@ from ..errors import AcpError
 from ..protocol.messages import message_kind
 from .asgi import Receive, Scope, Send, TooLarge, answer, header_map, peer_of, read_body
 from .connection import Mailbox, Registry, RemoteConnection, pump
+from .resume import ResumeRefused
 
 __all__ = ["CONNECTION_HEADER", "SESSION_HEADER", "handle_http"]
 
 CONNECTION_HEADER = "acp-connection-id"
 SESSION_HEADER = "acp-session-id"
 _JSON = "application/json"
+#: how long a resume waits for the stream's previous reader to stop
+_TAKEOVER = 5.0
 _BATCH_ERROR = orjson.dumps({"jsonrpc": "2.0", "id": None, "error": {
     "code": -32600, "message": "JSON-RPC batches are not supported"}})
 
@@ -160,7 +163,25 @@ async def _initialize(registry: Registry, scope: Scope, rid: Any, line: bytes, s
         conn.close("the initialize request was abandoned")
         raise
     conn.arm_idle()
-    await answer(send, 200, reply, content_type=_JSON, headers=[(CONNECTION_HEADER, conn.id)])
+    await answer(send, 200, _advertise(reply, limits), content_type=_JSON, headers=[(CONNECTION_HEADER, conn.id)])
+
+
+def _advertise(reply: bytes, limits: Any) -> bytes:
+    """The agent's ``initialize`` answer with the server's resumable streams in its
+    capabilities (``agentCapabilities.transport.resumable``, the RFD draft's shape)."""
+    try:
+        msg = orjson.loads(reply)
+    except orjson.JSONDecodeError:
+        return reply
+    result = msg.get("result") if isinstance(msg, dict) else None
+    caps = result.get("agentCapabilities") if isinstance(result, dict) else None
+    if not isinstance(result, dict) or not (caps is None or isinstance(caps, dict)):
+        return reply
+    caps = result["agentCapabilities"] = dict(caps or {})
+    transport = caps.get("transport")
+    caps["transport"] = {**(transport if isinstance(transport, dict) else {}), "resumable": {
+        "retentionMessages": limits.retention_messages, "retentionSeconds": limits.retention_seconds}}
+    return orjson.dumps(msg)
 
 
 async def _get(registry: Registry, headers: dict[str, str], receive: Receive, send: Send) -> None:
@@ -178,23 +199,66 @@ async def _get(registry: Registry, headers: dict[str, str], receive: Receive, se
     if bad:
         await answer(send, 400, bad)
         return
+    last = headers.get("last-event-id")
     box = conn.open_stream(sid)
+    if box is None and last is not None:
+        # a resume replaces a reader whose client is gone before the server noticed
+        held = conn.stream if sid is None else conn.sessions.get(sid)
+        if held is not None and held.retention is not None:
+            try:
+                held.retention.check(last)
+            except ResumeRefused as exc:
+                await answer(send, 409, f"Conflict: cannot resume: {exc}")
+                return
+            if held.reader_task is not None:
+                held.reader_task.cancel()
+            try:
+                await asyncio.wait_for(held.free.wait(), _TAKEOVER)
+            except TimeoutError:
+                pass
+            box = conn.open_stream(sid)
     if box is None:
         await answer(send, 409, "Conflict: this stream already has a reader")
         return
     try:
-        await _stream(conn, box, receive, send)
+        replay: list[tuple[int, bytes]] = []
+        if last is not None:
+            if box.retention is None:  # (an HTTP stream always keeps what it sent)
+                raise ResumeRefused("this stream keeps nothing")
+            replay = box.retention.after(box.retention.check(last))
+    except ResumeRefused as exc:
+        conn.close_stream(box)
+        await answer(send, 409, f"Conflict: cannot resume: {exc}")
+        return
+    try:
+        await _stream(conn, box, receive, send, last, replay)
     finally:
         conn.close_stream(box)
 
 
-async def _stream(conn: RemoteConnection, box: Mailbox, receive: Receive, send: Send) -> None:
+async def _stream(conn: RemoteConnection, box: Mailbox, receive: Receive, send: Send,
+                  resumed: str | None, replay: list[tuple[int, bytes]]) -> None:
     await send({"type": "http.response.start", "status": 200, "headers": [
         (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
         (b"x-accel-buffering", b"no")]})
 
+    retention = box.retention
+    assert retention is not None
+
+    async def sse(cursor: str, data: bytes) -> None:
+        body = b"id: " + cursor.encode() + b"\ndata: " + data + b"\n\n"
+        await send({"type": "http.response.body", "body": body, "more_body": True})
+
     async def event(data: bytes) -> None:
-        await send({"type": "http.response.body", "body": b"data: " + data + b"\n\n", "more_body": True})
+        await sse(box.head_cursor(), data)
+
+    async def deliver() -> None:
+        if resumed is None:  # a new reader learns the stream's position (an id-only event)
+            await send({"type": "http.response.body", "more_body": True,
+                        "body": b"id: " + retention.cursor(retention.sent).encode() + b"\n\n"})
+        for number, data in replay:  # what the client missed, with the cursors it had
+            await sse(retention.cursor(number), data)
+        await pump(box, event, keepalive=conn.limits.keepalive, on_quiet=keepalive)
 
     async def keepalive() -> None:
         await send({"type": "http.response.body", "body": b":\n\n", "more_body": True})
@@ -204,8 +268,7 @@ async def _stream(conn: RemoteConnection, box: Mailbox, receive: Receive, send: 
             pass
 
     tasks = TaskSet(f"acplink-sse-{conn.id}")
-    out = tasks.spawn(pump(box, event, keepalive=conn.limits.keepalive, on_quiet=keepalive),
-                      name=f"acplink-sse-{conn.id}")
+    out = tasks.spawn(deliver(), name=f"acplink-sse-{conn.id}")
     box.reader_task = out
     watch = tasks.spawn(gone(), name=f"acplink-sse-watch-{conn.id}")
     try:

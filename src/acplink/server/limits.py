@@ -30,6 +30,10 @@ class ServerLimits:
     - ``keepalive``: an SSE comment line is sent on a quiet stream this often.
     - ``stop_timeout``: the agent's shutdown ladder (close stdin, SIGTERM, SIGKILL) as a whole.
     - ``retry_after``: the ``Retry-After`` value of a 503, in whole seconds.
+    - ``retention_messages``, ``retention_seconds``: what an HTTP stream keeps of the output
+      it sent, so that a client whose stream dropped gets back what it missed
+      (``Last-Event-ID``): the last this many messages, each for this long (advertised at
+      ``initialize`` as ``agentCapabilities.transport.resumable``).
     """
 
     max_message_bytes: int = 16 * MIB
@@ -44,6 +48,8 @@ class ServerLimits:
     keepalive: float = 15.0
     stop_timeout: float = 4.0
     retry_after: int = 5
+    retention_messages: int = 1000
+    retention_seconds: float = 300.0
 
     def __post_init__(self) -> None:
         for name, value in vars(self).items():

@@ -102,11 +102,18 @@ class CookieJar:
 
 class RemoteOptions:
     """What every connection to one remote agent carries: its URL, the caller's headers (a
-    bearer ``token`` becomes ``Authorization``) and the cookie jar (kept across reconnects)."""
+    bearer ``token`` becomes ``Authorization``) and the cookie jar (kept across reconnects).
+    ``reconnect``: a stream that drops is opened again with the cursor of the last message
+    it delivered (``Last-Event-ID``), so that the server sends what was missed (streamable
+    HTTP; a WebSocket has no resume yet)."""
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
-                 token: str | None = None, cookies: CookieJar | None = None) -> None:
+                 token: str | None = None, cookies: CookieJar | None = None, reconnect: bool = False) -> None:
         self.url = normalize_url(url)
+        self.reconnect = reconnect
+        if reconnect and self.websocket:
+            raise UsageError("reconnect= resumes streamable-HTTP streams (http://, https://); "
+                             "a WebSocket (ws://, wss://) has no stream resume yet")
         items = list(headers.items()) if isinstance(headers, Mapping) else list(headers or ())
         for name, value in items:
             if not name or any(c in name for c in ":\r\n ") or any(c in value for c in "\r\n"):

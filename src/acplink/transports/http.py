@@ -20,6 +20,11 @@ the remote-transport RFD as the TypeScript SDK client applies them:
   HTTP error on a request's POST fails that request only (a JSON-RPC error, -32603, whose
   ``data`` holds the status and the start of the body).
 - Closing DELETEs the connection (within ``CLOSE_TIMEOUT``).
+- With ``options.reconnect``, when the server advertises resumable streams
+  (``agentCapabilities.transport.resumable`` in the ``initialize`` answer), a stream that
+  drops (a network failure, not an HTTP error answer) is opened again with ``Last-Event-ID``: the SSE id of the last event it delivered,
+  so that the server sends what was missed, once and in order (a few tries, ``_BACKOFF``
+  apart). A 409 to that resume ends the connection with :class:`StreamResumeFailed`.
 """
 
 from __future__ import annotations
@@ -32,7 +37,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .._tasks import TaskSet
-from ..errors import ConnectionClosed, MessageTooLarge, TransportError
+from ..errors import ConnectionClosed, MessageTooLarge, StreamResumeFailed, TransportError
 from ._remote import (
     CLOSE_TIMEOUT,
     HEADER_CONNECTION_ID,
@@ -61,6 +66,14 @@ _REATTACH = frozenset(("session/load", "session/resume"))
 _SETTLE = 0.25
 _JSON = "application/json"
 _SSE = "text/event-stream"
+#: the pauses before the tries to resume a dropped stream (with ``reconnect``)
+_BACKOFF = (0.0, 0.05, 0.2, 0.5, 1.0, 2.0, 4.0)
+
+
+class _Cursor:
+    """The SSE id of the last event a stream delivered (None: none yet)."""
+
+    last: str | None = None
 
 
 class _Fatal(Exception):
@@ -139,6 +152,8 @@ class HttpTransport(Transport):
         self._pending: dict[Any, str] = {}
         self._error: TransportError | None = None
         self._closing = False
+        #: whether a dropped stream is resumed: ``options.reconnect`` and the server advertises it
+        self._resume_streams = False
         #: session-stream readers whose stream ended, waiting to see whether the connection did
         self._lingering: set[asyncio.Future[None]] = set()
 
@@ -319,6 +334,7 @@ class HttpTransport(Transport):
             raise _Fatal(ConnectionClosed(f"the server at {self.description} answered initialize with something "
                                           "that is not its JSON-RPC response"))
         self.connection_id = cid
+        self._resume_streams = self.options.reconnect and _advertises_resume(answer)
         self._conn_stream = self._owned.spawn(self._read_connection(), name="acplink-http-sse")
         assert self._sink is not None
         self._sink.message_received(body, None)
@@ -387,8 +403,7 @@ class HttpTransport(Transport):
 
         assert self.connection_id is not None
         try:
-            async for _ in self._stream([(HEADER_CONNECTION_ID, self.connection_id)], None):
-                pass
+            await self._resumable([(HEADER_CONNECTION_ID, self.connection_id)], None)
         except _Fatal as exc:
             self._fail(exc.error)
             return
@@ -411,9 +426,8 @@ class HttpTransport(Transport):
 
         assert self.connection_id is not None
         try:
-            async for _ in self._stream([(HEADER_CONNECTION_ID, self.connection_id), (HEADER_SESSION_ID, sid)], sid,
-                                        stream.ready):
-                pass
+            await self._resumable([(HEADER_CONNECTION_ID, self.connection_id), (HEADER_SESSION_ID, sid)], sid,
+                                  stream.ready)
         except _Fatal as exc:
             if not stream.ready.done():
                 stream.ready.set_result(_Failure(str(exc.error)))
@@ -441,8 +455,30 @@ class HttpTransport(Transport):
             self._lingering.discard(me)
         self._fail_pending(sid, _Failure(f"the server at {self.description} ended the stream of session {sid}"))
 
+    async def _resumable(self, headers: list[tuple[str, str]], sid: str | None,
+                         ready: asyncio.Future[_Failure | None] | None = None) -> None:
+        """Read one stream to its end; with ``reconnect``, a drop opens it again from the last
+        event delivered."""
+        import httpx
+
+        cursor = _Cursor()
+        tries = 0
+        while True:
+            resume = [("Last-Event-ID", cursor.last)] if cursor.last is not None else []
+            try:
+                async for _ in self._stream([*headers, *resume], sid, ready, cursor):
+                    tries = 0
+                return
+            except httpx.TransportError:
+                # (only where the server said it resumes streams, and from a cursor it gave)
+                if not self._resume_streams or cursor.last is None or self._closing or tries >= len(_BACKOFF):
+                    raise
+            await asyncio.sleep(_BACKOFF[tries])
+            tries += 1
+
     async def _stream(self, headers: list[tuple[str, str]], sid: str | None,
-                      ready: asyncio.Future[_Failure | None] | None = None) -> AsyncIterator[None]:
+                      ready: asyncio.Future[_Failure | None] | None = None,
+                      cursor: _Cursor | None = None) -> AsyncIterator[None]:
         """GET one SSE stream and deliver its events; yields nothing (an async generator so
         that the response closes with it)."""
         from httpx_sse import EventSource
@@ -457,6 +493,10 @@ class HttpTransport(Transport):
                 body = (await _read_capped(resp, _ERROR_BODY)).decode("utf-8", "replace")
                 what = f"the stream of session {sid}" if sid is not None else "the connection stream"
                 line = http_refusal(resp.status_code, resp.reason_phrase, body, what, self.description)
+                if resp.status_code == 409 and any(k == "Last-Event-ID" for k, _ in headers):
+                    raise _Fatal(StreamResumeFailed(
+                        f"{line}; what the stream missed is lost: reopen the session on a new connection "
+                        "(session/resume or session/load)"))
                 if sid is not None and resp.status_code in (404, 409):
                     self._fail_session(sid, _Failure(line, (resp.status_code, body)))
                     return
@@ -468,13 +508,17 @@ class HttpTransport(Transport):
             async for event in EventSource(resp).aiter_sse():
                 counted.count = 0
                 data = event.data
-                if not data:
+                if not data:  # (an id-only event: the stream's position)
+                    if cursor is not None and event.id:
+                        cursor.last = event.id
                     continue
                 if len(data) > self.max_message_size:
                     raise _Fatal(self._too_large())
                 if not reading.is_set():
                     await reading.wait()
                 self._route(data, sid, sink)
+                if cursor is not None and event.id:
+                    cursor.last = event.id
                 yield None
 
     def _route(self, data: str, sid: str | None, sink: TransportSink) -> None:
@@ -528,6 +572,15 @@ class HttpTransport(Transport):
                     await client.aclose()
             except Exception:
                 pass
+
+
+def _advertises_resume(answer: dict[str, Any]) -> bool:
+    """Whether an ``initialize`` answer advertises resumable streams
+    (``agentCapabilities.transport.resumable``)."""
+    result = answer.get("result")
+    caps = result.get("agentCapabilities") if isinstance(result, dict) else None
+    transport = caps.get("transport") if isinstance(caps, dict) else None
+    return isinstance(transport, dict) and isinstance(transport.get("resumable"), dict)
 
 
 async def _read_capped(resp: httpx.Response, limit: int) -> bytes:
