@@ -31,6 +31,6 @@ for n in "$n1" "$n2"; do
   "$PY" "$B/scenario_client.py" "$sc" "$n" -- "${VG[@]}" "$PY" -m acplink conduct "${PROXY[@]}" -- \
     "$PY" "$B/scenario_agent.py" > "$f.out" 2>&1
   grep -q '"ok": *true' "$f.out" || { echo "run failed: see $f.out" >&2; exit 1; }
-  vals+=("$(cat "$f".cg.* | awk '/^summary:/ {s += $2} END {printf "%d", s}')")
+  vals+=("$(cat "$f".cg.* | awk '/^summary:/ {s += $2} END {printf "%.0f", s}')")
 done
 echo "$sc $chain $(( (vals[1] - vals[0]) / (n2 - n1) )) Ir/msg  (Ir$n1=${vals[0]} Ir$n2=${vals[1]})"
