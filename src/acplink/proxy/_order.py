@@ -52,6 +52,12 @@ class OrderGate:
             return result
         return on_result
 
+    @property
+    def holding(self) -> bool:
+        """Whether an answer received here is not forwarded yet (callers test this before
+        awaiting :meth:`wait`: no coroutine per message when nothing is held, the usual case)."""
+        return bool(self._held)
+
     async def wait(self) -> None:
         """Wait until the answers received so far have been forwarded (at once when none)."""
         if self._held:

@@ -206,7 +206,8 @@ class _ProxyConnection:
             self.gate.release(held[0])
 
     async def _handle(self, method: str, params: Any, request: bool) -> Any:
-        await self.gate.wait()
+        if self.gate.holding:
+            await self.gate.wait()
         dialect = dialect_of(method)
         meta = None
         if dialect is not None and method == dialect.initialize:
@@ -230,11 +231,12 @@ class _ProxyConnection:
                 return await mcp.handle(params) if request else None
             if side == "client" and method in _OPENERS:
                 params = mcp.declare(params)
-        ctx = ProxyContext(self, method, side, request, meta)
         hook = self.app._hooks.get((side, method))
-        if hook is None:
-            result = await ctx.forward(params)
+        if hook is None:  # (what ProxyContext.forward does, without building a context)
+            send = self.to_successor if side == "client" else self.to_predecessor
+            result = await send(method, params, request=request)
         else:
+            ctx = ProxyContext(self, method, side, request, meta)
             fn, model = hook
             result = _wire(await fn(ctx, params if model is None else parse(model, params, name=method)))
         if mcp is not None and method == INITIALIZE and side == "client":

@@ -396,7 +396,8 @@ class _Upstream:
 
     async def handle_request(self, method: str, params: Any) -> bytes:
         c = self.c
-        await c.upstream_gate.wait()
+        if c.upstream_gate.holding:
+            await c.upstream_gate.wait()
         dialect = dialect_of(method)
         if c.as_proxy:
             if dialect is not None and method == dialect.initialize:
@@ -416,7 +417,8 @@ class _Upstream:
 
     async def handle_notification(self, method: str, params: Any, typed: bool = False) -> None:
         c = self.c
-        await c.upstream_gate.wait()
+        if c.upstream_gate.holding:
+            await c.upstream_gate.wait()
         dialect = dialect_of(method)
         if c.as_proxy and dialect is not None and method == dialect.successor:
             wrapped = unwrap(params, envelope=method)
@@ -435,7 +437,9 @@ class _Hop:
 
     async def handle_request(self, method: str, params: Any) -> bytes:
         c, i = self.c, self.index
-        await c.nodes[i].gate.wait()
+        gate = c.nodes[i].gate
+        if gate.holding:
+            await gate.wait()
         dialect = dialect_of(method)
         if dialect is None or method != dialect.successor or not c.nodes[i].has_successor:
             return await c.request(i, i - 1, method, params)  # to its predecessor
@@ -452,7 +456,9 @@ class _Hop:
 
     async def handle_notification(self, method: str, params: Any, typed: bool = False) -> None:
         c, i = self.c, self.index
-        await c.nodes[i].gate.wait()
+        gate = c.nodes[i].gate
+        if gate.holding:
+            await gate.wait()
         dialect = dialect_of(method)
         if dialect is not None and method == dialect.successor and c.nodes[i].has_successor:
             wrapped = unwrap(params, envelope=method)
