@@ -19,7 +19,7 @@ from .otel import telemetry
 EXIT_BROKEN_PIPE = 141
 
 #: subcommand modules, each with ``add_parser(subparsers)``; imported only when present
-SUBCOMMANDS = ("chat", "prompt", "agents", "demo", "conduct", "record", "inspect", "check", "check_client", "replay",
+SUBCOMMANDS = ("chat", "prompt", "agents", "demo", "conduct", "record", "inspect", "check", "check_client", "replay", "proxy",
                "serve", "devtools")
 
 DESCRIPTION = """acplink: talk to any ACP agent, serve the demo agent, record, inspect and check ACP traffic.
