@@ -24,7 +24,7 @@ EXAMPLES = """examples:
 
 Each --proxy is one shell-quoted command line, in chain order (the first is next to the
 editor); `acplink:NAME` runs a built-in proxy in process: passthrough, context[=TEXT],
-policy=allow:RULE,deny:RULE,... (see `acplink proxy policy --help`)."""
+policy=allow:RULE,deny:RULE,... (see `acplink proxy policy --help`), redact."""
 
 
 def add_parser(sub: Any) -> None:

@@ -47,7 +47,8 @@ def add_parser(sub: Any) -> None:
                         help="what a request no rule matches gets (default: ask the editor)")
     policy.set_defaults(run=run)
     for name, text in (("passthrough", "forward everything unchanged"),
-                       ("context", "add a line of text before every prompt")):
+                       ("context", "add a line of text before every prompt"),
+                       ("redact", "redact what the agent sends upstream (the rules of `acplink record --redact`)")):
         q = names.add_parser(name, help=text, description=text)
         if name == "context":
             q.add_argument("text", nargs="?", help="the line (default: a fixed one)")

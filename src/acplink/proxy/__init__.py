@@ -8,6 +8,7 @@ from .app import ProxyApp, ProxyContext
 from .builtins import builtin_proxy, context_proxy, passthrough_proxy
 from .conductor import Component, Conductor
 from .policy import policy_proxy
+from .redact import redact_proxy
 
 __all__ = [
     "Component",
@@ -18,4 +19,5 @@ __all__ = [
     "context_proxy",
     "passthrough_proxy",
     "policy_proxy",
+    "redact_proxy",
 ]

@@ -3,7 +3,9 @@
 * ``passthrough``: forwards everything unchanged (a hop that only costs what a hop costs);
 * ``context`` (``acplink:context=TEXT``): adds a text block with TEXT before every prompt;
 * ``policy`` (``acplink:policy=allow:read,deny:execute``): answers permission requests by rule
-  (:mod:`acplink.proxy.policy`).
+  (:mod:`acplink.proxy.policy`);
+* ``redact``: redacts what the agent sends upstream with the recorder's rules
+  (:mod:`acplink.proxy.redact`).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from ..errors import UsageError
 from ..methods import SESSION_PROMPT
 from .app import ProxyApp, ProxyContext
 from .policy import parse_policy_spec, policy_proxy
+from .redact import redact_proxy
 
 __all__ = ["BUILTINS", "builtin_proxy", "context_proxy", "passthrough_proxy"]
 
@@ -45,6 +48,7 @@ BUILTINS: dict[str, Callable[[str | None], ProxyApp]] = {
     "passthrough": lambda arg: passthrough_proxy(),
     "context": lambda arg: context_proxy(arg if arg else DEFAULT_CONTEXT),
     "policy": lambda arg: _policy(arg),
+    "redact": lambda arg: redact_proxy(),
 }
 
 
