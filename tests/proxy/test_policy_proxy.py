@@ -13,7 +13,8 @@ from acplink import PermissionPolicy, connect, schema
 ACPLINK = [PY, "-m", "acplink"]
 
 
-async def _write_through(proxy: str, tmp_path: Path) -> tuple[list[schema.RequestPermissionRequest], str]:
+async def _write_through(proxy: str, tmp_path: Path, protocol: int = 1
+                         ) -> tuple[list[schema.RequestPermissionRequest], str]:
     """Ask the demo agent behind ``proxy`` to write a.txt; what the editor was asked, the reply."""
     asked: list[schema.RequestPermissionRequest] = []
 
@@ -21,24 +22,24 @@ async def _write_through(proxy: str, tmp_path: Path) -> tuple[list[schema.Reques
         asked.append(request)
         return "allow"
 
-    async with connect(conduct(proxy, agent=DEMO), env={"ACPLINK_DEMO_STORE": str(tmp_path)},
+    async with connect(conduct(proxy, agent=DEMO), env={"ACPLINK_DEMO_STORE": str(tmp_path)}, protocol=protocol,
                        permission=PermissionPolicy(default="ask", ask=ask)) as client:
         session = await client.new_session(cwd=tmp_path)
-        turn = session.prompt("write a.txt by policy")
-        updates = [u async for u in turn]
-    text = "".join(u.content.text for u in updates if isinstance(u, schema.AgentMessageChunk))
+        text = await session.prompt("write a.txt by policy").text()
     return asked, text
 
 
-async def test_an_allow_rule_answers_before_the_editor(tmp_path: Path) -> None:
-    asked, text = await _write_through("acplink:policy=deny:execute,allow:edit:Write *", tmp_path)
+@pytest.mark.parametrize("protocol", [1, 2])
+async def test_an_allow_rule_answers_before_the_editor(protocol: int, tmp_path: Path) -> None:
+    asked, text = await _write_through("acplink:policy=deny:execute,allow:edit:Write *", tmp_path, protocol)
     assert asked == []
     assert (tmp_path / "a.txt").read_text() == "by policy\n"
     assert text.startswith("Wrote")
 
 
-async def test_a_deny_rule_answers_before_the_editor(tmp_path: Path) -> None:
-    asked, text = await _write_through("acplink:policy=deny:*:Write a.*,allow:edit", tmp_path)
+@pytest.mark.parametrize("protocol", [1, 2])
+async def test_a_deny_rule_answers_before_the_editor(protocol: int, tmp_path: Path) -> None:
+    asked, text = await _write_through("acplink:policy=deny:*:Write a.*,allow:edit", tmp_path, protocol)
     assert asked == []
     assert not (tmp_path / "a.txt").exists()
     assert text == "Permission denied: I did not write a.txt."

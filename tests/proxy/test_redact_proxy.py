@@ -44,3 +44,15 @@ async def test_a_permission_request_is_redacted_and_the_write_is_not(tmp_path: P
     assert diff.path == str(tmp_path / "a.txt")  # (paths are kept, text is not)
     assert diff.new_text == f"[redacted: {len(SECRET) + 1} bytes]"
     assert (tmp_path / "a.txt").read_text() == f"{SECRET}\n"  # fs/write_text_file passes unchanged
+
+
+async def test_a_v2_chain_is_redacted_too(tmp_path: Path) -> None:
+    async with connect(conduct("acplink:redact", agent=DEMO), env={"ACPLINK_DEMO_STORE": str(tmp_path)},
+                       protocol=2) as client:
+        assert client.protocol_version == 2
+        session = await client.new_session(cwd=tmp_path)
+        turn = session.prompt(f"hello {SECRET}")
+        text = await turn.text()
+    assert turn.stop_reason == "end_turn"
+    sizes = [int(n) for n in REDACTED.findall(text)]
+    assert REDACTED.sub("", text) == "" and sum(sizes) == len(f"You said: hello {SECRET}")

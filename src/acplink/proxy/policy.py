@@ -20,7 +20,8 @@ from typing import IO, Any, Literal
 
 from ..client.permissions import Decision, PermissionPolicy, PermissionRule
 from ..errors import UsageError
-from ..methods import SESSION_REQUEST_PERMISSION
+from ..methods import INITIALIZE, SESSION_REQUEST_PERMISSION
+from ..protocol.state import default_protocol, protocol_of_version
 from ..schema import RequestPermissionRequest, ToolKind, dump, parse
 from .app import ProxyApp, ProxyContext
 
@@ -86,9 +87,23 @@ def policy_proxy(rules: Iterable[PermissionRule], *, default: Default = "ask",
         print(f"acplink policy: {decision} {call.kind or 'other'} {call.title or ''!r} ({why}; "
               f"session {params.session_id}, tool call {call.tool_call_id})", file=out, flush=True)
 
+    protocol = [default_protocol()]  # (the version the chain agreed on, from initialize)
+
+    @app.from_client(INITIALIZE)
+    async def initialize(ctx: ProxyContext, raw: Any) -> Any:
+        result = await ctx.forward(raw)
+        version = result.get("protocolVersion") if isinstance(result, dict) else None
+        protocol[0] = protocol_of_version(version) or default_protocol()
+        return result
+
     @app.from_agent(SESSION_REQUEST_PERMISSION)
     async def request_permission(ctx: ProxyContext, raw: Any) -> Any:
-        params = parse(RequestPermissionRequest, raw, name=SESSION_REQUEST_PERMISSION)
+        proto = protocol[0]
+        info = proto.info(SESSION_REQUEST_PERMISSION)
+        model = getattr(info.models, info.params_name, None) if info is not None and info.models else None
+        native = parse(model or RequestPermissionRequest, raw, name=SESSION_REQUEST_PERMISSION)
+        codec = proto.client_codec  # (v2: its request as the v1 one a policy decides, and back)
+        params = codec.permission_request(native, lambda _id: None) if codec is not None else native
         rule = next((r for r in rules if r.matches(params)), None)
         if rule is not None:
             decision, why = rule.decision, f"rule {rule.decision}:{_describe(rule)}"
@@ -98,6 +113,7 @@ def policy_proxy(rules: Iterable[PermissionRule], *, default: Default = "ask",
             note("ask", "no rule", params)
             return await ctx.forward(raw)
         note(decision, why, params)
-        return dump(await answer[decision].decide(params))
+        answered = await answer[decision].decide(params)
+        return codec.permission_answer(answered) if codec is not None else dump(answered)
 
     return app
