@@ -22,7 +22,8 @@ EXAMPLES = """examples:
   acplink conduct --as-proxy --proxy acplink:context      # a proxy made of proxies, for another conductor
 
 Each --proxy is one shell-quoted command line, in chain order (the first is next to the
-editor); `acplink:NAME` runs a built-in proxy in process: passthrough, context[=TEXT]."""
+editor); `acplink:NAME` runs a built-in proxy in process: passthrough, context[=TEXT],
+policy=allow:RULE,deny:RULE,... (see `acplink proxy policy --help`), redact."""
 
 
 def add_parser(sub: Any) -> None:

@@ -80,7 +80,11 @@ def _import(store: Any, traces: list[str]) -> int:
         except DatabaseError as exc:
             code = fail(str(exc))
             continue
-        print(f"{trace}: {res.messages} messages imported as connection #{res.conn}")
+        if res.hops:  # a conductor's trace: a connection per hop
+            for hop, conn, count in res.hops:
+                print(f"{trace}: hop {hop}: {count} messages imported as connection #{conn}")
+        else:
+            print(f"{trace}: {res.messages} messages imported as connection #{res.conn}")
         if res.bad_lines:
             lines = ", ".join(map(str, res.bad_lines[:20])) + (" …" if len(res.bad_lines) > 20 else "")
             code = fail(f"{trace}: {len(res.bad_lines)} bad line{'s' if len(res.bad_lines) > 1 else ''} "

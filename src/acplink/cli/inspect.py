@@ -10,12 +10,14 @@ from typing import Any
 
 __all__ = ["add_parser", "run"]
 
-HELP = "render a trace recorded by `acplink record` as a timeline, with findings"
+HELP = ("render a trace recorded by `acplink record` as a timeline, with findings, or the hops of an "
+        "`acplink conduct --trace` file")
 
 EPILOG = """examples:
   acplink inspect trace.jsonl
   acplink inspect --text trace.jsonl              # with the prompts and replies
   acplink inspect --json trace.jsonl | jq .findings
+  acplink inspect chain.jsons                    # a conductor's trace: from → to, method, id, session, error
 A trace whose last line was cut off (a killed recorder) is shown without that line.
 exit status: 0 when the trace was read, 2 when it cannot be."""
 
@@ -36,10 +38,15 @@ def run(args: argparse.Namespace) -> int:
     from .._extras import require
 
     require("acplink inspect", "cli", "rich")
+    from ..tools.hops import is_conductor_trace
     from ..tools.inspect import inspect_trace, load_timeline
+    from ..tools.trace import read_trace
     from .common import fail
 
     try:
+        records = read_trace(args.file)
+        if is_conductor_trace(records):
+            return _show_hops(records, args.json)
         timeline = load_timeline(args.file)
     except (OSError, ValueError) as exc:
         if args.debug:
@@ -52,4 +59,20 @@ def run(args: argparse.Namespace) -> int:
     if data is not None:
         json.dump(data, sys.stdout, indent=2, default=str)
         sys.stdout.write("\n")
+    return 0
+
+
+def _show_hops(records: list[Any], as_json: bool) -> int:
+    """A conductor's trace (``acplink conduct --trace``): one line per message per hop."""
+    from ..tools.hops import format_hop, hops
+
+    rows = hops(records)
+    if as_json:
+        json.dump({"hops": [h.as_json() for h in rows]}, sys.stdout, indent=2, default=str)
+        sys.stdout.write("\n")
+        return 0
+    for hop in rows:
+        print(format_hop(hop))
+    errors = sum(1 for h in rows if h.error)
+    print(f"{len(rows)} hop messages, {errors} error answers")
     return 0

@@ -19,8 +19,8 @@ from .otel import telemetry
 EXIT_BROKEN_PIPE = 141
 
 #: subcommand modules, each with ``add_parser(subparsers)``; imported only when present
-SUBCOMMANDS = ("chat", "prompt", "agents", "demo", "conduct", "record", "inspect", "check", "check_client", "replay",
-               "serve", "devtools", "mcp_server")
+SUBCOMMANDS = ("chat", "prompt", "agents", "demo", "conduct", "proxy", "record", "inspect", "check", "check_client",
+               "replay", "serve", "devtools", "mcp_server")
 
 DESCRIPTION = """acplink: talk to any ACP agent, serve the demo agent, record, inspect and check ACP traffic.
 

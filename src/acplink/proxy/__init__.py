@@ -7,6 +7,8 @@ See docs/proxies.md. The wire codec of the ``proxy/successor`` envelope is
 from .app import ProxyApp, ProxyContext
 from .builtins import builtin_proxy, context_proxy, passthrough_proxy
 from .conductor import Component, Conductor
+from .policy import policy_proxy
+from .redact import redact_proxy
 
 __all__ = [
     "Component",
@@ -16,4 +18,6 @@ __all__ = [
     "builtin_proxy",
     "context_proxy",
     "passthrough_proxy",
+    "policy_proxy",
+    "redact_proxy",
 ]

@@ -125,7 +125,9 @@ class ProxyApp:
         self.mcp_servers[name] = handler
 
     def from_client(self, method: str) -> Callable[[Hook], Hook]:
-        """Register a hook for ``method`` coming from the predecessor (on its way to the agent)."""
+        """Register a hook for ``method`` coming from the predecessor (on its way to the agent);
+        ``"*"``: for every method from that side that has no hook of its own (``ctx.method``
+        names it). The same for :meth:`from_agent`."""
         return self._register("client", method)
 
     def from_agent(self, method: str) -> Callable[[Hook], Hook]:
@@ -231,7 +233,8 @@ class _ProxyConnection:
                 return await mcp.handle(params) if request else None
             if side == "client" and method in _OPENERS:
                 params = mcp.declare(params)
-        hook = self.app._hooks.get((side, method))
+        hooks = self.app._hooks
+        hook = hooks.get((side, method)) or hooks.get((side, "*"))
         if hook is None:  # (what ProxyContext.forward does, without building a context)
             send = self.to_successor if side == "client" else self.to_predecessor
             result = await send(method, params, request=request)

@@ -1,7 +1,11 @@
 """The proxies built into acplink, which ``acplink conduct --proxy acplink:NAME`` runs in process.
 
 * ``passthrough``: forwards everything unchanged (a hop that only costs what a hop costs);
-* ``context`` (``acplink:context=TEXT``): adds a text block with TEXT before every prompt.
+* ``context`` (``acplink:context=TEXT``): adds a text block with TEXT before every prompt;
+* ``policy`` (``acplink:policy=allow:read,deny:execute``): answers permission requests by rule
+  (:mod:`acplink.proxy.policy`);
+* ``redact``: redacts what the agent sends upstream with the recorder's rules
+  (:mod:`acplink.proxy.redact`).
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ from typing import Any
 from ..errors import UsageError
 from ..methods import SESSION_PROMPT
 from .app import ProxyApp, ProxyContext
+from .policy import parse_policy_spec, policy_proxy
+from .redact import redact_proxy
 
 __all__ = ["BUILTINS", "builtin_proxy", "context_proxy", "passthrough_proxy"]
 
@@ -41,7 +47,16 @@ def context_proxy(text: str = DEFAULT_CONTEXT) -> ProxyApp:
 BUILTINS: dict[str, Callable[[str | None], ProxyApp]] = {
     "passthrough": lambda arg: passthrough_proxy(),
     "context": lambda arg: context_proxy(arg if arg else DEFAULT_CONTEXT),
+    "policy": lambda arg: _policy(arg),
+    "redact": lambda arg: redact_proxy(),
 }
+
+
+def _policy(spec: str | None) -> ProxyApp:
+    if not spec:
+        raise UsageError("acplink:policy needs rules: acplink:policy=allow:read,deny:execute")
+    rules, default = parse_policy_spec(spec)
+    return policy_proxy(rules, default=default)
 
 
 def builtin_proxy(spec: str) -> ProxyApp:
