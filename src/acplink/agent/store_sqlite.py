@@ -247,8 +247,17 @@ class SqlStore(HistoryStore):
         """Take the writer lease of ``session_id`` (creating its row from ``create``); False:
         no such session. Raises InvalidRequest when another live process holds it."""
         self.flush()
-        if self._lock_row:
-            self._file.begin()  # (two instances taking one lease: the second waits for the first)
+        if not self._lock_row:
+            return self._take_lease(session_id, create)
+        file = self._file
+        file.begin()  # (two instances taking one lease: the second waits for the first)
+        try:
+            return self._take_lease(session_id, create)
+        finally:
+            if not file.scheduled:  # (no loop to commit it: the row's lock is let go now)
+                file.commit()
+
+    def _take_lease(self, session_id: str, create: AgentSession | None) -> bool:
         db = self._db
         row = db.execute("SELECT owner, lease_until FROM sessions WHERE id=?" + self._lock_row,
                          (session_id,)).fetchone()
@@ -267,8 +276,6 @@ class SqlStore(HistoryStore):
                        (session_id, create.cwd, now, now, self.owner, lease))
         else:
             db.execute("UPDATE sessions SET owner=?, lease_until=? WHERE id=?", (self.owner, lease, session_id))
-        if self._lock_row and not self._file.scheduled:
-            self._file.commit()
         return True
 
     def _takeable(self, owner: str, lease_until: float | None) -> bool:
