@@ -62,7 +62,12 @@ def test_an_older_schema_is_migrated_keeping_its_sessions(tmp_path: Path) -> Non
     db.execute("INSERT INTO events VALUES ('sess_old', 1, 1, 'prompt', '{\"prompt\":[{\"type\":\"text\",\"text\":\"hi\"}]}')")
     db.commit()
     db.close()
-    store = SqliteStore(path)
+    check_migrated(SqliteStore(path))
+
+
+def check_migrated(store: Any) -> None:
+    """``store`` opened a version-1 store holding ``sess_old`` (one prompt "hi", no turn end):
+    migrated, the session kept (closes it)."""
     try:
         assert store.schema_version == SCHEMA_VERSION
         page, cursor = store.list_sessions()

@@ -53,18 +53,9 @@ def test_an_older_schema_is_migrated_keeping_its_sessions(pg_dsn: str) -> None:
          "INSERT INTO sessions (id, cwd, created, updated) VALUES ('sess_old', '/w', '2026-01-01', '2026-01-01')",
          "INSERT INTO events VALUES ('sess_old', 1, 1, 'prompt', convert_to('{\"prompt\":[{\"type\":\"text\","
          "\"text\":\"hi\"}]}', 'UTF8'))")
-    store = PostgresStore(pg_dsn)
-    try:
-        assert store.schema_version == SCHEMA_VERSION
-        page, cursor = store.list_sessions()
-        assert [(r.session_id, r.archived) for r in page] == [("sess_old", False)] and cursor is None
-        assert store.set_archived("sess_old", True)  # (the column the migration added)
-        assert store.list_sessions()[0] == []
-        history = store.history("sess_old")
-        assert [(e.kind, e.text) for e in history] == [("user_message", "hi"), ("turn_end", "")]
-        assert history[-1].interrupted
-    finally:
-        store.close()
+    from test_store import check_migrated
+
+    check_migrated(PostgresStore(pg_dsn))
 
 
 @pytest.mark.parametrize("content", ["newer", "foreign"])
