@@ -35,6 +35,8 @@ class Cluster:
     port: int
     pg_ctl: str
     as_user: list[str]
+    #: fsync on (the benchmark); the tests' throwaway clusters run without it
+    fsync: bool = False
 
     def dsn(self, dbname: str = "postgres") -> str:
         return f"postgresql://acplink@127.0.0.1:{self.port}/{dbname}"
@@ -56,8 +58,8 @@ class Cluster:
         self._ctl("-m", "immediate", "-w", "stop")
 
     def start(self) -> None:
-        done = self._ctl("-w", "-l", f"{self.root}/log", "-o",
-                         f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off", "start")
+        options = f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root}" + ("" if self.fsync else " -c fsync=off")
+        done = self._ctl("-w", "-l", f"{self.root}/log", "-o", options, "start")
         if done.returncode:
             raise RuntimeError(f"pg_ctl start failed: {done.stderr.strip() or done.stdout.strip()}")
 
@@ -66,8 +68,8 @@ class Cluster:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-def start() -> Cluster | str:
-    """A running cluster, or why there is none."""
+def start(*, fsync: bool = False) -> Cluster | str:
+    """A running cluster (``fsync``: PostgreSQL's default durability), or why there is none."""
     initdb, pg_ctl = _tool("initdb"), _tool("pg_ctl")
     if initdb is None or pg_ctl is None:
         return "PostgreSQL is not installed (scripts/test.sh installs Debian's postgresql)"
@@ -94,7 +96,7 @@ def start() -> Cluster | str:
     if done.returncode:
         shutil.rmtree(root, ignore_errors=True)
         return f"initdb failed: {(done.stderr or done.stdout).strip()[-300:]}"
-    cluster = Cluster(root, _free_port(), pg_ctl, as_user)
+    cluster = Cluster(root, _free_port(), pg_ctl, as_user, fsync)
     try:
         cluster.start()
     except (RuntimeError, subprocess.TimeoutExpired) as exc:
