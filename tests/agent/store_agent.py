@@ -72,5 +72,11 @@ def build(path: str) -> AgentApp:
     return app
 
 
+def app_from_env() -> AgentApp:
+    """The app of one connection of ``acplink serve --app store_agent:app_from_env``: its store
+    is ``$ACPLINK_TEST_STORE`` (tests/server/test_store_scaleout.py)."""
+    return build(os.environ["ACPLINK_TEST_STORE"])
+
+
 if __name__ == "__main__":
     run_agent(build(sys.argv[1]))
