@@ -24,8 +24,9 @@ EXAMPLES = """examples:
   acplink serve -- my-agent --acp                 # any stdio agent
   acplink serve --ws --port 8080 -- my-agent      # WebSocket only
   ACPLINK_TOKEN=s3cret acplink serve --host 0.0.0.0 -- my-agent
+  acplink serve --app my_agent:app                # an acplink app in this process (its store shared)
   acplink prompt --url ws://127.0.0.1:7331/acp "hello"
-Each connection gets its own agent process, started at its initialize and stopped when the
+Each connection gets its own agent process (with --app: the app, in this process), started at its initialize and stopped when the
 connection ends (DELETE, WebSocket close, --idle-timeout, shutdown). Clients must send
 Authorization: Bearer TOKEN when --token (or $ACPLINK_TOKEN) is set; a non-loopback --host
 needs a token (or --insecure-no-auth). Ctrl-C or SIGTERM stops within 5 s."""
