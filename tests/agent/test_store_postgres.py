@@ -162,3 +162,11 @@ async def test_lost_mid_run_fails_clearly_keeps_serving_and_recovers(tmp_path: P
             app.sessions.close()  # type: ignore[attr-defined]
     finally:
         cluster.remove()
+
+
+def test_without_psycopg_the_extra_is_named() -> None:
+    code = ("import sys; sys.modules['psycopg'] = None\n"
+            "import acplink\n"
+            "try:\n    acplink.PostgresStore\nexcept acplink.AcpError as e:\n    print(e)\n")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0 and "pip install 'acplink[postgres]'" in done.stdout, done.stderr

@@ -56,6 +56,9 @@ def __getattr__(name: str) -> Any:
 
         return SqliteStore
     if name == "PostgresStore":  # (psycopg: the extra acplink[postgres])
+        from .._extras import require
+
+        require("PostgresStore", "postgres", "psycopg")
         from .store_postgres import PostgresStore
 
         return PostgresStore
