@@ -56,9 +56,9 @@ def __getattr__(name: str) -> Any:
 
         return SqliteStore
     if name == "PostgresStore":  # (psycopg: the extra acplink[postgres])
-        from .._extras import require
+        from .._extras import require as _require
 
-        require("PostgresStore", "postgres", "psycopg")
+        _require("PostgresStore", "postgres", "psycopg")
         from .store_postgres import PostgresStore
 
         return PostgresStore
