@@ -62,9 +62,22 @@ def percentile_us(samples_ns: list[int], p: float) -> float:
     return round(ordered[rank - 1] / 1000, 1)
 
 
-#: ``ACPLINK_BENCH_STORE=PATH``: sessions in a ``SqliteStore`` at PATH (benchmarks/store_cost.py)
+#: ``ACPLINK_BENCH_STORE=PATH``: sessions in a ``SqliteStore`` at PATH, or a ``PostgresStore``
+#: when it is a ``postgresql://`` URL (benchmarks/store_cost.py)
 _STORE = os.environ.get("ACPLINK_BENCH_STORE")
-app = AgentApp("acplink-scenario-agent", "0.1.0", store=SqliteStore(_STORE) if _STORE else None)
+
+
+def _store() -> Any:
+    if not _STORE:
+        return None
+    if _STORE.startswith("postgresql://"):
+        from acplink import PostgresStore
+
+        return PostgresStore(_STORE)
+    return SqliteStore(_STORE)
+
+
+app = AgentApp("acplink-scenario-agent", "0.1.0", store=_store())
 
 
 @app.initialize

@@ -1,15 +1,17 @@
 #!/usr/bin/env python3
-"""What keeping sessions costs: ``flood`` and ``rtt`` with a ``SqliteStore`` against the
-in-memory default, and reopening a long session.
+"""What keeping sessions costs: ``flood`` and ``rtt`` with a ``SqliteStore`` (and, with
+``--postgres``, a ``PostgresStore``) against the in-memory default, and reopening a long session.
 
     python benchmarks/store_cost.py                  # 5 rounds, flood 20000, rtt 5000, 10,000-update session
     python benchmarks/store_cost.py --rounds 3 --flood 50000 --json out.json
     python benchmarks/store_cost.py --quick          # a smoke run (tests)
+    python benchmarks/store_cost.py --postgres       # PostgresStore too: a throwaway cluster on loopback
 
 ``flood`` / ``rtt``: benchmarks/scenario_client.py against benchmarks/scenario_agent.py over
 real pipes, the agent given ``ACPLINK_BENCH_STORE`` (a fresh SQLite file in a temporary
 directory) or not; the stores alternate within each round, and the median of the rounds is
-reported (flood: notifications/s, rtt: agent→client requests answered/s; the client's rate,
+reported (``--postgres``: a new database of a throwaway local cluster per run, fsync on, over
+TCP loopback: tests/pg_cluster.py) (flood: notifications/s, rtt: agent→client requests answered/s; the client's rate,
 the agent process's start-up excluded). With the store, every chunk of the flood is journaled
 and committed before the transport writes it (docs/sessions.md).
 
@@ -91,6 +93,16 @@ async def reopen(updates: int, folder: Path) -> dict[str, float]:
     return out
 
 
+def _cluster() -> Any:
+    sys.path.insert(0, str(BENCH.parent / "tests"))
+    import pg_cluster
+
+    cluster = pg_cluster.start(fsync=True)
+    if isinstance(cluster, str):
+        raise SystemExit(f"--postgres: {cluster}")
+    return cluster
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=5)
@@ -99,27 +111,43 @@ def main() -> None:
     ap.add_argument("--updates", type=int, default=10000, help="updates of the reopened session")
     ap.add_argument("--quick", action="store_true", help="one round, small counts")
     ap.add_argument("--json", metavar="FILE", help="also write the figures as JSON")
+    ap.add_argument("--postgres", action="store_true",
+                    help="PostgresStore too (a throwaway cluster: Debian's postgresql, tests/pg_cluster.py)")
     args = ap.parse_args()
     if args.quick:
         args.rounds, args.flood, args.rtt, args.updates = 1, 300, 50, 300
-    rates: dict[str, dict[str, list[float]]] = {s: {"memory": [], "sqlite": []} for s in ("flood", "rtt")}
-    with tempfile.TemporaryDirectory(prefix="acplink-store-cost-") as tmp:
-        folder = Path(tmp)
-        for r in range(args.rounds):
-            for scenario, n in (("flood", args.flood), ("rtt", args.rtt)):
-                order = ("memory", "sqlite") if r % 2 == 0 else ("sqlite", "memory")
-                for kind in order:
-                    store = str(folder / f"{scenario}-{r}.sqlite3") if kind == "sqlite" else None
-                    rates[scenario][kind].append(float(run_scenario(scenario, n, store)["rate"]))
-        reopened = asyncio.run(reopen(args.updates, folder))
+    kinds = ("memory", "sqlite", *(("postgres",) if args.postgres else ()))
+    rates: dict[str, dict[str, list[float]]] = {s: {k: [] for k in kinds} for s in ("flood", "rtt")}
+    cluster = _cluster() if args.postgres else None
+    try:
+        with tempfile.TemporaryDirectory(prefix="acplink-store-cost-") as tmp:
+            folder = Path(tmp)
+            for r in range(args.rounds):
+                for scenario, n in (("flood", args.flood), ("rtt", args.rtt)):
+                    order = kinds if r % 2 == 0 else kinds[::-1]
+                    for kind in order:
+                        store = (str(folder / f"{scenario}-{r}.sqlite3") if kind == "sqlite"
+                                 else cluster.create_database(f"{scenario}_{r}") if kind == "postgres" and cluster
+                                 else None)
+                        rates[scenario][kind].append(float(run_scenario(scenario, n, store)["rate"]))
+            reopened = asyncio.run(reopen(args.updates, folder))
+    finally:
+        if cluster is not None:
+            cluster.remove()
     figures: dict[str, Any] = {"rounds": args.rounds, "flood_n": args.flood, "rtt_n": args.rtt, "reopen": reopened}
     print(f"median over {args.rounds} round(s); higher is better")
+    names = {"sqlite": "SqliteStore", "postgres": "PostgresStore"}
     for scenario in ("flood", "rtt"):
         mem = statistics.median(rates[scenario]["memory"])
-        sql = statistics.median(rates[scenario]["sqlite"])
-        figures[scenario] = {"memory": mem, "sqlite": sql, "ratio": round(sql / mem, 3)}
+        figures[scenario] = {"memory": mem}
         unit = "notifications/s" if scenario == "flood" else "requests/s"
-        print(f"  {scenario:6} MemoryStore {mem:>10,.0f}  SqliteStore {sql:>10,.0f} {unit}  ({sql / mem:.0%})")
+        line = f"  {scenario:6} MemoryStore {mem:>10,.0f}"
+        for kind in kinds[1:]:
+            rate = statistics.median(rates[scenario][kind])
+            figures[scenario][kind] = rate
+            figures[scenario]["ratio" if kind == "sqlite" else f"ratio_{kind}"] = round(rate / mem, 3)
+            line += f"  {names[kind]} {rate:>10,.0f} ({rate / mem:.0%})"
+        print(f"{line} {unit}")
     print(f"  reopen a session of {reopened['updates']:,.0f} updates: session/load {reopened['load_s']:.3f} s "
           f"({reopened['replayed_updates']:,.0f} updates replayed), session/resume {reopened['resume_s']:.3f} s")
     if args.json:

@@ -7,14 +7,16 @@ PY=${PYTHON:-python3}
 
 step() { printf '\n== %s\n' "$*"; }
 
-step "system packages for the remote and browser tests (Debian's haproxy, chromium and firefox-esr)"
-if command -v haproxy >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && command -v firefox-esr >/dev/null 2>&1; then
-  echo "haproxy, chromium and firefox-esr present"
+step "system packages for the remote, browser and PostgreSQL tests (Debian's haproxy, chromium, firefox-esr, postgresql)"
+# (the PostgreSQL tests start their own throwaway cluster with initdb/pg_ctl: tests/pg_cluster.py)
+has_pg() { command -v pg_ctl >/dev/null 2>&1 || ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1; }
+if command -v haproxy >/dev/null 2>&1 && command -v chromium >/dev/null 2>&1 && command -v firefox-esr >/dev/null 2>&1 && has_pg; then
+  echo "haproxy, chromium, firefox-esr and postgresql present"
 elif [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
   export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy chromium firefox-esr >/dev/null
+  apt-get update -qq && apt-get install -y -qq --no-install-recommends haproxy chromium firefox-esr postgresql >/dev/null
 else
-  echo "not root or no apt-get: the load-balancer and browser tests will be skipped"
+  echo "not root or no apt-get: the load-balancer, browser and PostgreSQL tests will be skipped"
 fi
 
 step "python environment (.venv)"

@@ -88,3 +88,28 @@ async def _task_leak_check() -> AsyncIterator[None]:
         for t in left:
             t.cancel()
         pytest.fail(f"asyncio tasks left running: {sorted(t.get_name() for t in left)}", pytrace=False)
+
+
+@pytest.fixture(scope="session")
+def pg_cluster() -> Iterator[object]:
+    """A throwaway PostgreSQL cluster for the session (tests/pg_cluster.py); skips the test
+    with the reason when it cannot start."""
+    import pg_cluster
+
+    cluster = pg_cluster.start()
+    if isinstance(cluster, str):
+        pytest.skip(cluster)
+    try:
+        yield cluster
+    finally:
+        cluster.remove()
+
+
+@pytest.fixture
+def pg_dsn(pg_cluster: object, request: pytest.FixtureRequest) -> str:
+    """A new empty database of the session's PostgreSQL cluster: its DSN."""
+    import re
+    import uuid
+
+    name = re.sub(r"\W", "_", request.node.name.lower())[:40] + "_" + uuid.uuid4().hex[:6]
+    return pg_cluster.create_database(name)  # type: ignore[attr-defined,no-any-return]

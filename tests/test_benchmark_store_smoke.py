@@ -24,3 +24,18 @@ def test_store_cost_quick(tmp_path: Path) -> None:
     turns = reopen["updates"] / 100
     assert reopen["replayed_updates"] == 3 * turns
     assert reopen["load_s"] > 0 and reopen["resume_s"] > 0
+
+
+def test_store_cost_quick_with_postgres(tmp_path: Path) -> None:
+    """``--postgres``: the PostgresStore column too (a throwaway cluster; skipped when none starts)."""
+    out = tmp_path / "store.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "store_cost.py"), "--quick", "--postgres",
+                           "--json", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=600)
+    if proc.returncode and "--postgres: " in proc.stderr:
+        import pytest
+
+        pytest.skip(proc.stderr.strip().splitlines()[-1])
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads(out.read_text())
+    for scenario in ("flood", "rtt"):
+        assert figures[scenario]["postgres"] > 0 and figures[scenario]["ratio_postgres"] > 0

@@ -34,7 +34,7 @@ CORE = {"pydantic", "pydantic_core", "orjson"}
 #: what the extras bring, with what those bring in turn: none of it is installed by ``pip install acplink``
 OPTIONAL = ("rich", "prompt_toolkit", "pygments", "markdown_it", "wcwidth", "uvicorn", "starlette", "websockets",
             "httpx", "httpx_sse", "httpcore", "h2", "h11", "httptools", "sniffio", "anyio", "mcp", "mcp_types",
-            "httpx2", "opentelemetry", "pydantic_ai", "langgraph", "langchain_core")
+            "httpx2", "opentelemetry", "pydantic_ai", "langgraph", "langchain_core", "psycopg")
 
 #: the modules that import an optional library when imported; each is imported only after
 #: ``require()`` checked its extra (the pytest plugin: only pytest loads it)
@@ -45,6 +45,8 @@ OPTIONAL_AT_IMPORT = {
     # OpenTelemetry: imported only once the application imported it and configured an SDK
     # (connection/_otel_hook.py), or after require() (cli/otel.py)
     "connection/_otel.py", "cli/prometheus.py", "bridges/mcp_server.py",
+    # PostgresStore: imported after require() (acplink.agent's __getattr__)
+    "agent/store_postgres.py", "agent/_postgres_db.py",
 }
 
 LINE = re.compile(r"^acplink: error: (?P<what>.+) needs the '(?P<extra>\w+)' extra \(not installed: [\w, ]+\): "
@@ -214,9 +216,10 @@ def test_the_core_dependencies_are_exactly_the_library_s() -> None:
     assert {"mcp"} <= {_name(r) for r in extras["mcp"]}
     assert {"opentelemetry-api"} == {_name(r) for r in extras["otel"]}  # (the API only: the SDK is the user's)
     assert {"opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"} <= {_name(r) for r in extras["otlp"]}
-    assert extras["all"] == ["acplink[cli,remote,devtools,mcp,otel,otlp]"]
     assert {"pydantic-ai-slim"} <= {_name(r) for r in extras["pydantic-ai"]}
     assert {"langgraph", "langchain-core"} <= {_name(r) for r in extras["langgraph"]}
+    assert {"psycopg"} == {_name(r) for r in extras["postgres"]}
+    assert extras["all"] == ["acplink[cli,remote,devtools,mcp,otel,otlp,postgres]"]
     assert "acplink[all]" in extras["test"] and "acplink[test]" in extras["dev"]  # CI installs .[dev]: everything
     assert "acplink[pydantic-ai,langgraph]" in extras["test"]
 

@@ -1,5 +1,6 @@
 """An agent that writes no session code but sets a store: ``python store_agent.py DB`` serves
-it on stdio with ``SqliteStore(DB)`` (tests/agent/test_store*.py).
+it on stdio with ``SqliteStore(DB)``, or ``PostgresStore(DB)`` when DB is a ``postgresql://``
+URL (tests/agent/test_store*.py).
 
 Prompt behaviours (first word of the prompt text):
 
@@ -20,11 +21,19 @@ import os
 import sys
 
 from acplink import AgentApp, PromptContext, run_agent
-from acplink.agent import SqliteStore
+from acplink.agent import HistoryStore, SqliteStore
+
+
+def store(db: str) -> HistoryStore:
+    if db.startswith("postgresql://"):
+        from acplink.agent import PostgresStore
+
+        return PostgresStore(db)
+    return SqliteStore(db)
 
 
 def build(path: str) -> AgentApp:
-    app = AgentApp("store-agent", protocols=(1, 2), store=SqliteStore(path))
+    app = AgentApp("store-agent", protocols=(1, 2), store=store(path))
 
     @app.prompt
     async def prompt(ctx: PromptContext) -> None:
@@ -61,6 +70,12 @@ def build(path: str) -> AgentApp:
             await call.complete()
 
     return app
+
+
+def app_from_env() -> AgentApp:
+    """The app of one connection of ``acplink serve --app store_agent:app_from_env``: its store
+    is ``$ACPLINK_TEST_STORE`` (tests/server/test_store_scaleout.py)."""
+    return build(os.environ["ACPLINK_TEST_STORE"])
 
 
 if __name__ == "__main__":

@@ -21,8 +21,17 @@ from acplink.agent.store_sqlite import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSIO
 AGENT = str(Path(__file__).with_name("store_agent.py"))
 
 
-def agent(db: Path, **kw: Any) -> connect:
+def agent(db: Path | str, **kw: Any) -> connect:
     return connect([sys.executable, AGENT, str(db)], **kw)
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """The store the test's agents share: a SQLite file, or a new PostgreSQL database (the
+    session's throwaway cluster: skipped when it cannot start)."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_dsn"))
+    return tmp_path / "s.db"
 
 
 async def _text(session: Any, prompt: str) -> str:
@@ -53,7 +62,12 @@ def test_an_older_schema_is_migrated_keeping_its_sessions(tmp_path: Path) -> Non
     db.execute("INSERT INTO events VALUES ('sess_old', 1, 1, 'prompt', '{\"prompt\":[{\"type\":\"text\",\"text\":\"hi\"}]}')")
     db.commit()
     db.close()
-    store = SqliteStore(path)
+    check_migrated(SqliteStore(path))
+
+
+def check_migrated(store: Any) -> None:
+    """``store`` opened a version-1 store holding ``sess_old`` (one prompt "hi", no turn end):
+    migrated, the session kept (closes it)."""
     try:
         assert store.schema_version == SCHEMA_VERSION
         page, cursor = store.list_sessions()
@@ -151,8 +165,8 @@ async def test_capabilities_are_advertised_from_the_store(tmp_path: Path) -> Non
             assert getattr(sc, name) is not None, name
 
 
-async def test_a_conversation_survives_a_restart(tmp_path: Path) -> None:
-    db, work = tmp_path / "s.db", tmp_path / "work"
+async def test_a_conversation_survives_a_restart(tmp_path: Path, db: Any) -> None:
+    work = tmp_path / "work"
     work.mkdir()
     async with agent(db) as client:
         session = await client.new_session(cwd=work)
@@ -177,8 +191,7 @@ async def test_a_conversation_survives_a_restart(tmp_path: Path) -> None:
             "turn_end/2 user_message/3 agent_message/3 tool_call/3 turn_end/3 user_message/4")
 
 
-async def test_list_newest_first_with_cwd_filter_and_cursor(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+async def test_list_newest_first_with_cwd_filter_and_cursor(tmp_path: Path, db: Any) -> None:
     a, b = tmp_path / "a", tmp_path / "b"
     a.mkdir()
     b.mkdir()
@@ -200,8 +213,7 @@ async def test_list_newest_first_with_cwd_filter_and_cursor(tmp_path: Path) -> N
             await conn.call("session/list", cursor="not-one-of-ours")
 
 
-async def test_title_archive_status_fork_delete(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+async def test_title_archive_status_fork_delete(tmp_path: Path, db: Any) -> None:
     async with agent(db) as client:
         conn = client.connection
         session = await client.new_session(cwd=tmp_path)
@@ -229,8 +241,7 @@ async def test_title_archive_status_fork_delete(tmp_path: Path) -> None:
         assert [(x.session_id, x.title) for x in await client.list_sessions()] == [(sid, "Greetings")]
 
 
-async def test_a_session_open_in_another_agent_process_is_refused(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+async def test_a_session_open_in_another_agent_process_is_refused(tmp_path: Path, db: Any) -> None:
     async with agent(db) as first:
         session = await first.new_session(cwd=tmp_path)
         await _text(session, "mine")
@@ -242,8 +253,7 @@ async def test_a_session_open_in_another_agent_process_is_refused(tmp_path: Path
             assert loaded.state.agent_text == "turn 1: mine"
 
 
-async def test_v2_list_and_resume_with_replay(tmp_path: Path) -> None:
-    db = tmp_path / "s.db"
+async def test_v2_list_and_resume_with_replay(tmp_path: Path, db: Any) -> None:
     async with agent(db, protocol=2) as client:
         assert client.protocol_version == 2
         session = await client.new_session(cwd=tmp_path)
@@ -257,12 +267,11 @@ async def test_v2_list_and_resume_with_replay(tmp_path: Path) -> None:
         assert await _text(resumed, "second") == "turn 2: second"
 
 
-async def test_in_memory_connections_share_a_file_without_waiting(tmp_path: Path) -> None:
+async def test_in_memory_connections_share_a_file_without_waiting(tmp_path: Path, db: Any) -> None:
     """Two apps of one process on one file (a server's app per connection): writes of both in
     one turn of the loop do not wait on each other's lock."""
     from store_agent import build
 
-    db = tmp_path / "s.db"
     apps = [build(str(db)), build(str(db))]
     clients: list[Client] = [await connect(app) for app in apps]
     try:

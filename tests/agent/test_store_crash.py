@@ -1,7 +1,7 @@
-"""Crash safety of a ``SqliteStore`` agent: what the agent sent is stored before it is sent.
+"""Crash safety of a ``SqliteStore`` / ``PostgresStore`` agent: what the agent sent is stored before it is sent.
 
 A subprocess agent (``tests/agent/store_agent.py``) streams a long turn; the test SIGKILLs it
-at a random point while the client reads, starts a new process on the same file and loads
+at a random point while the client reads, starts a new process on the same store and loads
 the session: every update the client received is in the replayed history, in order, none
 twice, and the interrupted turn is marked interrupted (``ctx.history``)."""
 
@@ -13,6 +13,7 @@ import signal
 import sqlite3
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -21,8 +22,16 @@ from acplink import AcpError, connect, schema
 AGENT = str(Path(__file__).with_name("store_agent.py"))
 
 
-def agent(db: Path) -> connect:
+def agent(db: Path | str) -> connect:
     return connect([sys.executable, AGENT, str(db)])
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def db(request: pytest.FixtureRequest, tmp_path: Path) -> Path | str:
+    """The agent's store: a SQLite file, or a new database of the session's PostgreSQL cluster."""
+    if request.param == "postgres":
+        return str(request.getfixturevalue("pg_dsn"))
+    return tmp_path / "s.db"
 
 
 def _numbers(text: str) -> list[int]:
@@ -30,8 +39,7 @@ def _numbers(text: str) -> list[int]:
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-async def test_sigkill_mid_turn_loses_nothing_the_client_received(tmp_path: Path, seed: int) -> None:
-    db = tmp_path / "s.db"
+async def test_sigkill_mid_turn_loses_nothing_the_client_received(tmp_path: Path, db: Any, seed: int) -> None:
     kill_at = random.Random(seed).randint(100, 4000)
     received: list[str] = []
     calls: list[tuple[str, str | None]] = []  # (id, last status seen), in order of creation
@@ -79,19 +87,25 @@ async def test_sigkill_mid_turn_loses_nothing_the_client_received(tmp_path: Path
 
 class _Watched:
     """An app served in memory whose transport checks, at each write to the peer, that every
-    message chunk in the bytes written so far is already committed to the store's file (read
-    through a connection of its own: only committed rows are visible to it)."""
+    message chunk in the bytes written so far is already committed to the store (read through
+    a connection of its own: only committed rows are visible to it)."""
 
-    def __init__(self, app: object, db: Path) -> None:
+    def __init__(self, app: object, db: Path | str) -> None:
         self.app = app
         self.db = db
         self.sent = 0
         self.writes = 0
         self.behind: list[tuple[int, int]] = []
+        if isinstance(db, str):
+            import psycopg
+
+            self.reader: Any = psycopg.connect(db, autocommit=True)
+        else:
+            self.reader = sqlite3.connect(db)
 
     def connection(self, transport: object) -> object:
         write = transport.write  # type: ignore[attr-defined]
-        reader = sqlite3.connect(self.db)
+        reader = self.reader
 
         def checked(data: bytes) -> None:
             self.sent += data.count(b'"sessionUpdate":"agent_message_chunk"')
@@ -102,14 +116,12 @@ class _Watched:
             write(data)
 
         transport.write = checked  # type: ignore[attr-defined]
-        self.reader = reader
         return self.app.connection(transport)  # type: ignore[attr-defined]
 
 
-async def test_every_write_to_the_peer_follows_the_commit_of_what_it_carries(tmp_path: Path) -> None:
+async def test_every_write_to_the_peer_follows_the_commit_of_what_it_carries(tmp_path: Path, db: Any) -> None:
     from store_agent import build
 
-    db = tmp_path / "s.db"
     app = build(str(db))
     watched = _Watched(app, db)
     try:

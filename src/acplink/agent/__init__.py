@@ -12,6 +12,7 @@ from .store import HistoryStore, MemoryStore, SessionRecord, SessionStore
 if TYPE_CHECKING:
     from ._conn import DualAgentConnection
     from .mcp_http import HttpEndpoint, McpHttpBridge
+    from .store_postgres import PostgresStore
     from .store_sqlite import SqliteStore
     from .workspace import WorkspaceTerminal
 
@@ -33,6 +34,7 @@ __all__ = [
     "PromptContext",
     "SessionRecord",
     "SessionStore",
+    "PostgresStore",
     "SqliteStore",
     "TerminalHandle",
     "ToolCallHandle",
@@ -53,6 +55,13 @@ def __getattr__(name: str) -> Any:
         from .store_sqlite import SqliteStore
 
         return SqliteStore
+    if name == "PostgresStore":  # (psycopg: the extra acplink[postgres])
+        from .._extras import require as _require
+
+        _require("PostgresStore", "postgres", "psycopg")
+        from .store_postgres import PostgresStore
+
+        return PostgresStore
     if name == "HttpEndpoint":  # (MCP-over-ACP for HTTP-only MCP clients: imported on first use)
         from .mcp_http import HttpEndpoint
 

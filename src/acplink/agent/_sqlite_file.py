@@ -48,6 +48,9 @@ MIGRATIONS: tuple[str, ...] = (
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 
+#: the journal's statement: one event (the hot path of a flood; a server database batches it)
+EVENT_INSERT = "INSERT INTO events (session, seq, turn, kind, body) VALUES (?,?,?,?,?)"
+
 
 #: the files open in this process (path → its shared connection)
 _OPEN: dict[str, _Database] = {}
@@ -106,6 +109,10 @@ class _Database:
             return
         self.db.execute("BEGIN")
         self.pending = True
+        self.schedule()
+
+    def schedule(self) -> None:
+        """The open transaction's commit at the next turn of the loop (no loop: at each write)."""
         try:
             asyncio.get_running_loop().call_soon(self.scheduled_commit)
             self.scheduled = True
@@ -124,10 +131,22 @@ class _Database:
             self.pending = False
             try:
                 self.db.execute("COMMIT")
-            except sqlite3.Error as exc:  # (the batch is lost: said so; the file stays usable)
-                with contextlib.suppress(sqlite3.Error):
-                    self.db.execute("ROLLBACK")
-                raise StoreError(f"session store {self.key}: {exc}") from None
+            except self.errors as exc:  # (the batch is lost: said so; the database stays usable)
+                self.rollback()
+                raise StoreError(f"session store {self.name}: {' '.join(str(exc).split())}") from None
+
+    #: the database's errors
+    errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+
+    @property
+    def name(self) -> str:
+        """The database as messages name it."""
+        return self.key
+
+    def rollback(self) -> None:
+        """Drop the transaction that failed."""
+        with contextlib.suppress(sqlite3.Error):
+            self.db.execute("ROLLBACK")
 
     def scheduled_commit(self) -> None:
         """The commit at the next turn of the loop: a failure is logged (no caller to tell)."""

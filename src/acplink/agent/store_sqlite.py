@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 import orjson
 
 from ..errors import InvalidRequest, StoreError
-from ._sqlite_file import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION, _Database
+from ._sqlite_file import APPLICATION_ID, EVENT_INSERT, MIGRATIONS, SCHEMA_VERSION, _Database
 from .history import HistoryEntry, fold
 from .store import HistoryStore, SessionRecord
 
@@ -55,19 +55,18 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _translated(fn: F) -> F:
-    """``sqlite3`` errors of a store method raised as :class:`StoreError` naming the file."""
+    """The database's errors in a store method raised as :class:`StoreError` naming the store."""
 
     @functools.wraps(fn)
-    def call(self: SqliteStore, *args: Any, **kw: Any) -> Any:
+    def call(self: SqlStore, *args: Any, **kw: Any) -> Any:
         try:
             return fn(self, *args, **kw)
-        except sqlite3.Error as exc:
-            raise StoreError(f"session store {self.path}: {exc}") from None
+        except self._errors as exc:
+            raise StoreError(f"session store {self.path}: {self._describe(exc)}") from None
 
     return cast("F", call)
 
 
-_INSERT = "INSERT INTO events (session, seq, turn, kind, body) VALUES (?,?,?,?,?)"
 
 
 def _now() -> str:
@@ -78,19 +77,27 @@ def _wire(x: Any) -> Any:
     return x.to_wire() if hasattr(x, "to_wire") else x
 
 
-class SqliteStore(HistoryStore):
-    """Sessions and their history in the SQLite file ``path`` (created when missing;
-    ``":memory:"``: for the life of the store). See the module for the layout, the batching
-    and the writer lease."""
+class SqlStore(HistoryStore):
+    """A :class:`HistoryStore` in a SQL database: the layout, the journal, its batching and
+    the writer lease (see the module), on a :class:`_Database` (one per database and process).
+    :class:`SqliteStore` and :class:`~acplink.agent.store_postgres.PostgresStore` say which
+    database; statements are written with ``?`` parameters."""
 
-    def __init__(self, path: str | os.PathLike[str], *, lease_seconds: float = LEASE_SECONDS,
-                 timeout: float = 5.0) -> None:
-        self.path = os.fspath(path)
-        self.lease_seconds = lease_seconds
-        self._closed = False
-        #: how long a write waits for another process's lock on the file (then: StoreError)
-        self.timeout = timeout
-        self._open_file: _Database | None = _Database.open(self.path, timeout)  # (checked now: a bad file fails here)
+    path: str
+    lease_seconds: float
+    timeout: float
+    _closed: bool
+    _open_file: _Database | None
+    #: the database's errors (raised as StoreError)
+    _errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+    #: a lease is taken in a transaction that locks the session's row (a server database)
+    _lock_row = ""
+
+    def _open_database(self) -> _Database:
+        raise NotImplementedError
+
+    def _describe(self, exc: Exception) -> str:
+        return str(exc)
 
     # the state of the file in this process, shared by its stores (see _Database)
 
@@ -121,16 +128,12 @@ class SqliteStore(HistoryStore):
         if found is None or found.closed:
             if self._closed:
                 raise StoreError(f"session store {self.path} is closed")
-            found = self._open_file = _Database.open(self.path, self.timeout)
+            found = self._open_file = self._open_database()
         return found
 
     @property
-    def _db(self) -> sqlite3.Connection:
+    def _db(self) -> Any:
         return self._file.db
-
-    @property
-    def schema_version(self) -> int:
-        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
 
     @_translated
     def attach(self) -> None:
@@ -162,7 +165,7 @@ class SqliteStore(HistoryStore):
 
     # -- writing: one open transaction, committed in batches -----------------------------------
 
-    def _write(self, sql: str, args: Sequence[Any]) -> sqlite3.Cursor:
+    def _write(self, sql: str, args: Sequence[Any]) -> Any:
         return self._file.write(sql, args)
 
     @_translated
@@ -244,8 +247,20 @@ class SqliteStore(HistoryStore):
         """Take the writer lease of ``session_id`` (creating its row from ``create``); False:
         no such session. Raises InvalidRequest when another live process holds it."""
         self.flush()
+        if not self._lock_row:
+            return self._take_lease(session_id, create)
+        file = self._file
+        file.begin()  # (two instances taking one lease: the second waits for the first)
+        try:
+            return self._take_lease(session_id, create)
+        finally:
+            if not file.scheduled:  # (no loop to commit it: the row's lock is let go now)
+                file.commit()
+
+    def _take_lease(self, session_id: str, create: AgentSession | None) -> bool:
         db = self._db
-        row = db.execute("SELECT owner, lease_until FROM sessions WHERE id=?", (session_id,)).fetchone()
+        row = db.execute("SELECT owner, lease_until FROM sessions WHERE id=?" + self._lock_row,
+                         (session_id,)).fetchone()
         if row is None and create is None:
             return False
         if row is not None and row[0] not in (None, self.owner) and not self._takeable(row[0], row[1]):
@@ -324,7 +339,7 @@ class SqliteStore(HistoryStore):
         if seq is None:  # (not held here: nothing journaled)
             return
         seqs[session_id] = seq + 1
-        file.write(_INSERT, (session_id, seq, file.turn[session_id], kind, body))
+        file.write(EVENT_INSERT, (session_id, seq, file.turn[session_id], kind, body))
 
     @_translated
     def record(self, session_id: str, kind: str, update: dict[str, Any]) -> None:
@@ -403,13 +418,13 @@ class SqliteStore(HistoryStore):
         self._write("DELETE FROM events WHERE session=?", (session_id,))
         cur = self._write("DELETE FROM sessions WHERE id=?", (session_id,))
         self.flush()
-        return cur.rowcount > 0
+        return bool(cur.rowcount > 0)
 
     @_translated
     def set_archived(self, session_id: str, archived: bool) -> bool:
         cur = self._write("UPDATE sessions SET archived=? WHERE id=?", (int(archived), session_id))
         self.flush()
-        return cur.rowcount > 0
+        return bool(cur.rowcount > 0)
 
     @_translated
     def fork(self, session_id: str, new_id: str, cwd: str, additional_directories: Sequence[str] = ()) -> bool:
@@ -435,12 +450,34 @@ class SqliteStore(HistoryStore):
             self.save(held)
             return True
         cur = self._write("UPDATE sessions SET title=?, updated=? WHERE id=?", (title, _now(), session_id))
-        return cur.rowcount > 0
+        return bool(cur.rowcount > 0)
 
     @_translated
     def exists(self, session_id: str) -> bool:
         self.flush()
         return self._db.execute("SELECT 1 FROM sessions WHERE id=?", (session_id,)).fetchone() is not None
+
+
+class SqliteStore(SqlStore):
+    """Sessions and their history in the SQLite file ``path`` (created when missing;
+    ``":memory:"``: for the life of the store). See the module for the layout, the batching
+    and the writer lease."""
+
+    def __init__(self, path: str | os.PathLike[str], *, lease_seconds: float = LEASE_SECONDS,
+                 timeout: float = 5.0) -> None:
+        self.path = os.fspath(path)
+        self.lease_seconds = lease_seconds
+        self._closed = False
+        #: how long a write waits for another process's lock on the file (then: StoreError)
+        self.timeout = timeout
+        self._open_file = self._open_database()  # (checked now: a bad file fails here)
+
+    def _open_database(self) -> _Database:
+        return _Database.open(self.path, self.timeout)
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._db.execute("PRAGMA user_version").fetchone()[0])
 
 
 def _make_cursor(updated: str, session_id: str) -> str:

@@ -24,8 +24,9 @@ EXAMPLES = """examples:
   acplink serve -- my-agent --acp                 # any stdio agent
   acplink serve --ws --port 8080 -- my-agent      # WebSocket only
   ACPLINK_TOKEN=s3cret acplink serve --host 0.0.0.0 -- my-agent
+  acplink serve --app my_agent:app                # an acplink app in this process (its store shared)
   acplink prompt --url ws://127.0.0.1:7331/acp "hello"
-Each connection gets its own agent process, started at its initialize and stopped when the
+Each connection gets its own agent process (with --app: the app, in this process), started at its initialize and stopped when the
 connection ends (DELETE, WebSocket close, --idle-timeout, shutdown). Clients must send
 Authorization: Bearer TOKEN when --token (or $ACPLINK_TOKEN) is set; a non-loopback --host
 needs a token (or --insecure-no-auth). Ctrl-C or SIGTERM stops within 5 s."""
@@ -57,6 +58,11 @@ def add_parser(sub: Any) -> None:
                         "(0 picks a free port; shown on stderr); needs acplink[otlp]")
     p.add_argument("--metrics-host", default="127.0.0.1", metavar="HOST",
                    help="the address of --metrics (default 127.0.0.1)")
+    p.add_argument("--app", metavar="MODULE:ATTR",
+                   help="serve an acplink agent app in this process instead of an agent command: ATTR of "
+                        "MODULE (importable from the current directory), an AgentApp that serves every "
+                        "connection, or a function that makes one per connection; its session store is "
+                        "this process's (e.g. a PostgresStore several instances share)")
     p.add_argument("agent", nargs="*", default=[], metavar="-- AGENT_CMD",
                    help="the agent command, after -- (default: acplink's demo agent; with --otel, "
                         "the demo agent reports too)")
@@ -76,7 +82,15 @@ def run(args: argparse.Namespace) -> int:
                     "or --insecure-no-auth", 2)
     if args.max_connections < 1:
         return fail("--max-connections must be at least 1", 2)
-    command = list(args.agent) or [sys.executable, "-m", "acplink", "demo-agent", *(["--otel"] if args.otel else [])]
+    command: Any = list(args.agent) or [sys.executable, "-m", "acplink", "demo-agent",
+                                        *(["--otel"] if args.otel else [])]
+    if args.app is not None:
+        if args.agent:
+            return fail("--app serves an app in this process: give it or an agent command, not both", 2)
+        try:
+            command = _app_factory(args.app)
+        except ValueError as exc:
+            return fail(f"--app {args.app}: {exc}", 2)
     transports = ("ws",) if args.ws else ("http",) if args.http else ("http", "ws")
     limits = ServerLimits(max_connections=args.max_connections, idle_timeout=args.idle_timeout)
     app = AcpServer(command, path=args.path, transports=transports, token=token,
@@ -92,6 +106,33 @@ def run(args: argparse.Namespace) -> int:
     finally:
         sock.close()
     return 0
+
+
+def _app_factory(spec: str) -> Any:
+    """``MODULE:ATTR``: a function that makes the app of each connection (ValueError: why not)."""
+    import importlib
+
+    from ..agent import AgentBase
+    from ..errors import AcpError
+
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError("expected MODULE:ATTR (e.g. my_agent:app)")
+    if "" not in sys.path and os.getcwd() not in sys.path:
+        sys.path.insert(0, os.getcwd())
+    try:
+        found = getattr(importlib.import_module(module_name), attr)
+    except ImportError as exc:
+        raise ValueError(f"cannot import {module_name} ({exc})") from None
+    except AttributeError:
+        raise ValueError(f"{module_name} has no {attr}") from None
+    except AcpError as exc:  # (e.g. its session store cannot be opened)
+        raise ValueError(str(exc)) from None
+    if isinstance(found, AgentBase):
+        return lambda: found
+    if callable(found):
+        return found
+    raise ValueError(f"{attr} is neither an acplink agent app nor a function that makes one")
 
 
 def _bind(host: str, port: int) -> socket.socket:

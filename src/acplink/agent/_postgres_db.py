@@ -1,0 +1,235 @@
+"""One PostgreSQL session-store database open in this process (:class:`_PgDatabase`): its
+schema and migrations, the checks made when it is opened, its connection (reconnected after
+a loss), and the batched transaction its stores share (see :mod:`acplink.agent.store_postgres`).
+
+The layout is the SQLite store's (the same tables, columns and schema versions, in PostgreSQL's
+types), plus ``acplink_store`` (one row: the schema version), which marks the database's tables
+as acplink's."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import psycopg
+from psycopg import conninfo
+
+from ..errors import StoreError
+from ._sqlite_file import _OPEN, EVENT_INSERT, SCHEMA_VERSION, _Database
+
+__all__ = ["PG_MIGRATIONS"]
+
+#: the steps from an empty database to each schema version (index i: from version i to i + 1;
+#: the versions are the SQLite store's)
+PG_MIGRATIONS: tuple[str, ...] = (
+    # 1: sessions and the journal
+    """
+    CREATE TABLE sessions (
+        id TEXT PRIMARY KEY, cwd TEXT NOT NULL, dirs TEXT NOT NULL DEFAULT '[]', title TEXT,
+        mode TEXT, model TEXT, config TEXT NOT NULL DEFAULT '{}', mcp TEXT NOT NULL DEFAULT '[]',
+        created TEXT NOT NULL, updated TEXT NOT NULL, owner TEXT, lease_until DOUBLE PRECISION
+    );
+    CREATE TABLE events (
+        session TEXT NOT NULL, seq BIGINT NOT NULL, turn INTEGER NOT NULL, kind TEXT NOT NULL,
+        body BYTEA NOT NULL, PRIMARY KEY (session, seq)
+    );
+    """,
+    # 2: archiving; listing newest first by an index
+    """
+    ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
+    CREATE INDEX sessions_updated ON sessions (updated DESC, id DESC);
+    """,
+)
+assert len(PG_MIGRATIONS) == SCHEMA_VERSION
+
+#: the advisory lock two instances migrating one database at once take ("ACPS")
+_MIGRATION_LOCK = 0x41435053
+
+_PARAMS: dict[str, str] = {}
+
+
+def _sql(statement: str) -> str:
+    """A statement written with ``?`` parameters, in psycopg's ``%s``."""
+    found = _PARAMS.get(statement)
+    if found is None:
+        found = _PARAMS[statement] = statement.replace("?", "%s")
+    return found
+
+
+def one_line(exc: BaseException) -> str:
+    """A database error's message on one line."""
+    return " ".join(str(exc).split()) or type(exc).__name__
+
+
+def shown_dsn(dsn: str) -> str:
+    """The DSN as messages name it: ``postgresql://user@host:port/db``, never the password."""
+    try:
+        parts = conninfo.conninfo_to_dict(dsn)
+    except psycopg.Error as exc:
+        raise StoreError(f"session store: not a PostgreSQL connection string ({one_line(exc)})") from None
+    user = f"{parts['user']}@" if parts.get("user") else ""
+    port = f":{parts['port']}" if parts.get("port") else ""
+    return f"postgresql://{user}{parts.get('host') or 'localhost'}{port}/{parts.get('dbname') or ''}"
+
+
+class _Connection:
+    """The database connection (autocommit: the transactions are :class:`_PgDatabase`'s), made
+    again on the next use after it was lost; the journal's inserts queued until the next other
+    statement, then sent at once (one round trip for a batch)."""
+
+    def __init__(self, dsn: str, shown: str, timeout: float, lost: Callable[[], None]) -> None:
+        self.dsn = dsn
+        self.shown = shown
+        self.timeout = timeout
+        self.queued: list[Sequence[Any]] = []
+        self._lost = lost
+        self.conn = self._connect()
+
+    def _connect(self) -> psycopg.Connection[Any]:
+        conn = psycopg.connect(self.dsn, autocommit=True, connect_timeout=max(1, round(self.timeout)))
+        conn.execute(f"SET lock_timeout = {int(self.timeout * 1000)}")
+        return conn
+
+    def live(self) -> psycopg.Connection[Any]:
+        conn = self.conn
+        if conn.broken or conn.closed:  # (lost: its transaction and queue with it)
+            self.queued.clear()
+            self._lost()
+            conn = self.conn = self._connect()
+        return conn
+
+    def queue(self, args: Sequence[Any]) -> None:
+        self.queued.append(args)
+
+    def execute(self, statement: str, args: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
+        conn = self.live()
+        if self.queued:
+            self._drain(conn)
+        return conn.execute(_sql(statement), args or None)
+
+    def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        conn = self.live()
+        if self.queued:
+            self._drain(conn)
+        with conn.cursor() as cur:
+            cur.executemany(_sql(statement), rows)
+
+    def _drain(self, conn: psycopg.Connection[Any]) -> None:
+        rows, self.queued = self.queued, []
+        with conn.cursor() as cur:
+            cur.executemany(_sql(EVENT_INSERT), rows)
+
+    def abandon(self) -> None:
+        """Drop the transaction that failed (and what was queued for it)."""
+        self.queued.clear()
+        if not (self.conn.broken or self.conn.closed):
+            with contextlib.suppress(psycopg.Error):
+                self.conn.execute("ROLLBACK")
+
+    def close(self) -> None:
+        self.queued.clear()
+        self.conn.close()
+
+
+class _PgDatabase(_Database):
+    """One PostgreSQL database used by this process's stores: as :class:`_Database` (one
+    connection, one batched transaction, one lease owner, the sessions held), on PostgreSQL."""
+
+    db: _Connection  # type: ignore[assignment]
+
+    @classmethod
+    def open_dsn(cls, dsn: str, timeout: float = 5.0) -> _PgDatabase:
+        key = "postgresql:" + dsn
+        found = _OPEN.get(key)
+        if isinstance(found, _PgDatabase):
+            return found
+        shown = shown_dsn(dsn)
+        made = cls.__new__(cls)
+        try:
+            conn = _Connection(dsn, shown, timeout, made._lost)
+        except psycopg.Error as exc:
+            raise StoreError(f"session store {shown}: cannot connect to PostgreSQL ({one_line(exc)})") from None
+        try:
+            _migrate(conn, shown)
+        except psycopg.Error as exc:
+            conn.close()
+            raise StoreError(f"session store {shown}: cannot set up its tables ({one_line(exc)})") from None
+        except BaseException:
+            conn.close()
+            raise
+        _Database.__init__(made, key, conn)  # type: ignore[arg-type]
+        _OPEN[key] = made
+        return made
+
+    def _lost(self) -> None:
+        self.pending = False
+
+    def write(self, sql: str, args: Sequence[Any]) -> Any:
+        self.begin()
+        try:
+            if sql is EVENT_INSERT:
+                self.db.queue(args)
+                cur = None
+            else:
+                cur = self.db.execute(sql, args)
+        except psycopg.Error:
+            self.pending = False
+            self.rollback()
+            raise
+        if not self.scheduled:
+            self.commit()
+        return cur
+
+    errors = (psycopg.Error,)
+
+    @property
+    def name(self) -> str:
+        return self.db.shown
+
+    def rollback(self) -> None:
+        self.db.abandon()
+
+    def close(self) -> None:
+        try:
+            self.commit()
+        finally:
+            self.closed = True
+            if _OPEN.get(self.key) is self:
+                del _OPEN[self.key]
+            self.db.close()
+
+
+def _migrate(conn: _Connection, shown: str) -> None:
+    """Check the database and bring its schema to :data:`SCHEMA_VERSION` (one transaction,
+    under an advisory lock: two instances starting at once migrate it once)."""
+    conn.execute("BEGIN")
+    try:
+        conn.execute("SELECT pg_advisory_xact_lock(?)", (_MIGRATION_LOCK,))
+        marked = conn.execute("SELECT to_regclass('acplink_store') IS NOT NULL").fetchone()
+        if marked and marked[0]:
+            row = conn.execute("SELECT max(version) FROM acplink_store").fetchone()
+            version = int(row[0] or 0) if row else 0
+        else:
+            taken = conn.execute("SELECT to_regclass('sessions') IS NOT NULL OR to_regclass('events') IS NOT NULL"
+                                 ).fetchone()
+            if taken and taken[0]:
+                raise StoreError(f"session store {shown}: the database has tables named sessions or events that "
+                                 "are not an acplink session store's; nothing was changed (use another database "
+                                 "or schema)")
+            conn.execute("CREATE TABLE acplink_store (version INTEGER NOT NULL)")
+            conn.execute("INSERT INTO acplink_store VALUES (0)")
+            version = 0
+        if version > SCHEMA_VERSION:
+            raise StoreError(f"session store {shown}: schema version {version} was written by a newer acplink "
+                             f"(this one reads versions up to {SCHEMA_VERSION}); nothing was changed")
+        while version < SCHEMA_VERSION:
+            for statement in PG_MIGRATIONS[version].split(";"):
+                if statement.strip():
+                    conn.execute(statement)
+            version += 1
+        conn.execute("UPDATE acplink_store SET version=?", (version,))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.abandon()
+        raise
