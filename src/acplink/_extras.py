@@ -9,7 +9,8 @@ library (pydantic, orjson); the extras bring the rest (pyproject.toml, ``[projec
 - ``otel``: ``opentelemetry-api``, for traces and metrics (the SDK is the application's; a
   connection reports only once one is configured: docs/tracing.md);
 - ``otlp``: the OpenTelemetry SDK and its OTLP/HTTP exporter, for ``--otel`` and ``serve --metrics``;
-- ``all``: all of them.
+- ``postgres``: psycopg 3, for :class:`~acplink.PostgresStore`;
+- ``all``: all of the above;
 - ``pydantic-ai``, ``langgraph``: the frameworks the adapters of :mod:`acplink.adapters` serve
   (not in ``all``).
 
