@@ -1,5 +1,6 @@
 """The trace context of a ``proxy/successor`` envelope is the wrapped message's, in its own
-``params._meta``; the envelope's ``_meta`` is hop-local and gets none. Over real pipes: the
+``params._meta`` (a wrapped ``mcp/message``'s inner MCP request too); the envelope's ``_meta``
+is hop-local and gets none. Over real pipes: the
 test is the conductor of ``acplink proxy passthrough --otel``, writing JSON-RPC lines to it."""
 
 from __future__ import annotations
@@ -64,6 +65,19 @@ def test_the_context_travels_in_the_wrapped_message() -> None:
             out = _read(proc)
             assert out["method"] == "session/update"
             assert out["params"]["_meta"]["traceparent"].split("-")[1] == OTHER
+            # an MCP-over-ACP request forwarded wrapped: the inner MCP request gets it too
+            mcp = {"connectionId": "c1", "method": "tools/list", "params": {"_meta": {"progressToken": 7}}}
+            _send(proc, {"id": 2, "method": "mcp/message",
+                         "params": {**mcp, "_meta": {"traceparent": f"00-{TRACE}-{PARENT}-01"}}})
+            out = _read(proc)
+            assert out["method"] == "proxy/successor" and out["params"]["method"] == "mcp/message"
+            wrapped = out["params"]["params"]
+            assert "traceparent" not in out["params"].get("_meta", {})
+            assert wrapped["_meta"]["traceparent"] == wrapped["params"]["_meta"]["traceparent"]
+            assert wrapped["_meta"]["traceparent"].split("-")[1] == TRACE
+            assert wrapped["params"]["_meta"]["progressToken"] == 7  # (the other keys kept)
+            _send(proc, {"id": out["id"], "result": {"tools": []}})
+            assert _read(proc) == {"jsonrpc": "2.0", "id": 2, "result": {"tools": []}}
         finally:
             assert proc.stdin is not None
             proc.stdin.close()

@@ -153,7 +153,7 @@ class ConnectionTelemetry:
             else:
                 carrier["baggage"] = bag
         if method in _ENVELOPES:  # (the wrapped message's _meta: the envelope's own is hop-local)
-            return with_carrier(params_json, carrier, inner=True, root=False)
+            return with_carrier(params_json, carrier, inner=True, root=False, nested=self.mcp)
         return with_carrier(params_json, carrier, inner=method == self.mcp)
 
     @staticmethod

@@ -110,11 +110,12 @@ _SPLICE = re.compile(rb"\{\s*")
 
 
 def with_carrier(params_json: bytes | None, carrier: Mapping[str, str], inner: bool = False,
-                 root: bool = True) -> bytes | None:
+                 root: bool = True, nested: str = "") -> bytes | None:
     """``params_json`` with ``carrier``'s keys set in its ``_meta`` (created when missing, its
     other keys kept). ``inner``: the ``_meta`` of ``params.params`` too (MCP-over-ACP's inner
     MCP request; a ``proxy/successor`` envelope's wrapped message). ``root=False``: not the
-    root's (an envelope's own ``_meta`` is hop-local). Params that are not an object are
+    root's (an envelope's own ``_meta`` is hop-local). ``nested``: an envelope's wrapped message
+    of that method (``mcp/message``) gets it in its own inner ``params._meta`` too. Params that are not an object are
     returned unchanged (nowhere to put it)."""
     if not carrier:
         return params_json
@@ -135,8 +136,11 @@ def with_carrier(params_json: bytes | None, carrier: Mapping[str, str], inner: b
     if root:
         _merge(value, carrier)
     if inner and type(value.get("params")) is dict:
-        value["params"] = dict(value["params"])
-        _merge(value["params"], carrier)
+        value["params"] = wrapped = dict(value["params"])
+        _merge(wrapped, carrier)
+        if nested and value.get("method") == nested and type(wrapped.get("params")) is dict:
+            wrapped["params"] = dict(wrapped["params"])
+            _merge(wrapped["params"], carrier)
     return orjson.dumps(value)
 
 
