@@ -118,7 +118,7 @@ class _Turn:
 
 
 class ConnectionTelemetry:
-    """What one connection (``side``: "agent" or "client") reports."""
+    """What one connection (``side``: "agent", "client" or "proxy") reports."""
 
     def __init__(self, side: str, inst: Instruments, protocol: Protocol) -> None:
         self.side = side
