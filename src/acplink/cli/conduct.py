@@ -12,6 +12,7 @@ from typing import IO, Any
 
 from ..runtime import cancel_on_signals
 from .common import agent_argv, fail, given_command, positive_seconds
+from .otel import add_otel_option
 
 HELP = "run a proxy chain: ACP proxies in front of an agent, as one agent on stdio"
 
@@ -37,6 +38,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--timeout", type=positive_seconds, metavar="SECONDS",
                    help="fail a forwarded request a component has not answered in SECONDS (default: no limit)")
     p.add_argument("--debug", action="store_true", help="log protocol details to stderr")
+    add_otel_option(p)
     p.add_argument("agent", nargs="*", default=[], metavar="-- AGENT_CMD",
                    help="the agent command line, after `--`")
     p.set_defaults(run=run)

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from .common import fail
+from .otel import add_otel_option
 
 HELP = "run a built-in ACP proxy on stdio (a component of `acplink conduct` or another conductor)"
 
@@ -55,6 +56,7 @@ def add_parser(sub: Any) -> None:
         q.set_defaults(run=run)
     for q in names.choices.values():
         q.add_argument("--debug", action="store_true", help="log protocol details to stderr")
+        add_otel_option(q)
 
 
 def _app(args: argparse.Namespace) -> Any:

@@ -31,6 +31,7 @@ from opentelemetry.trace import Span, SpanKind, Status, StatusCode
 from .._version import __version__
 from ..errors import RequestCancelled, RequestError
 from ..protocol import Protocol
+from ..protocol.proxy import DIALECTS
 from ..rpc.engine import IncomingNotification, IncomingRequest
 from ._propagation import carrier_of, limit_baggage, meta_of_params, with_carrier
 
@@ -44,6 +45,10 @@ _UPDATE_RE = re.compile(rb'"sessionUpdate"\s*:\s*"([A-Za-z_]{1,64})"')
 _HEAD = 4096  # (where the session id of an outgoing message is looked for)
 
 SYSTEM = "jsonrpc"
+
+#: the proxy envelopes (``proxy/successor`` and its older name): the trace context is the
+#: wrapped message's, in its ``_meta``
+_ENVELOPES = frozenset(d.successor for d in DIALECTS)
 
 
 class Totals:
@@ -113,7 +118,7 @@ class _Turn:
 
 
 class ConnectionTelemetry:
-    """What one connection (``side``: "agent" or "client") reports."""
+    """What one connection (``side``: "agent", "client" or "proxy") reports."""
 
     def __init__(self, side: str, inst: Instruments, protocol: Protocol) -> None:
         self.side = side
@@ -147,10 +152,14 @@ class ConnectionTelemetry:
                 del carrier["baggage"]
             else:
                 carrier["baggage"] = bag
+        if method in _ENVELOPES:  # (the wrapped message's _meta: the envelope's own is hop-local)
+            return with_carrier(params_json, carrier, inner=True, root=False, nested=self.mcp)
         return with_carrier(params_json, carrier, inner=method == self.mcp)
 
     @staticmethod
-    def extract(params: Any) -> otel_context.Context | None:
+    def extract(params: Any, method: str = "") -> otel_context.Context | None:
+        if method in _ENVELOPES and type(params) is dict and type(params.get("params")) is dict:
+            params = params["params"]  # (a proxy/successor envelope: the wrapped message's _meta)
         carrier = carrier_of(meta_of_params(params))
         if carrier is None:
             return None
@@ -186,7 +195,7 @@ class ConnectionTelemetry:
     async def serve(self, handle: Callable[[str, Any], Awaitable[bytes]], ev: IncomingRequest) -> bytes:
         """A request we answer: its SERVER span (the parent: the context its ``_meta`` carries)."""
         method, params = ev.method, ev.params
-        call = _Call(self, method, SpanKind.SERVER, self.extract(params), _session_of(params))
+        call = _Call(self, method, SpanKind.SERVER, self.extract(params, method), _session_of(params))
         try:
             if call.span is not None:
                 call.span.set_attribute("rpc.jsonrpc.request_id", str(ev.id))
@@ -228,7 +237,7 @@ class ConnectionTelemetry:
     async def consume(self, handle: Callable[[str, Any, bool], Awaitable[None]], ev: IncomingNotification) -> None:
         method, params = ev.method, ev.params
         sid = _session_of(params) if method == self.update else None
-        parent = self.extract(params)
+        parent = self.extract(params, method)
         turn = self.turns.get(sid) if sid is not None else None
         if parent is None and turn is not None:  # (no context sent: it belongs to our turn)
             parent = trace.set_span_in_context(turn.span)

@@ -25,7 +25,7 @@ enabled = True
 
 
 def telemetry_for(side: str, protocol: Protocol) -> ConnectionTelemetry | None:
-    """The telemetry of a new connection of ``side`` ("agent" or "client"), or None."""
+    """The telemetry of a new connection of ``side`` ("agent", "client" or "proxy"), or None."""
     modules = sys.modules
     if not enabled or ("opentelemetry.trace" not in modules and "opentelemetry.metrics" not in modules):
         return None

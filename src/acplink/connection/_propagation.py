@@ -109,15 +109,19 @@ def meta_of_params(params: Any) -> Any:
 _SPLICE = re.compile(rb"\{\s*")
 
 
-def with_carrier(params_json: bytes | None, carrier: Mapping[str, str], inner: bool = False) -> bytes | None:
+def with_carrier(params_json: bytes | None, carrier: Mapping[str, str], inner: bool = False,
+                 root: bool = True, nested: str = "") -> bytes | None:
     """``params_json`` with ``carrier``'s keys set in its ``_meta`` (created when missing, its
     other keys kept). ``inner``: the ``_meta`` of ``params.params`` too (MCP-over-ACP's inner
-    MCP request). Params that are not an object are returned unchanged (nowhere to put it)."""
+    MCP request; a ``proxy/successor`` envelope's wrapped message). ``root=False``: not the
+    root's (an envelope's own ``_meta`` is hop-local). ``nested``: an envelope's wrapped message
+    of that method (``mcp/message``) gets it in its own inner ``params._meta`` too. Params that are not an object are
+    returned unchanged (nowhere to put it)."""
     if not carrier:
         return params_json
     if params_json is None:
-        return orjson.dumps({_META: dict(carrier)})
-    if not inner and b'"_meta"' not in params_json:  # the common case: put the key first, no parse
+        return orjson.dumps({_META: dict(carrier)}) if root else None
+    if root and not inner and b'"_meta"' not in params_json:  # the common case: put the key first, no parse
         m = _SPLICE.match(params_json)
         if m is None:
             return params_json
@@ -129,10 +133,14 @@ def with_carrier(params_json: bytes | None, carrier: Mapping[str, str], inner: b
         return params_json
     if type(value) is not dict:
         return params_json
-    _merge(value, carrier)
+    if root:
+        _merge(value, carrier)
     if inner and type(value.get("params")) is dict:
-        value["params"] = dict(value["params"])
-        _merge(value["params"], carrier)
+        value["params"] = wrapped = dict(value["params"])
+        _merge(wrapped, carrier)
+        if nested and value.get("method") == nested and type(wrapped.get("params")) is dict:
+            wrapped["params"] = dict(wrapped["params"])
+            _merge(wrapped["params"], carrier)
     return orjson.dumps(value)
 
 

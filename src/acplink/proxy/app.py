@@ -30,10 +30,12 @@ from typing import Any, Literal
 import orjson
 from pydantic import BaseModel
 
+from ..connection._otel_hook import telemetry_for
 from ..connection.peer import Peer, PeerLimits
 from ..errors import InvalidRequest
 from ..mcp import McpCall
 from ..methods import INITIALIZE, MCP_MESSAGE, SESSION_LOAD, SESSION_NEW, SESSION_RESUME
+from ..protocol import PROTOCOL_VERSION, get_protocol
 from ..protocol.proxy import MODERN, Dialect, dialect_of, unwrap, wrap
 from ..runtime import cancel_on_signals
 from ..schema import dump, parse
@@ -144,7 +146,7 @@ class ProxyApp:
         """Serve the proxy on ``transport`` (default: stdio) until its conductor hangs up."""
         conn = _ProxyConnection(self)
         peer = conn.peer = Peer(transport or StdioTransport(), conn, limits=self.limits, debug=self.debug,
-                                name=self.name)
+                                name=self.name, telemetry=telemetry_for("proxy", get_protocol(PROTOCOL_VERSION)))
         await peer.start()
         try:
             await peer.wait_closed()

@@ -43,6 +43,7 @@ from typing import IO, Any
 import orjson
 
 from .._tasks import TaskSet
+from ..connection._otel_hook import telemetry_for
 from ..connection.peer import Peer, PeerLimits
 from ..errors import (
     InternalError,
@@ -54,7 +55,7 @@ from ..errors import (
     UsageError,
 )
 from ..methods import INITIALIZE
-from ..protocol import PROTOCOL_VERSION, known_versions
+from ..protocol import PROTOCOL_VERSION, get_protocol, known_versions
 from ..protocol.proxy import DIALECTS, MODERN, Dialect, dialect_of, unwrap, wrap
 from ..transports.base import Transport
 from ..transports.memory import memory_pair
@@ -184,7 +185,8 @@ class Conductor:
     async def serve(self, transport: Transport) -> None:
         """Serve the chain to the client on ``transport`` until the client hangs up or a
         component exits; then stop every component."""
-        self.upstream = Peer(transport, _Upstream(self), limits=self.limits, debug=self.debug, name="conductor")
+        self.upstream = Peer(transport, _Upstream(self), limits=self.limits, debug=self.debug, name="conductor",
+                             telemetry=_telemetry("agent"))
         await self.upstream.start()
         try:
             async with TaskSet("conductor wait") as scope:
@@ -252,7 +254,7 @@ class Conductor:
             self.tasks.spawn(comp.serve(theirs), name=f"acplink-proxy-{comp.name}")
         node.transport = transport
         node.peer = peer = Peer(transport, _Hop(self, node.index), limits=self.limits, debug=self.debug,
-                                name=f"conductor {node.label}")
+                                name=f"conductor {node.label}", telemetry=_telemetry("client"))
         try:
             await peer.start()
         except TransportError as exc:
@@ -381,6 +383,12 @@ class Conductor:
                                       "(a proxy must not change it)")
         self.answers[dst] = result
         return orjson.dumps(result)
+
+
+def _telemetry(side: str) -> Any:
+    """The OpenTelemetry of one of the conductor's connections (None: not configured): each
+    hop's spans, the context of the message it handles passed on in what it forwards."""
+    return telemetry_for(side, get_protocol(PROTOCOL_VERSION))
 
 
 def _not_initialize_first(method: str) -> InvalidRequest:
