@@ -151,7 +151,7 @@ class _Bridge:
         task = held.task
         assert task is not None
         while True:
-            asking = asyncio.ensure_future(held.questions.get())
+            asking = self.tasks.spawn(held.questions.get(), name="mcp-server question")
             try:
                 await asyncio.wait([cast("asyncio.Future[Any]", task), asking], return_when=asyncio.FIRST_COMPLETED)
             finally:
