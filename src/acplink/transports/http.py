@@ -38,6 +38,7 @@ import orjson
 
 from .._tasks import TaskSet
 from ..errors import ConnectionClosed, MessageTooLarge, StreamResumeFailed, TransportError
+from ._http_body import _advertises_resume, _count, _Fatal, _read_capped
 from ._remote import (
     CLOSE_TIMEOUT,
     HEADER_CONNECTION_ID,
@@ -74,14 +75,6 @@ class _Cursor:
     """The SSE id of the last event a stream delivered (None: none yet)."""
 
     last: str | None = None
-
-
-class _Fatal(Exception):
-    """The connection is over (carries the error pending calls get)."""
-
-    def __init__(self, error: TransportError) -> None:
-        super().__init__(str(error))
-        self.error = error
 
 
 class _Failure:
@@ -572,51 +565,3 @@ class HttpTransport(Transport):
                     await client.aclose()
             except Exception:
                 pass
-
-
-def _advertises_resume(answer: dict[str, Any]) -> bool:
-    """Whether an ``initialize`` answer advertises resumable streams
-    (``agentCapabilities.transport.resumable``)."""
-    result = answer.get("result")
-    caps = result.get("agentCapabilities") if isinstance(result, dict) else None
-    transport = caps.get("transport") if isinstance(caps, dict) else None
-    return isinstance(transport, dict) and isinstance(transport.get("resumable"), dict)
-
-
-async def _read_capped(resp: httpx.Response, limit: int) -> bytes:
-    """The body, at most ``limit`` bytes of it (the rest is not read)."""
-    out = bytearray()
-    async for chunk in resp.aiter_bytes():
-        out += chunk[: limit - len(out)]
-        if len(out) >= limit:
-            break
-    return bytes(out)
-
-
-class _Counter:
-    count = 0
-
-
-def _count(resp: httpx.Response, limit: int) -> _Counter:
-    """Count the bytes of ``resp`` read since the counter was last reset; more than ``limit``
-    (and a read's worth) fails the read with :class:`MessageTooLarge`: an event the server
-    never ends cannot fill the memory."""
-    import httpx
-
-    counter = _Counter()
-    inner = resp.stream
-    ceiling = limit + 64 * 1024  # (the part of a read that belongs to the next event)
-
-    class Counted(httpx.AsyncByteStream):
-        async def __aiter__(self) -> AsyncIterator[bytes]:
-            async for chunk in inner:  # type: ignore[union-attr]
-                counter.count += len(chunk)
-                if counter.count > ceiling:
-                    raise _Fatal(too_large("an event", limit))
-                yield chunk
-
-        async def aclose(self) -> None:
-            await inner.aclose()  # type: ignore[union-attr]
-
-    resp.stream = Counted()
-    return counter
