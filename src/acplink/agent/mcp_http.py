@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import secrets
 import socket
 import sys
@@ -33,7 +34,7 @@ import orjson
 from .._extras import require
 from .._tasks import TaskSet
 from .._version import __version__
-from ..errors import AcpError, McpError, RequestError, UsageError
+from ..errors import AcpError, McpError, RequestError, TransportError, UsageError
 from ..mcp import MCP_CLIENT_CAPABILITIES, MCP_CLIENT_INFO, MCP_PROTOCOL_VERSION, MCP_PROTOCOL_VERSION_KEY
 from ..mcp import binding as b
 from .mcp import McpCaller
@@ -87,11 +88,16 @@ class McpHttpBridge:
     ``add(name, forward)`` → an :class:`HttpEndpoint` (URL and bearer token) to hand to the
     agent's MCP client; :meth:`aclose` (or leaving ``async with``) stops the listener and
     cancels what is in flight. ``max_body``: the largest request body, in bytes.
-    ``max_active``: requests in flight per endpoint. Needs the ``remote`` extra (uvicorn).
+    ``max_active``: requests in flight per endpoint. ``port``: the port to listen on (0, the
+    default: any free one; one in use is a :class:`~acplink.TransportError` saying so). Needs
+    the ``remote`` extra (uvicorn).
     """
 
     def __init__(self, *, max_body: int = 4 * 1024 * 1024, max_active: int = 64, legacy_initialize: bool = True,
-                 server_name: str = "acplink") -> None:
+                 server_name: str = "acplink", port: int = 0) -> None:
+        if not isinstance(port, int) or isinstance(port, bool) or not 0 <= port <= 65535:
+            raise UsageError(f"the MCP HTTP bridge's port must be 0 (any free one) to 65535, not {port!r}")
+        self.bind_port = port
         self.max_body = max_body
         self.max_active = max_active
         self.legacy_initialize = legacy_initialize
@@ -122,8 +128,15 @@ class McpHttpBridge:
             raise UsageError("the MCP HTTP bridge is already started")
         sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        sock.listen(128)
+        try:
+            sock.bind(("127.0.0.1", self.bind_port))
+            sock.listen(128)
+        except OSError as exc:
+            sock.close()
+            raise TransportError(f"the MCP HTTP bridge cannot listen on 127.0.0.1:{self.bind_port}: "
+                                 f"{exc.strerror or exc}" + (" (another process uses that port; give another, "
+                                                             "or 0 for any free one)"
+                                                             if exc.errno == errno.EADDRINUSE else "")) from None
         sock.setblocking(False)
         self.port = int(sock.getsockname()[1])
         config = uvicorn.Config(self._app, interface="asgi3", log_config=None, access_log=False, log_level="warning",

@@ -13,6 +13,7 @@ HELP = "run a built-in ACP proxy on stdio (a component of `acplink conduct` or a
 EXAMPLES = """examples:
   acplink conduct --proxy 'acplink proxy policy --allow read,search --deny execute' -- my-agent
   acplink conduct --proxy 'acplink proxy redact' -- my-agent
+  acplink conduct --proxy 'acplink proxy mcp-http' -- my-http-mcp-only-agent
 
 In process, the same proxies are `--proxy acplink:NAME` of `acplink conduct`
 (acplink:policy=allow:read,deny:execute)."""
@@ -47,6 +48,15 @@ def add_parser(sub: Any) -> None:
     policy.add_argument("--default", choices=("ask", "allow", "deny"), default="ask",
                         help="what a request no rule matches gets (default: ask the editor)")
     policy.set_defaults(run=run)
+    mcp_http = names.add_parser("mcp-http", help="MCP-over-ACP for an agent whose MCP client only speaks HTTP",
+                                description="advertise acp MCP servers for an agent that only takes HTTP ones, and "
+                                            "serve each declared acp server to it on a loopback HTTP endpoint "
+                                            "(docs/proxies.md)")
+    mcp_http.add_argument("--port", type=int, default=0,
+                          help="the loopback port of the HTTP endpoints (default: any free one)")
+    mcp_http.add_argument("--max-active", type=int, default=64, metavar="N",
+                          help="MCP requests in flight per server (default: 64)")
+    mcp_http.set_defaults(run=run)
     for name, text in (("passthrough", "forward everything unchanged"),
                        ("context", "add a line of text before every prompt"),
                        ("redact", "redact what the agent sends upstream (the rules of `acplink record --redact`)")):
@@ -70,6 +80,14 @@ def _app(args: argparse.Namespace) -> Any:
             raise UsageError("give rules: acplink proxy policy --allow RULES --deny RULES (or --default)")
         return policy_proxy([parse_rule(text, decision) for decision, text in args.rules or []],
                             default=args.default)
+    if args.proxy_name == "mcp-http":
+        from ..proxy import mcp_http_proxy
+
+        if args.max_active < 1:
+            from ..errors import UsageError
+
+            raise UsageError(f"--max-active must be at least 1, not {args.max_active}")
+        return mcp_http_proxy(port=args.port, max_active=args.max_active)
     if args.proxy_name == "context" and args.text:
         return builtin_proxy(f"context={args.text}")
     return builtin_proxy(args.proxy_name)

@@ -7,6 +7,7 @@ See docs/proxies.md. The wire codec of the ``proxy/successor`` envelope is
 from .app import ProxyApp, ProxyContext
 from .builtins import builtin_proxy, context_proxy, passthrough_proxy
 from .conductor import Component, Conductor
+from .mcp_http import mcp_http_proxy
 from .policy import policy_proxy
 from .redact import redact_proxy
 
@@ -17,6 +18,7 @@ __all__ = [
     "ProxyContext",
     "builtin_proxy",
     "context_proxy",
+    "mcp_http_proxy",
     "passthrough_proxy",
     "policy_proxy",
     "redact_proxy",

@@ -41,10 +41,12 @@ class ProxyMcp:
         if isinstance(result, dict):
             version = result.get("protocolVersion")
             try:
-                where = get_protocol(version).mcp_transports.get("acp") if isinstance(version, int) else None
+                protocol = get_protocol(version) if isinstance(version, int) else None
             except UsageError:
-                where = None
-            node: Any = result.get("agentCapabilities")
+                protocol = None
+            where = protocol.mcp_transports.get("acp") if protocol is not None else None
+            # (v1 agentCapabilities, v2 capabilities)
+            node: Any = result.get(protocol.capabilities_field[0] if protocol is not None else "agentCapabilities")
             for key in (where or "mcpCapabilities.acp").split("."):
                 node = node.get(key) if isinstance(node, dict) else None
             takes = node is True or isinstance(node, dict)

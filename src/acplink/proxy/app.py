@@ -91,6 +91,13 @@ class ProxyContext:
         send = self._conn.to_successor if self.source == "client" else self._conn.to_predecessor
         return await send(self.method, _wire(params), request=self.is_request)
 
+    @property
+    def state(self) -> dict[str, Any]:
+        """This connection's own state (one dict per conductor connection, kept between
+        messages): what a proxy learns on one message and needs on later ones; see
+        :meth:`ProxyApp.on_close` to release what it holds."""
+        return self._conn.state
+
     async def request_successor(self, method: str, params: Any = None) -> Any:
         """Send a request of our own to the successor (the agent's side); its result."""
         return await self._conn.to_successor(method, params, request=True)
@@ -116,6 +123,13 @@ class ProxyApp:
         self._hooks: dict[tuple[Side, str], tuple[Hook, type[BaseModel] | None]] = {}
         #: name -> handler of the MCP servers the proxy offers the agent (see add_mcp_server)
         self.mcp_servers: dict[str, Callable[[McpCall], Awaitable[Any]]] = {}
+        self._closers: list[Callable[[dict[str, Any]], Awaitable[None]]] = []
+
+    def on_close(self, fn: Callable[[dict[str, Any]], Awaitable[None]]) -> Callable[[dict[str, Any]], Awaitable[None]]:
+        """Register ``async def fn(state)``, run with each connection's :attr:`ProxyContext.state`
+        when that connection ends (to close what the proxy opened for it)."""
+        self._closers.append(fn)
+        return fn
 
     def add_mcp_server(self, name: str, handler: Callable[[McpCall], Awaitable[Any]]) -> None:
         """Offer ``handler`` (an :class:`~acplink.McpServer`, or any ``async def
@@ -151,7 +165,14 @@ class ProxyApp:
         try:
             await peer.wait_closed()
         finally:
-            await peer.aclose()
+            try:
+                for close in self._closers:
+                    try:
+                        await close(conn.state)
+                    except Exception as exc:
+                        log.warning("%s: closing failed: %s: %s", self.name, type(exc).__name__, exc)
+            finally:
+                await peer.aclose()
 
     def run(self, *, log_level: int = logging.WARNING) -> None:
         """Serve on stdio until stdin closes (how a conductor runs a proxy). Logs go to stderr."""
@@ -183,6 +204,8 @@ class _ProxyConnection:
         self.gate = OrderGate()
         #: the MCP servers this connection offers the agent (None: the app has none)
         self.mcp = ProxyMcp(app.name, app.mcp_servers) if app.mcp_servers else None
+        #: the app's per-connection state (ProxyContext.state)
+        self.state: dict[str, Any] = {}
 
     def _no_conductor(self, method: str) -> InvalidRequest:
         msg = (f"{self.app.name} is an ACP proxy and must run under a conductor (for example "

@@ -5,7 +5,9 @@
 * ``policy`` (``acplink:policy=allow:read,deny:execute``): answers permission requests by rule
   (:mod:`acplink.proxy.policy`);
 * ``redact``: redacts what the agent sends upstream with the recorder's rules
-  (:mod:`acplink.proxy.redact`).
+  (:mod:`acplink.proxy.redact`);
+* ``mcp-http`` (``acplink:mcp-http``, ``acplink:mcp-http=PORT``): MCP-over-ACP for an agent whose
+  MCP client only speaks HTTP (:mod:`acplink.proxy.mcp_http`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Any
 from ..errors import UsageError
 from ..methods import SESSION_PROMPT
 from .app import ProxyApp, ProxyContext
+from .mcp_http import mcp_http_proxy
 from .policy import parse_policy_spec, policy_proxy
 from .redact import redact_proxy
 
@@ -49,7 +52,14 @@ BUILTINS: dict[str, Callable[[str | None], ProxyApp]] = {
     "context": lambda arg: context_proxy(arg if arg else DEFAULT_CONTEXT),
     "policy": lambda arg: _policy(arg),
     "redact": lambda arg: redact_proxy(),
+    "mcp-http": lambda arg: _mcp_http(arg),
 }
+
+
+def _mcp_http(port: str | None) -> ProxyApp:
+    if port is not None and not port.isdigit():
+        raise UsageError(f"acplink:mcp-http=PORT takes a port number (0: any free one), not {port!r}")
+    return mcp_http_proxy(port=int(port or 0))
 
 
 def _policy(spec: str | None) -> ProxyApp:
