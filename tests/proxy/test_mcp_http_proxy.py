@@ -226,3 +226,12 @@ def test_the_cli_refuses_a_bad_port() -> None:
     assert proc.returncode == 2
     assert "port must be 0 (any free one) to 65535" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_example_runs() -> None:
+    import subprocess
+
+    example = HERE.parent.parent / "examples" / "proxy_mcp_http.py"
+    proc = subprocess.run([PY, str(example)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["words.word_count says: 4"]

@@ -82,12 +82,16 @@ class AgentBase(AgentOn):
         protocols: Sequence[int] = (PROTOCOL_VERSION,),
         store: SessionStore | None = None,
         mcp_over_acp: bool = True,
+        mcp_http: bool = False,
     ) -> None:
         self.name = name
         #: advertise ``acp`` MCP servers (MCP-over-ACP): the caller (``ctx.mcp``) is built into
         #: every acplink agent, so it is on unless the app turns it off (then declarations of
         #: ``acp`` servers are refused, as every transport not advertised)
         self.mcp_over_acp = mcp_over_acp
+        #: advertise ``http`` MCP servers: the app's own MCP client takes the session's ``http``
+        #: declarations (``ctx.session.mcp_servers``); off by default (refused as not advertised)
+        self.mcp_http = mcp_http
         #: the protocol versions this agent serves (``initialize`` answers the requested one
         #: when it is here, the latest otherwise)
         self.protocols = tuple(protocols)
@@ -245,6 +249,8 @@ class AgentBase(AgentOn):
         acp = protocol.mcp_transports.get("acp")
         if self.mcp_over_acp and acp is not None:
             protocol.advertise(out, "agent:" + acp)
+        if self.mcp_http:  # (v1's flag; a v2 connection's codec makes it session.mcp.http)
+            out["mcpCapabilities"] = {**out.get("mcpCapabilities", {}), "http": True}
         registered = [protocol.names[h] for h in self.hook_handlers() if protocol.has(h)] + list(self.methods)
         for method, kind in registered:
             info = protocol.info(method, kind)

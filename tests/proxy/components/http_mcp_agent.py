@@ -19,19 +19,7 @@ from urllib.parse import urlsplit
 
 from acplink import AgentApp, PromptContext, run_agent
 
-
-class HttpOnlyAgent(AgentApp):
-    """An AgentApp that advertises HTTP MCP servers (there is no public option for it: an acplink
-    agent takes ``acp`` ones natively; this one stands for an agent that cannot)."""
-
-    def _capabilities_wire(self, *args: Any, **kw: Any) -> dict[str, Any]:
-        out = super()._capabilities_wire(*args, **kw)
-        # (v1-shaped: a v2 connection's codec makes it v2's session.mcp.http)
-        out["mcpCapabilities"] = {"http": True}
-        return out
-
-
-app = HttpOnlyAgent("http-only-agent", "1.0", protocols=(1, 2), mcp_over_acp=False)
+app = AgentApp("http-only-agent", "1.0", protocols=(1, 2), mcp_over_acp=False, mcp_http=True)
 
 
 def _servers(ctx: PromptContext) -> dict[str, dict[str, Any]]:
