@@ -2,7 +2,7 @@
 client), for the mcp-http polyfill tests: it advertises HTTP MCP servers (v1
 ``mcpCapabilities.http``, v2 ``session.mcp.http``) and not ``acp`` ones, on v1 and v2.
 
-A prompt is a command, answered with one text chunk:
+A prompt's first text block is a command, answered with one text chunk:
 
 * ``servers``: the session's declarations, ``TYPE NAME URL-HOST`` per line (``-`` without a URL);
 * ``call NAME TOOL JSON``: ``tools: a,b; progress: 1,2; result: TEXT`` (or ``mcp-error: CODE MESSAGE``,
@@ -70,7 +70,9 @@ async def _call(server: dict[str, Any], tool: str, args: dict[str, Any], hang: b
 
 @app.prompt
 async def prompt(ctx: PromptContext) -> None:
-    words = ctx.text.strip().split(" ", 3)
+    # (the first text block: a context proxy before the agent puts its line first)
+    first = next((b.text for b in ctx.params.prompt if getattr(b, "type", None) == "text"), "")
+    words = first.strip().split(" ", 3)
     servers = _servers(ctx)
     if words[0] == "servers":
         lines = [f"{s.get('type', 'stdio')} {name} {urlsplit(s['url']).hostname if 'url' in s else '-'}"
