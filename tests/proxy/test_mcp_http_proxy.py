@@ -235,3 +235,34 @@ def test_the_example_runs() -> None:
     proc = subprocess.run([PY, str(example)], capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == ["words.word_count says: 4"]
+
+
+async def test_in_process_the_listener_and_its_tasks_are_gone_after_close(tmp_path: Path) -> None:
+    from acplink.proxy import Component, Conductor, ProxyContext, mcp_http_proxy
+    from acplink.transports.memory import memory_pair
+
+    app = mcp_http_proxy()
+    states: list[dict[str, Any]] = []
+
+    @app.from_client("session/prompt")
+    async def keep_state(ctx: ProxyContext, params: Any) -> Any:
+        states.append(ctx.state)
+        return await ctx.forward(params)
+
+    tools, _ = client_tools()
+    client_end, conductor_end = memory_pair()
+    conductor = Conductor([Component(serve=app.serve, name="mcp-http"), HTTP_AGENT])
+    serving = asyncio.ensure_future(conductor.serve(conductor_end))
+    async with connect(client_end) as client:
+        client.mcp.register("tools", tools)
+        session = await client.new_session(cwd=tmp_path)
+        assert await _reply(session, 'call tools echo {"text": "in"}') == \
+            "tools: echo,fail,hang; progress: 1,2; result: echo: in"
+        port = states[0]["acplink.mcp-http"].bridge.port
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()  # (listening)
+    await asyncio.wait_for(serving, 15)
+    assert states[0] == {}  # the polyfill's state was released by its on_close
+    with pytest.raises(OSError), socket.create_connection(("127.0.0.1", port), timeout=2):
+        pass
+    left = [t.get_name() for t in asyncio.all_tasks() if t.get_name().startswith("acplink-mcp-http")]
+    assert left == []
