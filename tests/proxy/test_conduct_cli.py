@@ -22,7 +22,7 @@ def test_acplink_prompt_through_a_chain(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("args, words", [
     (["conduct", "--proxy", "acplink:passthrough"], "no agent command"),
-    (["conduct", "--proxy", "acplink:nope", "--", "agent"], "no built-in proxy 'nope'; built-ins: context, passthrough"),
+    (["conduct", "--proxy", "acplink:nope", "--", "agent"], "no built-in proxy 'nope'; built-ins: context, mcp-http, passthrough"),
     (["conduct", "--as-proxy", "--", "agent"], "--as-proxy runs proxies only"),
     (["conduct", "--as-proxy"], "--as-proxy needs at least one --proxy"),
     (["conduct", "--proxy", "'unclosed", "--", "agent"], "--proxy \"'unclosed\": cannot split the command: No closing quotation"),

@@ -69,17 +69,17 @@ async def test_an_http_only_agent_calls_the_clients_tools_through_the_polyfill(p
             "tools: echo,fail,hang; progress: 1,2; result: echo: again"
 
 
-async def _initialize(chain: list[str], protocol: int) -> dict[str, Any]:
+async def _initialize(chain: list[str], protocol: int, store: Path) -> dict[str, Any]:
     params: dict[str, Any] = {"protocolVersion": protocol, "clientCapabilities": {}}
     if protocol == 2:
         params["info"] = {"name": "raw", "version": "1"}
-    async with RawClient(chain) as c:
+    async with RawClient(chain, env={"ACPLINK_DEMO_STORE": str(store)}) as c:
         result: dict[str, Any] = await c.call("initialize", params)
     return result
 
 
 @pytest.mark.parametrize("protocol", [1, 2])
-async def test_the_polyfill_advertises_acp_only_over_http_mcp(protocol: int) -> None:
+async def test_the_polyfill_advertises_acp_only_over_http_mcp(protocol: int, tmp_path: Path) -> None:
     field, path = {1: ("agentCapabilities", ("mcpCapabilities",)), 2: ("capabilities", ("session", "mcp"))}[protocol]
 
     def mcp(result: dict[str, Any]) -> Any:
@@ -88,16 +88,16 @@ async def test_the_polyfill_advertises_acp_only_over_http_mcp(protocol: int) -> 
             node = node[key]
         return node
 
-    bridged = await _initialize(conduct(IN_PROCESS, agent=HTTP_AGENT), protocol)
-    direct = await _initialize(conduct(agent=HTTP_AGENT), protocol)
+    bridged = await _initialize(conduct(IN_PROCESS, agent=HTTP_AGENT), protocol, tmp_path)
+    direct = await _initialize(conduct(agent=HTTP_AGENT), protocol, tmp_path)
     assert "acp" not in mcp(direct)
     assert mcp(bridged) == {**mcp(direct), "acp": True if protocol == 1 else {}}
     # nothing else changed
     mcp(bridged).pop("acp")
     assert bridged == direct
     # an agent with native acp: the answer passes unchanged
-    assert await _initialize(conduct(IN_PROCESS, agent=DEMO), protocol) == \
-        await _initialize(conduct(agent=DEMO), protocol)
+    assert await _initialize(conduct(IN_PROCESS, agent=DEMO), protocol, tmp_path) == \
+        await _initialize(conduct(agent=DEMO), protocol, tmp_path)
 
 
 async def test_an_agent_with_native_acp_gets_the_declarations_unchanged(tmp_path: Path) -> None:
