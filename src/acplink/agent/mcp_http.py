@@ -126,7 +126,9 @@ class McpHttpBridge:
 
         if self._serving is not None:
             raise UsageError("the MCP HTTP bridge is already started")
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # (IPPROTO_TCP named: asyncio sets TCP_NODELAY on accepted sockets only then; without it
+        # a response written in two parts waits for the client's delayed ACK, ~40 ms a request)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("127.0.0.1", self.bind_port))
