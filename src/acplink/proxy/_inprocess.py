@@ -58,12 +58,13 @@ class InProcessProxy(_ProxyConnection):
         """A request for the proxy: its result, or its error raised as the proxy's connection
         would have answered it (``timeout``: seconds it may take, as any component)."""
         side: Side = "client" if from_predecessor else "agent"
+        handle = self.dispatch if self.app._hooks or self.mcp is not None else self._forward
         scope: asyncio.Timeout | None = None
         try:
             if timeout is None:
-                return await self.dispatch(side, method, params, True)
+                return await handle(side, method, params, True)
             async with asyncio.timeout(timeout) as scope:
-                return await self.dispatch(side, method, params, True)
+                return await handle(side, method, params, True)
         except Exception as exc:
             if isinstance(exc, TimeoutError) and scope is not None and scope.expired():
                 raise self.conductor.own_error(self.index, f"did not answer {method} within {timeout:g} s") from None
@@ -71,13 +72,28 @@ class InProcessProxy(_ProxyConnection):
 
     async def notify(self, from_predecessor: bool, method: str, params: Any) -> None:
         """A notification for the proxy (a hook that fails is logged, as a connection would)."""
+        handle = self.dispatch if self.app._hooks or self.mcp is not None else self._forward
         try:
-            await self.dispatch("client" if from_predecessor else "agent", method, params, False)
+            await handle("client" if from_predecessor else "agent", method, params, False)
         except Exception as exc:
             if self.conductor.debug or not isinstance(exc, AcpError):
                 log.warning("%s: notification handler for %s failed: %s", self.app.name, method, exc, exc_info=True)
             else:
                 log.info("%s: notification handler for %s failed: %s", self.app.name, method, exc)
+
+    async def _forward(self, side: Side, method: str, params: Any, request: bool, meta: Any = None) -> Any:
+        """:meth:`dispatch` of a proxy with no hook and no MCP server: the message passed on
+        (its params are JSON values already)."""
+        c, i = self.conductor, self.index
+        if side == "client":
+            if request:
+                return await c.successor_call(i, MODERN.successor, method, params)
+            await c.notify(i, i + 1, method, params)
+        elif request:
+            return await c.call(i, i - 1, method, params)
+        else:
+            await c.notify(i, i - 1, method, params)
+        return None
 
     # -- what it sends -------------------------------------------------------------------------
 
