@@ -74,7 +74,9 @@ _SETTLE = 1.0
 
 class Component:
     """One component of a chain: a command line to spawn, or a proxy served in this process
-    (``serve``: runs the component over the transport it is given, until it closes)."""
+    (``serve``: runs the component over the transport it is given, until it closes). A
+    ``ProxyApp``'s own ``serve`` is not called: the conductor drives that proxy directly
+    (``_inprocess.py``), unless OpenTelemetry is configured (then its connection's spans)."""
 
     def __init__(self, command: Sequence[str] | None = None, *,
                  serve: Callable[[Transport], Awaitable[None]] | None = None, name: str | None = None,
