@@ -25,12 +25,19 @@ for n in "$n1" "$n2"; do
   case $chain in
     conductor) PROXY=() ;;
     builtin) PROXY=(--proxy acplink:passthrough) ;;
-    process) PROXY=(--proxy "${VG[*]} $PY $B/proxy_hop.py --proxy") ;;
+    # (the proxy in a session of its own: the conductor's shutdown ladder signals the process
+    # group of a component that is slow to exit, as one under callgrind is, before it wrote its
+    # counts; in its own session it exits at the end of its input, and is waited for below)
+    process) PROXY=(--proxy "setsid -w ${VG[*]} $PY $B/proxy_hop.py --proxy") ;;
     *) echo "CHAIN: conductor, builtin or process" >&2; exit 2 ;;
   esac
   "$PY" "$B/scenario_client.py" "$sc" "$n" -- "${VG[@]}" "$PY" -m acplink conduct "${PROXY[@]}" -- \
     "$PY" "$B/scenario_agent.py" > "$f.out" 2>&1
   grep -q '"ok": *true' "$f.out" || { echo "run failed: see $f.out" >&2; exit 1; }
+  for _ in $(seq 120); do  # (every process counted has written its counts)
+    [ "$(grep -l '^summary:' "$f".cg.* | wc -l)" = "$(ls "$f".cg.* | wc -l)" ] && break
+    sleep 1
+  done
   vals+=("$(cat "$f".cg.* | awk '/^summary:/ {s += $2} END {printf "%.0f", s}')")
 done
 echo "$sc $chain $(( (vals[1] - vals[0]) / (n2 - n1) )) Ir/msg  (Ir$n1=${vals[0]} Ir$n2=${vals[1]})"

@@ -68,6 +68,8 @@ def main() -> int:
     parser.add_argument("--rtt", type=int, default=5000)
     parser.add_argument("--quick", action="store_true", help="small N, one round (a smoke run)")
     parser.add_argument("--json", metavar="FILE", help="write the figures as JSON")
+    parser.add_argument("--configs", default="direct,conductor,builtin,process",
+                        help="the configurations to run, comma-separated (direct is always run: the ratios' base)")
     args = parser.parse_args()
     if args.proxy:
         from acplink import ProxyApp
@@ -78,7 +80,10 @@ def main() -> int:
         args.rounds, args.flood, args.rtt = 1, 500, 100
     figures: dict[str, dict[str, Any]] = {}
     ok = True
+    wanted = {"direct", *args.configs.split(",")}
     for name, chain in chains().items():
+        if name not in wanted:
+            continue
         row: dict[str, Any] = {}
         for scenario, n in (("flood", args.flood), ("rtt", args.rtt)):
             runs = [run_one(scenario, n, chain) for _ in range(args.rounds)]

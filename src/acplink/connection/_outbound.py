@@ -184,6 +184,33 @@ class Outbound:
         finally:
             calls.close(rid)
 
+    def open_call(self, method: str, params_json: bytes | None, on_result: Callable[[Any], Any] | None = None
+                  ) -> tuple[int | str, asyncio.Future[Any], Awaitable[None]] | None:
+        """Send a request now, for a caller that keeps the call itself (a proxy that forwards a
+        request keeps awaiting its answer when it is cancelled: ``proxy/_order.py``): its id,
+        the future its answer settles (as :meth:`request`'s result or error, ``on_result``
+        likewise), and the write, to await unless it is :data:`DONE` (flow control, with
+        :meth:`written`). None when the connection takes no call so (its calls at their limit,
+        or OpenTelemetry wrapping each one): use :meth:`request`. End it with :meth:`end_call`."""
+        if self.telemetry is not None or self.engine.awaited >= self.calls.limit:
+            return None
+        if self._closed:
+            raise self._closed_error()
+        rid, data = self.engine.request(method, params_json)
+        fut = self.calls.open(rid, on_result)
+        return rid, fut, self._write(data)
+
+    def end_call(self, rid: int | str) -> None:
+        """The caller of :meth:`open_call` is done with call ``rid``: when it is still unanswered
+        (the caller gave up), the peer is told with ``$/cancel_request``."""
+        self._abandon(rid)
+        self.calls.close(rid)
+
+    @classmethod
+    async def written(cls, written: Awaitable[None], fut: asyncio.Future[Any]) -> None:
+        """Await the write of a call of :meth:`open_call` (see :meth:`_written`)."""
+        await cls._written(written, fut)
+
     @staticmethod
     async def _written(written: Awaitable[None], fut: asyncio.Future[Any]) -> None:
         """Await a request's write; when the write closed the connection, the call fails with

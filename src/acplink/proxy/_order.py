@@ -91,7 +91,36 @@ async def call_through(peer: Any, tasks: TaskSet, method: str, data: bytes | Non
     ``$/cancel_request``), exactly the request it caused is cancelled on this hop, and its answer
     (a result, or ``-32800``) is still awaited, within ``grace`` seconds, and returned: the
     answer then leaves behind everything the successor sent before it (answering ``-32800`` at
-    once would let a late ``session/update`` arrive after the answer)."""
+    once would let a late ``session/update`` arrive after the answer).
+
+    The call is the caller's own (``Peer.open_call``: no task per forwarded request); with a
+    ``timeout``, or when the connection takes no call so, it runs in a task of ``tasks``."""
+    opened = peer.open_call(method, data, on_result) if timeout is None else None
+    if opened is None:
+        return await _call_in_task(peer, tasks, method, data, timeout, on_result, grace)
+    rid, fut, written = opened
+    try:
+        if written is not DONE:
+            await peer.written(written, fut)
+        return await asyncio.shield(fut)
+    except asyncio.CancelledError:
+        if fut.done() or peer.closed:
+            raise
+        try:
+            await forward_notification(peer, CANCEL_REQUEST, orjson.dumps({"requestId": rid}))
+        except AcpError:
+            pass
+        done, _ = await asyncio.wait((fut,), timeout=grace)
+        if not done:
+            raise
+        return fut.result()
+    finally:
+        peer.end_call(rid)
+
+
+async def _call_in_task(peer: Any, tasks: TaskSet, method: str, data: bytes | None, timeout: float | None,
+                        on_result: Any, grace: float) -> Any:
+    """:func:`call_through` with the request in a task of ``tasks`` (``Peer.request``)."""
     sent: list[int | str] = []
     task = tasks.spawn(peer.request(method, data, timeout=timeout, on_result=on_result, on_sent=sent.append))
     try:

@@ -237,21 +237,23 @@ class _ProxyConnection:
             await self.gate.wait()
         dialect = dialect_of(method)
         meta = None
+        side: Side = "client"
         if dialect is not None and method == dialect.initialize:
             if not request:
                 return None
             self.dialect = dialect
-            method, source = INITIALIZE, "client"
+            method = INITIALIZE
         elif self.dialect is None:
             if request:
                 raise self._no_conductor(method)
             return None
         elif dialect is not None and method == dialect.successor:
             wrapped = unwrap(params, envelope=method)
-            method, params, meta, source = wrapped.method, wrapped.params, wrapped.meta, "agent"
-        else:
-            source = "client"
-        side: Side = "client" if source == "client" else "agent"
+            method, params, meta, side = wrapped.method, wrapped.params, wrapped.meta, "agent"
+        return await self.dispatch(side, method, params, request, meta)
+
+    async def dispatch(self, side: Side, method: str, params: Any, request: bool, meta: Any = None) -> Any:
+        """One unwrapped message from ``side``: to its hook, or passed on; a request's result."""
         mcp = self.mcp
         if mcp is not None:
             if side == "agent" and method == MCP_MESSAGE and mcp.owns(params):

@@ -60,6 +60,7 @@ from ..protocol.proxy import DIALECTS, MODERN, Dialect, dialect_of, unwrap, wrap
 from ..transports.base import Transport
 from ..transports.memory import memory_pair
 from ..transports.subprocess import SubprocessTransport
+from ._inprocess import InProcessProxy, drivable
 from ._order import OrderGate, call_through, forward_notification
 from .trace import TraceWriter
 
@@ -73,7 +74,9 @@ _SETTLE = 1.0
 
 class Component:
     """One component of a chain: a command line to spawn, or a proxy served in this process
-    (``serve``: runs the component over the transport it is given, until it closes)."""
+    (``serve``: runs the component over the transport it is given, until it closes). A
+    ``ProxyApp``'s own ``serve`` is not called: the conductor drives that proxy directly
+    (``_inprocess.py``), unless OpenTelemetry is configured (then its connection's spans)."""
 
     def __init__(self, command: Sequence[str] | None = None, *,
                  serve: Callable[[Transport], Awaitable[None]] | None = None, name: str | None = None,
@@ -103,6 +106,8 @@ class _Node:
         self.dialect: Dialect = MODERN
         self.peer: Peer | None = None
         self.transport: Transport | None = None
+        #: a ProxyApp of this process the conductor drives directly (no connection: see _inprocess.py)
+        self.direct: InProcessProxy | None = None
         #: the answers it sent that are not forwarded yet (see _order.py)
         self.gate = OrderGate()
 
@@ -246,6 +251,10 @@ class Conductor:
 
     async def _start(self, node: _Node) -> None:
         comp = node.component
+        app = drivable(comp.serve) if comp.serve is not None and node.has_successor else None
+        if app is not None and _telemetry("proxy") is None:  # (with OpenTelemetry: its connection's spans)
+            node.direct = InProcessProxy(app, self, node.index)
+            return
         if comp.command is not None:
             transport: Transport = SubprocessTransport(comp.command, env=comp.env, cwd=comp.cwd)
         else:
@@ -286,21 +295,38 @@ class Conductor:
             return node.peer, method, params
         return node.peer, node.dialect.successor, wrap(method, params)  # up: from its successor
 
+    def _direct(self, index: int) -> InProcessProxy | None:
+        """The in-process proxy driven directly at node ``index`` (None: a connection)."""
+        return self.nodes[index].direct if 0 <= index < len(self.nodes) else None
+
     async def request(self, src: int, dst: int, method: str, params: Any) -> bytes:
         """Forward a request from node ``src`` to node ``dst``; the JSON of its result."""
-        return orjson.dumps(await self._call(src, dst, method, params))
+        return orjson.dumps(await self.call(src, dst, method, params))
 
-    async def _call(self, src: int, dst: int, method: str, params: Any, *, wire_method: str | None = None,
-                    timeout: float | None = None) -> Any:
-        peer, wmethod, wparams = self._route(src, dst, method, params)
-        if wire_method is not None:  # (proxy/initialize: the message is the method itself)
-            wmethod, wparams = wire_method, params
+    async def call(self, src: int, dst: int, method: str, params: Any, *, wire_method: str | None = None,
+                   timeout: float | None = None) -> Any:
+        """Forward a request from node ``src`` to node ``dst``; its result (JSON values)."""
+        direct = self._direct(dst)
+        if direct is None:
+            peer, wmethod, wparams = self._route(src, dst, method, params)
+            if wire_method is not None:  # (proxy/initialize: the message is the method itself)
+                wmethod, wparams = wire_method, params
         trace = self.trace
         tid = 0
         if trace is not None:
             tid = trace.new_id()
-            trace.request(self.label(src), self.label(dst), tid, wmethod if wire_method else method, params)
+            trace.request(self.label(src), self.label(dst), tid, wire_method or method, params)
         limit = timeout if timeout is not None else self.request_timeout
+        if direct is not None:
+            try:
+                result = await direct.call(src < dst, method, params, limit)
+            except RequestError as exc:
+                if trace is not None:
+                    trace.response(self.label(dst), self.label(src), tid, exc.to_wire(), True)
+                raise
+            if trace is not None:
+                trace.response(self.label(dst), self.label(src), tid, result, False)
+            return result
         held: list[asyncio.Future[None] | None] = [None]
         gate = self.gate(dst)
         try:
@@ -322,6 +348,12 @@ class Conductor:
 
     async def notify(self, src: int, dst: int, method: str, params: Any) -> None:
         """Forward a notification from node ``src`` to node ``dst``."""
+        direct = self._direct(dst)
+        if direct is not None:
+            if self.trace is not None:
+                self.trace.notification(self.label(src), self.label(dst), method, params)
+            await direct.notify(src < dst, method, params)
+            return
         try:
             peer, wmethod, wparams = self._route(src, dst, method, params)
         except RequestError as exc:
@@ -353,17 +385,20 @@ class Conductor:
     async def initialize(self, src: int, dst: int, params: Any) -> bytes:
         """``initialize`` from node ``src`` for its successor ``dst``: ``proxy/initialize`` to a
         component with a successor (in its dialect), ``initialize`` otherwise; the answer checked."""
+        return orjson.dumps(await self._initialize(src, dst, params))
+
+    async def _initialize(self, src: int, dst: int, params: Any) -> Any:
         if src < 0:
             await self._ensure_started()
         params = self._pin(params)
         if dst >= len(self.nodes) or not self.nodes[dst].has_successor:
-            result = await self._call(src, dst, INITIALIZE, params, timeout=self.initialize_timeout)
+            result = await self.call(src, dst, INITIALIZE, params, timeout=self.initialize_timeout)
             self.answers[dst] = result
-            return orjson.dumps(result)
+            return result
         node = self.nodes[dst]
         for dialect in DIALECTS:
             try:
-                result = await self._call(src, dst, INITIALIZE, params, wire_method=dialect.initialize,
+                result = await self.call(src, dst, INITIALIZE, params, wire_method=dialect.initialize,
                                           timeout=self.initialize_timeout)
             except MethodNotFound:
                 if dialect is DIALECTS[-1]:
@@ -382,7 +417,20 @@ class Conductor:
             raise self.own_error(dst, f"changed protocolVersion from {expected!r} to {theirs!r} "
                                       "(a proxy must not change it)")
         self.answers[dst] = result
-        return orjson.dumps(result)
+        return result
+
+    async def successor_call(self, index: int, envelope: str, method: str, params: Any) -> Any:
+        """A request proxy ``index`` sends its successor (unwrapped from ``envelope``); its result."""
+        inner = dialect_of(method)
+        if inner is not None and method == inner.initialize:
+            raise InvalidRequest(f"{envelope} wrapping {method}: a proxy forwards initialize to its "
+                                 "successor, not proxy/initialize (the conductor decides who is a proxy)")
+        if method == INITIALIZE:
+            return await self._initialize(index, index + 1, params)
+        if index + 1 not in self.answers:
+            raise InvalidRequest(f"{envelope} wrapping {method} before the successor was initialized: "
+                                 "forward initialize first")
+        return await self.call(index, index + 1, method, params)
 
 
 def _telemetry(side: str) -> Any:
@@ -452,15 +500,7 @@ class _Hop:
         if dialect is None or method != dialect.successor or not c.nodes[i].has_successor:
             return await c.request(i, i - 1, method, params)  # to its predecessor
         wrapped = unwrap(params, envelope=method)
-        if dialect_of(wrapped.method) is not None and wrapped.method == dialect_of(wrapped.method).initialize:  # type: ignore[union-attr]
-            raise InvalidRequest(f"{method} wrapping {wrapped.method}: a proxy forwards initialize to its "
-                                 "successor, not proxy/initialize (the conductor decides who is a proxy)")
-        if wrapped.method == INITIALIZE:
-            return await c.initialize(i, i + 1, wrapped.params)
-        if i + 1 not in c.answers:
-            raise InvalidRequest(f"{method} wrapping {wrapped.method} before the successor was initialized: "
-                                 "forward initialize first")
-        return await c.request(i, i + 1, wrapped.method, wrapped.params)
+        return orjson.dumps(await c.successor_call(i, method, wrapped.method, wrapped.params))
 
     async def handle_notification(self, method: str, params: Any, typed: bool = False) -> None:
         c, i = self.c, self.index
