@@ -166,13 +166,19 @@ class ProxyApp:
             await peer.wait_closed()
         finally:
             try:
-                for close in self._closers:
-                    try:
-                        await close(conn.state)
-                    except Exception as exc:
-                        log.warning("%s: closing failed: %s: %s", self.name, type(exc).__name__, exc)
+                await self.run_closers(conn.state)
             finally:
                 await peer.aclose()
+
+    async def run_closers(self, state: dict[str, Any]) -> None:
+        """Run the :meth:`on_close` functions for one connection's ``state`` (a failing one is
+        logged; the others still run). :meth:`serve` does this when its conductor hangs up; a
+        conductor driving the app in its own process does it when the chain closes."""
+        for close in self._closers:
+            try:
+                await close(state)
+            except Exception as exc:
+                log.warning("%s: closing failed: %s: %s", self.name, type(exc).__name__, exc)
 
     def run(self, *, log_level: int = logging.WARNING) -> None:
         """Serve on stdio until stdin closes (how a conductor runs a proxy). Logs go to stderr."""

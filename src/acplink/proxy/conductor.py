@@ -222,6 +222,9 @@ class Conductor:
             self.upstream.transport.flush()
         await asyncio.gather(*(p.aclose() for p in peers), return_exceptions=True)
         await self.tasks.aclose()
+        for node in self.nodes:
+            if node.direct is not None:  # a proxy driven in this process: release what it holds
+                await node.direct.app.run_closers(node.direct.state)
         if self.upstream is not None:
             await self.upstream.aclose()
         if self.trace is not None:
