@@ -1,0 +1,178 @@
+"""Resumable WebSocket streams: every message carries its cursor (``_meta["acp/cursor"]``), a
+new socket's ``stream/resume`` replays what was missed once and in order, then goes on live;
+``stream/resume_failed`` for a cursor that cannot be resumed; and ``connect(ws_url,
+reconnect=True)`` through a TCP proxy that cuts the connection mid-turn."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from websockets.asyncio.client import ClientConnection
+from websockets.asyncio.client import connect as ws_connect
+
+from acplink import StreamResumeFailed
+from acplink.server import AcpServer, ServerLimits
+from acplink.transports.websocket import WebSocketTransport
+
+from .cutting_proxy import UPDATES, CuttingProxy, assert_whole, count_turn, random_cuts
+from .helpers import AGENT, INIT, msg, prompt, serving
+from .test_ws_wire import recv, until, ws_url
+
+RESUME_FAILED_CODE = -32010
+
+
+@contextlib.asynccontextmanager
+async def served(**limits: Any) -> AsyncIterator[str]:
+    async with serving(AcpServer(AGENT, limits=ServerLimits(**limits))) as url:
+        yield ws_url(url)
+
+
+async def test_a_ws_turn_cut_several_times_arrives_whole_once_and_in_order() -> None:
+    # the turn is about 1.2 MB of frames; 5 cuts in its first 800 KB, each losing up to 30 KB
+    # more in flight (what the socket buffers held is lost too: the server keeps the whole turn)
+    seed, cuts, lost = random_cuts(800_000)
+    async with served(retention_messages=2 * UPDATES) as url, CuttingProxy(url, cuts, lost, away=1) as proxy:
+        texts, transport = await asyncio.wait_for(count_turn(proxy.url, proxy), 60)
+    assert proxy.done == 5, f"seed {seed}: only {proxy.done} cuts happened"
+    assert_whole(texts, seed)
+    assert isinstance(transport, WebSocketTransport)
+    assert transport.resumes >= 1, f"seed {seed}: never resumed"
+    assert transport.turn_state is not None and transport.turn_state["state"] in ("running", "idle")
+
+
+async def test_a_ws_client_that_missed_more_than_the_retention_is_told_so() -> None:
+    # 20 messages kept; the cut loses 60 KB in flight (hundreds of updates the server sent)
+    async with served(retention_messages=20) as url, CuttingProxy(url, [50_000], [60_000]) as proxy:
+        with pytest.raises(StreamResumeFailed) as caught:
+            await asyncio.wait_for(count_turn(proxy.url, proxy), 60)
+    assert proxy.done == 1
+    text = str(caught.value)
+    assert "stream/resume_failed" in text and "no longer kept" in text and "session/resume or session/load" in text
+
+
+def _cursor(message: dict[str, Any]) -> str:
+    holder = message.get("params") or message.get("result") or message
+    cursor: str = holder["_meta"]["acp/cursor"]
+    return cursor
+
+
+def _resume(rid: Any, cid: str, cursor: str) -> str:
+    return json.dumps({"jsonrpc": "2.0", "id": rid, "method": "stream/resume",
+                       "params": {"connectionId": cid, "cursor": cursor}})
+
+
+async def _opened(url: str, **kw: Any) -> tuple[ClientConnection, str, str]:
+    """A socket with an initialized connection and a session: (socket, connection id, session)."""
+    ws = await ws_connect(url, **kw)
+    assert ws.response is not None
+    cid = ws.response.headers["acp-connection-id"]
+    await ws.send(json.dumps(INIT))
+    [init] = await until(ws, 0)
+    assert init["result"]["agentCapabilities"]["transport"]["resumable"] == {
+        "retentionMessages": 1000, "retentionSeconds": 300.0}
+    await ws.send(json.dumps(msg(1, "session/new", cwd="/", mcpServers=[])))
+    sid = (await until(ws, 1))[-1]["result"]["sessionId"]
+    return ws, cid, sid
+
+
+async def test_stream_resume_replays_once_in_order_says_the_turn_state_then_goes_on_live() -> None:
+    async with served() as url:
+        ws, cid, sid = await _opened(url)
+        await ws.send(json.dumps(prompt(2, sid, "permission")))
+        seen = []
+        while (seen and seen[-1].get("method")) != "session/request_permission":
+            seen.append(await recv(ws))
+        cursors = [_cursor(m) for m in seen]
+        numbers = [int(c.rsplit(".", 1)[1]) for c in cursors]
+        assert numbers == sorted(numbers) and len(set(cursors)) == len(cursors)
+        # the socket drops (no close frame); a new one resumes from the update before the request
+        ws.transport.abort()
+        async with ws_connect(url) as again:
+            await again.send(_resume("r1", cid, cursors[-2]))
+            replay = await until(again, "r1")
+            answer = replay.pop()
+            assert replay == [seen[-1]]  # the permission request, with its cursor, once
+            state = answer["result"]["_meta"]["acp/turnState"]
+            assert state["state"] == "requires_action" and state["promptRequestId"] == 2
+            assert state["sessions"] == {sid: {"state": "requires_action", "promptRequestId": 2}}
+            assert answer["result"]["connectionId"] == cid and answer["result"]["replayed"] == 1
+            # live again: answer the permission, the turn ends on this socket
+            await again.send(json.dumps({"jsonrpc": "2.0", "id": seen[-1]["id"], "result": {
+                "outcome": {"outcome": "selected", "optionId": "yes"}}}))
+            rest = await until(again, 2)
+            assert [m["params"]["update"]["content"]["text"] for m in rest[:-1]] == ["permission: yes", "done"]
+            assert int(_cursor(rest[0]).rsplit(".", 1)[1]) == numbers[-1] + 1
+            # a second resume from the same cursor converges on the same messages
+            again.transport.abort()
+        async with ws_connect(url) as third:
+            await third.send(_resume(7, cid, cursors[-2]))
+            replay = await until(third, 7)
+            assert replay[:-1] == [seen[-1], *rest]
+            assert replay[-1]["result"]["_meta"]["acp/turnState"] == {"state": "idle"}
+
+
+async def test_forged_foreign_and_other_principals_cursors_are_refused_with_none_of_its_messages() -> None:
+    async with served() as url:
+        alice, cid, sid = await _opened(url, additional_headers={"Authorization": "Bearer alice"})
+        await alice.send(json.dumps(prompt(2, sid, "count 5")))
+        got = await until(alice, 2)
+        cursor = _cursor(got[2])
+        token, number = cursor.rsplit(".", 1)
+        bob, bob_cid, _ = await _opened(url)
+        alice.transport.abort()
+        cases = [
+            (cid, "nonsense"), (cid, f"{token}.{int(number) + 50}"), (cid, f"x{token}.1"), (cid, f"{token}.-1"),
+            (bob_cid, cursor),  # another connection's cursor
+            ("no-such-connection", cursor),
+        ]
+        for i, (target, forged) in enumerate(cases):
+            async with ws_connect(url, additional_headers={"Authorization": "Bearer alice"}) as ws:
+                await ws.send(_resume(i, target, forged))
+                [answer] = await until(ws, i)  # nothing before the refusal
+                assert answer["error"]["code"] == RESUME_FAILED_CODE, (target, forged, answer)
+                assert answer["error"]["message"].startswith("stream/resume_failed")
+                assert answer["error"]["data"]["reason"]
+        # the right cursor, from another principal (no credentials, or other ones): refused too
+        for headers in ({}, {"Authorization": "Bearer mallory"}):
+            async with ws_connect(url, additional_headers=headers) as ws:
+                await ws.send(_resume("m", cid, cursor))
+                [answer] = await until(ws, "m")
+                assert answer["error"]["code"] == RESUME_FAILED_CODE and "count" not in json.dumps(answer)
+        # alice herself gets it back; bob's socket heard nothing of alice's
+        async with ws_connect(url, additional_headers={"Authorization": "Bearer alice"}) as ws:
+            await ws.send(_resume("a", cid, cursor))
+            replay = await until(ws, "a")
+            assert replay[:-1] == got[3:]
+        await bob.send(json.dumps(msg(9, "_echo")))
+        assert [m.get("id") for m in await until(bob, 9)] == [9]
+        await bob.close()
+
+
+async def test_a_refused_resume_leaves_the_socket_free_to_initialize_and_a_late_resume_is_an_error() -> None:
+    async with served() as url, ws_connect(url) as ws:
+        await ws.send(_resume(1, "nope", "nope.1"))
+        [refused] = await until(ws, 1)
+        assert refused["error"]["code"] == RESUME_FAILED_CODE
+        await ws.send(json.dumps(INIT))
+        [init] = await until(ws, 0)
+        assert "result" in init
+        await ws.send(_resume(2, "nope", "nope.1"))
+        [late] = await until(ws, 2)
+        assert late["error"]["code"] == -32600 and "first message" in late["error"]["message"]
+
+
+async def test_a_clean_close_ends_the_connection_no_resume_after_it() -> None:
+    async with served() as url:
+        ws, cid, _ = await _opened(url)
+        await ws.send(json.dumps(msg(5, "_echo")))
+        [echo] = await until(ws, 5)
+        await ws.close()
+        async with ws_connect(url) as again:
+            await again.send(_resume(1, cid, _cursor(echo)))
+            [answer] = await until(again, 1)
+            assert answer["error"]["code"] == RESUME_FAILED_CODE
