@@ -21,7 +21,7 @@ from acplink.transports.websocket import WebSocketTransport
 
 from .cutting_proxy import UPDATES, CuttingProxy, assert_whole, count_turn, random_cuts
 from .helpers import AGENT, INIT, msg, prompt, serving
-from .test_ws_wire import recv, until, ws_url
+from .test_ws_wire import closed_with, recv, until, ws_url
 
 RESUME_FAILED_CODE = -32010
 
@@ -176,3 +176,17 @@ async def test_a_clean_close_ends_the_connection_no_resume_after_it() -> None:
             await again.send(_resume(1, cid, _cursor(echo)))
             [answer] = await until(again, 1)
             assert answer["error"]["code"] == RESUME_FAILED_CODE
+
+
+async def test_a_resume_takes_the_stream_from_a_socket_the_server_still_thinks_alive() -> None:
+    async with served() as url:
+        old, cid, sid = await _opened(url)
+        await old.send(json.dumps(prompt(2, sid, "count 3")))
+        got = await until(old, 2)
+        async with ws_connect(url) as new:  # the old socket is still open: the new one replaces it
+            await new.send(_resume("r", cid, _cursor(got[0])))
+            replay = await until(new, "r")
+            assert replay[:-1] == got[1:]
+            assert (await closed_with(old)) == 1008 and old.close_reason == "replaced by a resumed WebSocket"
+            await new.send(json.dumps(msg(3, "_echo")))
+            assert [m.get("id") for m in await until(new, 3)] == [3]

@@ -120,6 +120,16 @@ class Mailbox:
         if self.reader_task is not None:
             self.reader_task.cancel()
 
+    async def take_over(self, timeout: float) -> None:
+        """Stop the reader this stream has (a client whose socket dropped before the server
+        saw it go: its resume replaces it), waiting at most ``timeout`` for it to let go."""
+        if self.reader_task is not None:
+            self.reader_task.cancel()
+        try:
+            await asyncio.wait_for(self.free.wait(), timeout)
+        except TimeoutError:
+            pass
+
     @property
     def unread(self) -> bool:
         return not self.has_reader and bool(self.queue)

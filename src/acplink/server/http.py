@@ -197,12 +197,7 @@ async def _get(registry: Registry, headers: dict[str, str], receive: Receive, se
             except ResumeRefused as exc:
                 await answer(send, 409, f"Conflict: cannot resume: {exc}")
                 return
-            if held.reader_task is not None:
-                held.reader_task.cancel()
-            try:
-                await asyncio.wait_for(held.free.wait(), _TAKEOVER)
-            except TimeoutError:
-                pass
+            await held.take_over(_TAKEOVER)
             box = conn.open_stream(sid)
     if box is None:
         await answer(send, 409, "Conflict: this stream already has a reader")

@@ -249,12 +249,7 @@ class _Socket:
             number = old.retention.check(cursor)
             if old.has_reader:  # a socket the server has not seen drop yet: this one replaces it
                 conn.generation += 1
-                if old.reader_task is not None:
-                    old.reader_task.cancel()
-                try:
-                    await asyncio.wait_for(old.free.wait(), _TAKEOVER)
-                except TimeoutError:
-                    pass
+                await old.take_over(_TAKEOVER)
             box = conn.open_stream(None) if not conn.closed else None
             if box is None:
                 raise ResumeRefused("the stream is still being read by another socket")
