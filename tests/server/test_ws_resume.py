@@ -20,7 +20,7 @@ from acplink.server import AcpServer, ServerLimits
 from acplink.transports.websocket import WebSocketTransport
 
 from .cutting_proxy import UPDATES, CuttingProxy, assert_whole, count_turn, random_cuts
-from .helpers import AGENT, INIT, msg, prompt, serving
+from .helpers import AGENT, BOUND, INIT, msg, prompt, serving
 from .test_ws_wire import closed_with, recv, until, ws_url
 
 RESUME_FAILED_CODE = -32010
@@ -66,9 +66,13 @@ def _resume(rid: Any, cid: str, cursor: str) -> str:
                        "params": {"connectionId": cid, "cursor": cursor}})
 
 
-async def _opened(url: str, **kw: Any) -> tuple[ClientConnection, str, str]:
-    """A socket with an initialized connection and a session: (socket, connection id, session)."""
-    ws = await ws_connect(url, **kw)
+RESUMES = {"Acp-Stream-Resume": "1"}
+
+
+async def _opened(url: str, headers: dict[str, str] | None = None) -> tuple[ClientConnection, str, str]:
+    """A socket with an initialized connection and a session, of a client that resumes a
+    dropped stream: (socket, connection id, session)."""
+    ws = await ws_connect(url, additional_headers={**RESUMES, **(headers or {})})
     assert ws.response is not None
     cid = ws.response.headers["acp-connection-id"]
     await ws.send(json.dumps(INIT))
@@ -92,7 +96,7 @@ async def test_stream_resume_replays_once_in_order_says_the_turn_state_then_goes
         assert numbers == sorted(numbers) and len(set(cursors)) == len(cursors)
         # the socket drops (no close frame); a new one resumes from the update before the request
         ws.transport.abort()
-        async with ws_connect(url) as again:
+        async with ws_connect(url, additional_headers=RESUMES) as again:
             await again.send(_resume("r1", cid, cursors[-2]))
             replay = await until(again, "r1")
             answer = replay.pop()
@@ -118,7 +122,7 @@ async def test_stream_resume_replays_once_in_order_says_the_turn_state_then_goes
 
 async def test_forged_foreign_and_other_principals_cursors_are_refused_with_none_of_its_messages() -> None:
     async with served() as url:
-        alice, cid, sid = await _opened(url, additional_headers={"Authorization": "Bearer alice"})
+        alice, cid, sid = await _opened(url, {"Authorization": "Bearer alice"})
         await alice.send(json.dumps(prompt(2, sid, "count 5")))
         got = await until(alice, 2)
         cursor = _cursor(got[2])
@@ -190,3 +194,43 @@ async def test_a_resume_takes_the_stream_from_a_socket_the_server_still_thinks_a
             assert (await closed_with(old)) == 1008 and old.close_reason == "replaced by a resumed WebSocket"
             await new.send(json.dumps(msg(3, "_echo")))
             assert [m.get("id") for m in await until(new, 3)] == [3]
+
+
+async def test_a_client_that_does_not_resume_ends_its_connection_when_its_socket_drops() -> None:
+    app = AcpServer(AGENT)
+    async with serving(app) as http_url:
+        url = ws_url(http_url)
+        ws = await ws_connect(url)  # (no Acp-Stream-Resume: as the TS SDK's client)
+        assert ws.response is not None
+        cid = ws.response.headers["acp-connection-id"]
+        await ws.send(json.dumps(INIT))
+        [init] = await until(ws, 0)
+        ws.transport.abort()
+        async with asyncio.timeout(BOUND):  # (a hang guard)
+            while app.connection_count:
+                await asyncio.sleep(0.02)
+        async with ws_connect(url, additional_headers=RESUMES) as again:
+            await again.send(_resume("r", cid, _cursor(init)))
+            [answer] = await until(again, "r")
+            assert answer["error"]["code"] == RESUME_FAILED_CODE
+
+
+async def test_a_dropped_socket_of_a_client_that_resumes_leaves_its_connection_waiting() -> None:
+    app = AcpServer(AGENT)
+    async with serving(app) as http_url:
+        url = ws_url(http_url)
+        ws, cid, _ = await _opened(url)
+        await ws.send(json.dumps(msg(5, "_echo")))
+        [echo] = await until(ws, 5)
+        conn = app.registry.connections[cid]
+        ws.transport.abort()
+        async with asyncio.timeout(BOUND):  # until the server has seen the drop (a hang guard)
+            while conn.stream.has_reader:
+                await asyncio.sleep(0.02)
+        assert not conn.closed and app.connection_count == 1
+        async with ws_connect(url, additional_headers=RESUMES) as again:
+            await again.send(_resume("r", cid, _cursor(echo)))
+            [answer] = await until(again, "r")
+            assert answer["result"]["replayed"] == 0
+            await again.send(json.dumps(msg(6, "_echo")))
+            assert [m.get("id") for m in await until(again, 6)] == [6]

@@ -4,8 +4,10 @@ The first message of a socket is ``initialize`` (a new connection, its id in the
 ``Acp-Connection-Id``) or ``stream/resume`` (the durable-transport RFD draft): a socket that
 takes over the stream of a connection whose socket dropped, from a cursor. Every message the
 server sends on the stream carries its cursor in ``_meta["acp/cursor"]`` (:mod:`.resume`
-keeps what was sent); a socket that drops without a close frame leaves its connection (and
-agent) running for ``idle_timeout``, waiting for a resume.
+keeps what was sent). A socket whose upgrade said that its client resumes
+(``Acp-Stream-Resume: 1``) and that drops without a close frame leaves its connection (and
+agent) running for ``idle_timeout``, waiting for a resume; any other socket's end ends its
+connection (a client that never resumes, as the TS SDK's, leaves no agent behind).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ from ..transports._cursor import (
 )
 from .access import Refusal
 from .asgi import Receive, Scope, Send, answer, header_map, peer_of
-from .connection import Mailbox, Registry, RemoteConnection, principal_of, pump
+from .connection import Mailbox, Registry, RemoteConnection, id_key, principal_of, pump
 from .resume import ResumeRefused, advertise
 
 __all__ = ["handle_websocket", "refuse_upgrade"]
@@ -41,6 +43,8 @@ log = logging.getLogger("acplink.server")
 PROTOCOL_ERROR = 1002
 POLICY = 1008
 TOO_BIG = 1009
+#: the upgrade header of a client that resumes dropped streams (see the module's doc)
+RESUME_HEADER = "acp-stream-resume"
 #: what a client's close frame says when it ends the connection (anything else: the socket dropped)
 _CLEAN = (1000, 1001)
 #: how long a resume waits for the socket it replaces to let go of the stream
@@ -107,7 +111,10 @@ class _Socket:
         self.closed = False
         #: the code of the client's close frame (1006: the socket dropped without one)
         self.client_code: int | None = None
-        self.principal = principal_of(header_map(scope))
+        headers = header_map(scope)
+        self.principal = principal_of(headers)
+        #: the client said it resumes a dropped stream: a drop leaves the connection waiting
+        self.resumes = headers.get(RESUME_HEADER, "").strip() == "1"
 
     async def close(self, code: int, reason: str = "") -> None:
         if self.closed:
@@ -215,6 +222,12 @@ class _Socket:
             conn.close("the WebSocket ended while its agent started")
             raise
         limits = registry.limits
+        if id_key(msg.get("id")) is None:  # (an id nothing can be matched to: passed on as it is)
+            try:
+                conn.send(data, method="initialize", rid=msg.get("id"))
+            except AcpError:
+                pass
+            return conn, box, None
         try:
             answered = conn.expect_answer(msg.get("id"))
             conn.send(data)
@@ -310,7 +323,7 @@ class _Socket:
             # (a send that failed: the socket is gone, whether or not its drop was seen yet)
             lost = out.done() and not out.cancelled() and out.exception() is not None
             if mine and not conn.closed:
-                if self.client_code in _CLEAN or (self.client_code is None and not lost):
+                if not self.resumes or self.client_code in _CLEAN or (self.client_code is None and not lost):
                     conn.close("the client closed the WebSocket")
                 else:  # dropped: the connection waits for a resume (idle_timeout)
                     log.info("connection %s: its WebSocket dropped; kept for a resume", conn.id)

@@ -47,6 +47,8 @@ __all__ = ["WebSocketTransport"]
 
 #: the limit on an incoming message when none is given (PeerLimits' default)
 _DEFAULT_MAX_MESSAGE = 64 * 1024 * 1024
+#: the upgrade header that says we resume a dropped stream (``reconnect``)
+RESUME_HEADER = "Acp-Stream-Resume"
 #: no initialize request seen yet
 _NONE: Any = object()
 
@@ -118,7 +120,9 @@ class WebSocketTransport(Transport):
 
         url = self.options.url
         try:
-            ws = await connect(url, additional_headers=self.options.request_headers(),
+            # (a client that resumes says so: the server then keeps a dropped socket's connection)
+            resume = [(RESUME_HEADER, "1")] if self.options.reconnect else []
+            ws = await connect(url, additional_headers=[*self.options.request_headers(), *resume],
                                max_size=self.max_message_size, open_timeout=self.open_timeout,
                                close_timeout=CLOSE_TIMEOUT, compression=None,
                                user_agent_header="acplink")
