@@ -234,3 +234,21 @@ async def test_a_dropped_socket_of_a_client_that_resumes_leaves_its_connection_w
             assert answer["result"]["replayed"] == 0
             await again.send(json.dumps(msg(6, "_echo")))
             assert [m.get("id") for m in await until(again, 6)] == [6]
+
+
+async def test_after_a_resume_each_sessions_last_v2_state_update_comes_again_without_a_cursor() -> None:
+    async with served() as url:
+        ws, cid, sid = await _opened(url)
+        await ws.send(json.dumps(prompt(2, sid, "state")))
+        got = await until(ws, 2)
+        state = next(m for m in got if m.get("method") == "session/update"
+                     and m["params"]["update"]["sessionUpdate"] == "state_update")
+        ws.transport.abort()
+        async with ws_connect(url, additional_headers=RESUMES) as again:
+            await again.send(_resume("r", cid, _cursor(got[-1])))
+            [answer] = await until(again, "r")
+            assert answer["result"]["replayed"] == 0
+            again_state = await recv(again)  # before anything live
+            assert again_state["params"]["update"] == state["params"]["update"] == {
+                "sessionUpdate": "state_update", "state": "running"}
+            assert "_meta" not in again_state["params"]  # (not part of the stream: never replayed)
