@@ -11,6 +11,7 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
+import orjson
 import pytest
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
@@ -252,3 +253,36 @@ async def test_after_a_resume_each_sessions_last_v2_state_update_comes_again_wit
             assert again_state["params"]["update"] == state["params"]["update"] == {
                 "sessionUpdate": "state_update", "state": "running"}
             assert "_meta" not in again_state["params"]  # (not part of the stream: never replayed)
+
+
+def test_the_cursor_goes_into_params_result_or_the_message_and_comes_back_out() -> None:
+    from acplink.transports._cursor import cursor_of, with_cursor
+
+    note = b'{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{}}}'
+    spliced = with_cursor(note, "tok.7")
+    assert orjson.loads(spliced) == {"jsonrpc": "2.0", "method": "session/update", "params": {
+        "_meta": {"acp/cursor": "tok.7"}, "sessionId": "s", "update": {}}}
+    cases = {  # message -> where its _meta is
+        b'{"jsonrpc":"2.0","method":"x","params":{"_meta":{"traceparent":"t"},"q":"acp/cursor"}}': ("params",),
+        b'{"jsonrpc":"2.0","method":"x","params":{}}': ("params",),
+        b'{"jsonrpc": "2.0", "method": "x", "params": {"a": 1}}': ("params",),
+        b'{"jsonrpc":"2.0","id":1,"result":{"stopReason":"end_turn"}}': ("result",),
+        b'{"jsonrpc":"2.0","id":1,"error":{"code":-1,"message":"no"}}': (),
+        b'{"jsonrpc":"2.0","id":1,"result":null}': (),
+    }
+    for message, where in [(note, ("params",)), *cases.items()]:
+        out = with_cursor(message, "tok.7")
+        holder = orjson.loads(out)
+        for member in where:
+            holder = holder[member]
+        assert holder["_meta"]["acp/cursor"] == "tok.7", message
+        assert cursor_of(out) == "tok.7"
+        before = orjson.loads(message)
+        after = orjson.loads(out)
+        assert {k: v for k, v in after.items() if k != "_meta"}.keys() == before.keys()
+    assert with_cursor(b'{"jsonrpc":"2.0","method":"x","params":{"_meta":{"traceparent":"t"}}}', "c.1") == \
+        b'{"jsonrpc":"2.0","method":"x","params":{"_meta":{"traceparent":"t","acp/cursor":"c.1"}}}'
+    # a key "acp/cursor" elsewhere is not a cursor; neither is a cursor among other _meta keys read wrong
+    assert cursor_of(b'{"jsonrpc":"2.0","method":"x","params":{"q":{"_meta":{"acp/cursor":"no"}}}}') is None
+    assert cursor_of(b'{"jsonrpc":"2.0","method":"x","params":{"_meta":{"acp/cursor":"c.2","b":2}}}') == "c.2"
+    assert with_cursor(b"not json", "c.1") == b"not json" and cursor_of(b'"acp/cursor"') is None

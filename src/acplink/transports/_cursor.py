@@ -33,6 +33,8 @@ RESUMED_METHOD = "stream/resumed"
 _NOTIFICATION = b'{"jsonrpc":"2.0","method":"'
 _PARAMS = b'","params":{'
 _KEY = CURSOR_KEY.encode()
+#: what follows a notification's method name once :func:`with_cursor` spliced the cursor in
+_SPLICED = _PARAMS + b'"_meta":{"' + _KEY + b'":"'
 
 
 def with_cursor(line: bytes, cursor: str) -> bytes:
@@ -62,6 +64,13 @@ def cursor_of(raw: bytes) -> str | None:
     """The cursor :func:`with_cursor` wrote into ``raw`` (None: none)."""
     if _KEY not in raw:
         return None
+    if raw.startswith(_NOTIFICATION):  # (where with_cursor splices it: read without a parse)
+        end = raw.find(b'"', len(_NOTIFICATION))
+        if end > 0 and raw.startswith(_SPLICED, end) and b"\\" not in raw[len(_NOTIFICATION):end]:
+            start = end + len(_SPLICED)
+            stop = raw.find(b'"', start)
+            if stop > 0 and raw[stop + 1:stop + 2] == b"}" and b"\\" not in raw[start:stop]:
+                return raw[start:stop].decode()
     try:
         msg = orjson.loads(raw)
     except orjson.JSONDecodeError:
