@@ -225,18 +225,23 @@ class WebSocketTransport(Transport):
             try:
                 await ws.send(orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": RESUME_METHOD, "params": {
                     "connectionId": self.connection_id, "cursor": self.cursor}}).decode())
-                while True:  # the replay, then the answer
-                    frame = await ws.recv()
+                while True:  # the replay, then the answer (a server silent for open_timeout: next try)
+                    frame = await asyncio.wait_for(ws.recv(), self.open_timeout)
                     if type(frame) is not str:
                         continue
                     raw = frame.encode()
                     answer = _answer_to(raw, rid)
                     if answer is None:
+                        if not self._reading.is_set():
+                            await self._reading.wait()
                         self._deliver(raw, sink)
                         continue
                     break
-            except WsClosed:
-                why = "the new WebSocket was lost while it resumed"
+            except (WsClosed, TimeoutError) as exc:
+                if ws.transport is not None:
+                    ws.transport.abort()
+                why = "the new WebSocket was lost while it resumed" if isinstance(exc, WsClosed) else \
+                    f"no answer to {RESUME_METHOD} in {self.open_timeout:g} s"
                 if self.cursor != before:  # (it replayed something: the tries start again)
                     tries = 0
                 continue
