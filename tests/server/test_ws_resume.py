@@ -16,7 +16,7 @@ import pytest
 from websockets.asyncio.client import ClientConnection
 from websockets.asyncio.client import connect as ws_connect
 
-from acplink import StreamResumeFailed
+from acplink import StreamResumeFailed, connect
 from acplink.server import AcpServer, ServerLimits
 from acplink.transports.websocket import WebSocketTransport
 
@@ -286,3 +286,20 @@ def test_the_cursor_goes_into_params_result_or_the_message_and_comes_back_out() 
     assert cursor_of(b'{"jsonrpc":"2.0","method":"x","params":{"q":{"_meta":{"acp/cursor":"no"}}}}') is None
     assert cursor_of(b'{"jsonrpc":"2.0","method":"x","params":{"_meta":{"acp/cursor":"c.2","b":2}}}') == "c.2"
     assert with_cursor(b"not json", "c.1") == b"not json" and cursor_of(b'"acp/cursor"') is None
+
+
+async def test_connect_reconnect_goes_on_after_its_socket_drops_between_turns() -> None:
+    async with served() as url, connect(url, reconnect=True) as client:
+        transport = client.transport
+        assert isinstance(transport, WebSocketTransport) and transport.resumable
+        session = await client.new_session(cwd=".")
+        assert await session.prompt("count 3").text() == "thinking012done"
+        sock = transport._ws
+        assert sock is not None and sock.transport is not None
+        sock.transport.abort()  # the network drops the socket
+        async with asyncio.timeout(BOUND):  # (a hang guard) until the client noticed it
+            while transport._ws is sock:
+                await asyncio.sleep(0.01)
+        # what is sent now waits for the resumed socket, and the connection goes on
+        assert await session.prompt("count 2").text() == "thinking01done"
+        assert transport.resumes == 1 and transport.turn_state == {"state": "idle"}
