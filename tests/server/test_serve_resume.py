@@ -75,3 +75,15 @@ async def test_a_chat_away_longer_than_the_retention_is_told_and_reopens_its_ses
     assert "reconnected; session s1 reopened" in out
     assert out.rstrip().endswith("thinkingdone")  # the next prompt, on the reopened session
     assert TURN not in out
+
+
+def test_bad_retention_and_keepalive_values_are_usage_errors() -> None:
+    import subprocess
+
+    from .helpers import ACPLINK, env_without_token
+
+    for bad in (["--retention-messages", "0"], ["--retention-seconds", "-1"], ["--keepalive", "0"]):
+        r = subprocess.run([*ACPLINK, "serve", "--port", "0", *bad], capture_output=True, text=True, timeout=60,
+                           env=env_without_token())
+        assert r.returncode == 2, (bad, r.stderr)
+        assert bad[0] in r.stderr and "Traceback" not in r.stderr
