@@ -129,9 +129,10 @@ class ConnectionClosed(TransportError):
 
 
 class StreamResumeFailed(ConnectionClosed):
-    """A remote stream dropped and the server refused to resume it (HTTP 409: what was missed
-    is beyond its retention, or the connection is gone): the connection is closed; reopen the
-    session on a new one with ``session/resume`` or ``session/load``."""
+    """A remote stream dropped and the server refused to resume it (HTTP 409, WebSocket
+    ``stream/resume_failed``: what was missed is beyond its retention, or the connection is
+    gone): the connection is closed; reopen the session on a new one with ``session/resume``
+    or ``session/load``."""
 
 
 class PeerOutputNotJson(TransportError, ProtocolError):

@@ -4,7 +4,7 @@ It answers initialize (its pid in ``_meta.pid``), session/new, session/load and
 session/prompt (two ``agent_message_chunk`` updates, then ``end_turn``). Prompt texts steer it:
 "permission" asks the client for permission first (and reports the chosen option), "crash"
 exits with status 3 in the middle of the turn, "flood N" sends N updates of 1 KiB, "count N" sends N updates "0" to "N-1", "sessions N"
-sends one update to each of N new session ids. ``_echo`` answers with the exact line it
+sends one update to each of N new session ids, "state" sends a v2 ``state_update`` (running). ``_echo`` answers with the exact line it
 received. ``--silent`` never answers anything. Every line it reads is also logged to stderr.
 """
 
@@ -48,6 +48,9 @@ def prompt(rid: object, params: dict[str, object]) -> None:
     if text.startswith("count"):
         for i in range(int(text.split()[1])):
             update(sid, str(i))
+    if text == "state":
+        send({"jsonrpc": "2.0", "method": "session/update", "params": {"sessionId": sid, "update": {
+            "sessionUpdate": "state_update", "state": "running"}}})
     if text.startswith("sessions"):
         for i in range(int(text.split()[1])):
             update(f"{sid}-{i}", "hello")

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from rich.text import Text
 
-from ..errors import AcpError, TransportError
+from ..errors import AcpError, StreamResumeFailed, TransportError
 from ..transports._remote import AuthRejected
 from .chat_render import error_text
 from .common import open_client, start_session
@@ -29,6 +29,10 @@ async def reconnect(app: ChatApp, lost: TransportError) -> bool:
     (``--reconnect``); True when the chat can go on with a new client and its session reopened."""
     args, console = app.args, app.console
     console.print(Text(f"connection lost: {error_text(lost)}", style="red"))
+    if isinstance(lost, StreamResumeFailed):  # (--reconnect had resumed the stream until now)
+        console.print(Text("the server no longer holds what it sent while this chat was away (longer than its "
+                           "retention): those updates are lost here; reopening the session (session/load shows "
+                           "its history again where the agent keeps one)", style="yellow"))
     if app.interrupted_turn:
         console.print(Text("the prompt that was running failed with the connection; it is not sent again",
                            style="yellow"))

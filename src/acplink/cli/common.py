@@ -311,8 +311,8 @@ def _remote_connect(args: argparse.Namespace, permission: PermissionPolicy, kw: 
     token = args.token if args.token is not None else os.environ.get("ACPLINK_TOKEN") or None
     kw.pop("stderr", None)
     kw["terminal"] = kw["terminal"] and args.remote_terminal
-    # (chat --reconnect over streamable HTTP: a dropped stream is resumed where it stopped)
-    resume = bool(getattr(args, "reconnect", False)) and urlsplit(args.url).scheme.lower() in ("http", "https")
+    # (chat --reconnect: a dropped stream is resumed where it stopped, where the server can)
+    resume = bool(getattr(args, "reconnect", False))
     return connect(args.url, fs=args.remote_fs and not args.no_fs, permission=permission, debug=args.debug,
                    headers=headers, token=token, cookies=jar, reconnect=resume, **kw)
 

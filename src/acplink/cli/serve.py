@@ -50,6 +50,15 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--idle-timeout", type=positive_seconds, default=300.0, metavar="S",
                    help="close an HTTP connection (and stop its agent) after S seconds without a "
                         "request or an open stream (default 300)")
+    p.add_argument("--retention-messages", type=int, default=1000, metavar="N",
+                   help="each stream keeps the last N messages it sent, so that a client whose connection "
+                        "dropped gets back what it missed (SSE Last-Event-ID, WebSocket stream/resume; "
+                        "advertised at initialize; default 1000)")
+    p.add_argument("--retention-seconds", type=positive_seconds, default=300.0, metavar="S",
+                   help="... each for S seconds (default 300)")
+    p.add_argument("--keepalive", type=positive_seconds, default=15.0, metavar="S",
+                   help="a quiet stream gets a keepalive every S seconds (an SSE comment, a WebSocket "
+                        "ping), so that proxies do not close it (default 15)")
     p.add_argument("--insecure-no-auth", action="store_true",
                    help="allow a non-loopback --host without a token")
     add_otel_option(p)
@@ -82,6 +91,8 @@ def run(args: argparse.Namespace) -> int:
                     "or --insecure-no-auth", 2)
     if args.max_connections < 1:
         return fail("--max-connections must be at least 1", 2)
+    if args.retention_messages < 1:
+        return fail("--retention-messages must be at least 1", 2)
     command: Any = list(args.agent) or [sys.executable, "-m", "acplink", "demo-agent",
                                         *(["--otel"] if args.otel else [])]
     if args.app is not None:
@@ -92,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             return fail(f"--app {args.app}: {exc}", 2)
     transports = ("ws",) if args.ws else ("http",) if args.http else ("http", "ws")
-    limits = ServerLimits(max_connections=args.max_connections, idle_timeout=args.idle_timeout)
+    limits = ServerLimits(max_connections=args.max_connections, idle_timeout=args.idle_timeout,
+                          retention_messages=args.retention_messages, retention_seconds=args.retention_seconds,
+                          keepalive=args.keepalive)
     app = AcpServer(command, path=args.path, transports=transports, token=token,
                     allow_origins=args.allow_origin, allowed_hosts=LOOPBACK_HOSTS if loopback else None,
                     limits=limits)
@@ -191,6 +204,8 @@ async def _serve(app: Any, sock: socket.socket, transports: tuple[str, ...], tok
                             ws_max_size=app.limits.max_message_bytes + 1024,
                             # no permessage-deflate (as the TS server): zlib on every small frame, both ends
                             ws_per_message_deflate=False,
+                            # keepalive pings on a WebSocket (a peer that answers none in time is gone)
+                            ws_ping_interval=app.limits.keepalive, ws_ping_timeout=app.limits.keepalive * 2,
                             timeout_graceful_shutdown=1, timeout_keep_alive=30)
     server = _server_class()(config, app)
     for scheme in ("ws", "http"):

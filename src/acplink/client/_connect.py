@@ -45,9 +45,10 @@ class connect:
     cookies the server sets are kept in ``cookies`` (pass the same :class:`CookieJar` to a
     later ``connect`` to reconnect to the same instance behind a load balancer). A remote
     agent is offered no file access and no terminals unless ``fs``/``terminal`` are given.
-    ``reconnect`` (streamable HTTP): a stream that drops mid-turn is resumed from the last
-    message it delivered (``Last-Event-ID``), so nothing is lost or repeated; when the server
-    no longer holds what was missed, the connection ends with
+    ``reconnect``: a stream that drops mid-turn is resumed from the last message it delivered
+    (streamable HTTP: ``Last-Event-ID``; WebSocket: a new socket and ``stream/resume``), so
+    nothing is lost or repeated, where the server advertises resumable streams; when the
+    server no longer holds what was missed, the connection ends with
     :class:`~acplink.errors.StreamResumeFailed` (reopen the session with ``session/resume``
     or ``session/load`` on a new connection). See ``docs/remote.md``.
 

@@ -12,6 +12,7 @@ agent's output is not read, and a client that takes nothing for ``output_stall``
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import logging
 import time
 import uuid
@@ -29,7 +30,7 @@ from .backends import AgentBackend, AgentChannel
 from .limits import ServerLimits
 from .resume import Retention
 
-__all__ = ["Mailbox", "Registry", "RemoteConnection", "id_key", "pump"]
+__all__ = ["Mailbox", "Registry", "RemoteConnection", "id_key", "principal_of", "pump"]
 
 log = logging.getLogger("acplink.server")
 
@@ -43,6 +44,16 @@ CONNECTION_ANSWERS = frozenset({"session/new", "session/load"})
 
 #: how every notification acplink's engine writes begins
 _NOTIFICATION = b'{"jsonrpc":"2.0","method":'
+#: in every v2 ``state_update`` (kept for a resume); looked for before any parse
+_STATE_UPDATE = b'"state_update"'
+
+
+def principal_of(headers: dict[str, str]) -> str:
+    """Who a request speaks for, as far as the server can tell: a digest of its credentials
+    (``Authorization``; empty without). A stream is resumed only by the principal that opened
+    its connection."""
+    auth = headers.get("authorization")
+    return hashlib.sha256(auth.encode()).hexdigest() if auth else ""
 
 
 def id_key(rid: Any) -> Key | None:
@@ -70,9 +81,8 @@ class Mailbox:
         self.free = asyncio.Event()
         self.free.set()
         limits = owner.limits
-        #: what was sent, for a resume (HTTP streams: a WebSocket has no resume yet)
-        self.retention = Retention(limits.retention_messages, limits.retention_seconds) \
-            if owner.kind == "http" else None
+        #: what was sent (as sent: a WebSocket's messages with their cursor), for a resume
+        self.retention: Retention | None = Retention(limits.retention_messages, limits.retention_seconds)
 
     def push(self, data: bytes) -> None:
         if self.finished:
@@ -84,15 +94,15 @@ class Mailbox:
     def peek(self) -> bytes | None:
         return self.queue[0] if self.queue else None
 
-    def commit(self) -> None:
-        """The message :meth:`peek` returned was sent."""
+    def commit(self, sent: bytes | None = None) -> None:
+        """The message :meth:`peek` returned was sent (as ``sent``, when it was changed)."""
         data = self.queue.popleft()
         if self.retention is not None:
-            self.retention.keep(data)
+            self.retention.keep(data if sent is None else sent)
         self.owner._taken(len(data))
 
     def head_cursor(self) -> str:
-        """The cursor of the message :meth:`peek` returned (HTTP streams)."""
+        """The cursor of the message :meth:`peek` returned."""
         assert self.retention is not None
         return self.retention.cursor(self.retention.sent + 1)
 
@@ -110,23 +120,33 @@ class Mailbox:
         if self.reader_task is not None:
             self.reader_task.cancel()
 
+    async def take_over(self, timeout: float) -> None:
+        """Stop the reader this stream has (a client whose socket dropped before the server
+        saw it go: its resume replaces it), waiting at most ``timeout`` for it to let go."""
+        if self.reader_task is not None:
+            self.reader_task.cancel()
+        try:
+            await asyncio.wait_for(self.free.wait(), timeout)
+        except TimeoutError:
+            pass
+
     @property
     def unread(self) -> bool:
         return not self.has_reader and bool(self.queue)
 
 
-async def pump(box: Mailbox, send: Callable[[bytes], Awaitable[None]], *,
+async def pump(box: Mailbox, send: Callable[[bytes], Awaitable[bytes | None]], *,
                keepalive: float | None = None,
                on_quiet: Callable[[], Awaitable[None]] | None = None) -> None:
     """Send a mailbox's messages in order until it is finished and empty. A message leaves
-    the queue only once ``send`` returned (a cancelled send loses nothing). ``on_quiet`` runs
-    after ``keepalive`` seconds without a message."""
+    the queue only once ``send`` returned (a cancelled send loses nothing); ``send`` returns
+    the message as it sent it when it changed it (None: as it was). ``on_quiet`` runs after
+    ``keepalive`` seconds without a message."""
     while True:
         box.wake.clear()
         data = box.peek()
         if data is not None:
-            await send(data)
-            box.commit()
+            box.commit(await send(data))
             continue
         if box.finished:
             return
@@ -145,10 +165,19 @@ async def pump(box: Mailbox, send: Callable[[bytes], Awaitable[None]], *,
 class RemoteConnection:
     """A remote client's connection: its agent, its streams, its routes."""
 
-    def __init__(self, registry: Registry, kind: Kind, peer: str) -> None:
-        self.id = str(uuid.uuid4())
+    def __init__(self, registry: Registry, kind: Kind, peer: str, *, cid: str | None = None,
+                 principal: str = "") -> None:
+        self.id = cid or str(uuid.uuid4())
         self.kind = kind
         self.peer = peer
+        #: who opened it (see :func:`principal_of`): a resume must come from the same
+        self.principal = principal
+        #: the WebSocket now carrying the connection (each resume makes a new one)
+        self.generation = 0
+        #: the client's ``session/prompt`` requests not answered yet: id key -> (session, id)
+        self.prompts: dict[Key, tuple[str | None, Any]] = {}
+        #: the last ``state_update`` (v2) the agent sent for each session, as sent
+        self.states: dict[str, bytes] = {}
         self.registry = registry
         self.limits: ServerLimits = registry.limits
         self.channel: AgentChannel | None = None
@@ -210,6 +239,8 @@ class RemoteConnection:
         if key is not None:
             if method is not None:  # a request: where its answer goes
                 self.pending[key] = None if method in CONNECTION_ANSWERS else route
+                if method == "session/prompt":
+                    self.prompts[key] = (route, rid)
             else:  # an answer: the agent's request is settled
                 self.answers.pop(key, None)
         if self.metrics is not None:
@@ -230,6 +261,8 @@ class RemoteConnection:
     def _from_agent(self, line: bytes) -> None:
         if self.metrics is not None:
             self.metrics.from_agent(self.id, len(line))
+        if _STATE_UPDATE in line:
+            self._keep_state(line)
         if self._pass_notifications and line.startswith(_NOTIFICATION):
             self.stream.push(line)  # (a flood's updates: what the parse below would do with them)
             return
@@ -250,6 +283,8 @@ class RemoteConnection:
                     init[1].set_result(line)
                 return
             route = self.pending.pop(key, None) if key is not None else None
+            if key is not None:
+                self.prompts.pop(key, None)
             self._deliver(route, line)
         elif kind == "invalid":
             log.warning("connection %s: the agent wrote a message that is not JSON-RPC; dropped", self.id)
@@ -278,6 +313,36 @@ class RemoteConnection:
                 return
             box = self.sessions[route] = Mailbox(self, route)
         box.push(line)
+
+    def _keep_state(self, line: bytes) -> None:
+        try:
+            msg = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return
+        params = msg.get("params") if isinstance(msg, dict) and msg.get("method") == "session/update" else None
+        update = params.get("update") if isinstance(params, dict) else None
+        sid = params.get("sessionId") if isinstance(params, dict) else None
+        if isinstance(update, dict) and update.get("sessionUpdate") == "state_update" and isinstance(sid, str):
+            self.states[sid] = line
+
+    def turn_state(self, session: str | None) -> dict[str, Any]:
+        """Where the turns stand (the RFD draft's v1 ``acp/turnState``): ``running`` while a
+        ``session/prompt`` is not answered, ``requires_action`` while the agent also waits for
+        an answer of the client, else ``idle``; of ``session``'s stream, or with ``sessions``
+        (each session with a turn) for the connection's."""
+        def state(sid: str | None) -> dict[str, Any]:
+            prompt = next((rid for s, rid in self.prompts.values() if sid is None or s == sid), None)
+            if prompt is None:
+                return {"state": "idle"}
+            asking = any(sid is None or s == sid for s in self.answers.values())
+            return {"state": "requires_action" if asking else "running", "promptRequestId": prompt}
+
+        out = state(session)
+        if session is None:
+            turns = {s: state(s) for s, _ in self.prompts.values() if s is not None}
+            if turns:
+                out["sessions"] = turns
+        return out
 
     def _agent_ended(self, reason: str) -> None:
         self.close(reason, code=1011)
@@ -343,9 +408,10 @@ class RemoteConnection:
                                       code=1008, drop=True))
 
     def arm_idle(self) -> None:
-        """Start the idle clock (HTTP, once ``initialize`` is answered)."""
+        """Start the idle clock (HTTP, once ``initialize`` is answered; a WebSocket, once its
+        socket dropped)."""
         self.touch()
-        if not self.closed:
+        if not self.closed and self._idle is None:
             self._idle = self._loop.call_later(self.limits.idle_timeout, self._check_idle)
 
     def touch(self) -> None:
@@ -381,6 +447,7 @@ class RemoteConnection:
                 box.finish()
         self.pending.clear()
         self.answers.clear()
+        self.prompts.clear()
         self.ended.set()
         self.registry._forget(self)
 
@@ -392,6 +459,8 @@ class Registry:
         self.limits = limits
         self.backend = backend
         self.connections: dict[str, RemoteConnection] = {}
+        #: WebSockets accepted whose first message has not come yet (they count as connections)
+        self.opening = 0
         self.closing = False
         #: the tasks that stop agents, keyed by connection id (aclose waits for them)
         self._stopping = TaskSet("acplink-serve-stop")
@@ -400,10 +469,10 @@ class Registry:
 
     @property
     def full(self) -> bool:
-        return self.closing or len(self.connections) >= self.limits.max_connections
+        return self.closing or len(self.connections) + self.opening >= self.limits.max_connections
 
-    def create(self, kind: Kind, peer: str) -> RemoteConnection:
-        conn = RemoteConnection(self, kind, peer)
+    def create(self, kind: Kind, peer: str, *, cid: str | None = None, principal: str = "") -> RemoteConnection:
+        conn = RemoteConnection(self, kind, peer, cid=cid, principal=principal)
         self.connections[conn.id] = conn
         log.info("connection %s opened (%s from %s)", conn.id, "WebSocket" if kind == "ws" else "HTTP", peer)
         return conn

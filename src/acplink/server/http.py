@@ -10,9 +10,10 @@ import orjson
 from .._tasks import TaskSet
 from ..errors import AcpError
 from ..protocol.messages import message_kind
+from ..transports._cursor import RESUMED_METHOD, TURN_STATE_KEY
 from .asgi import Receive, Scope, Send, TooLarge, answer, header_map, peer_of, read_body
-from .connection import Mailbox, Registry, RemoteConnection, pump
-from .resume import ResumeRefused
+from .connection import Mailbox, Registry, RemoteConnection, principal_of, pump
+from .resume import ResumeRefused, advertise
 
 __all__ = ["CONNECTION_HEADER", "SESSION_HEADER", "handle_http"]
 
@@ -96,7 +97,7 @@ async def _post(registry: Registry, scope: Scope, headers: dict[str, str], recei
         if CONNECTION_HEADER in headers:
             await answer(send, 400, "initialize is not allowed on an existing connection")
         else:
-            await _initialize(registry, scope, rid, line, send)
+            await _initialize(registry, scope, rid, line, send, principal_of(headers))
         return
     conn = await _connection(registry, headers, send)
     if conn is None:
@@ -134,7 +135,8 @@ def _too_long(value: Any, what: str, limit: int) -> str | None:
     return None
 
 
-async def _initialize(registry: Registry, scope: Scope, rid: Any, line: bytes, send: Send) -> None:
+async def _initialize(registry: Registry, scope: Scope, rid: Any, line: bytes, send: Send,
+                      principal: str) -> None:
     limits = registry.limits
     if rid is None:
         await answer(send, 400, "initialize must have an id")
@@ -143,7 +145,7 @@ async def _initialize(registry: Registry, scope: Scope, rid: Any, line: bytes, s
         await answer(send, 503, "Service Unavailable: too many connections",
                      headers=[("retry-after", str(limits.retry_after))])
         return
-    conn = registry.create("http", peer_of(scope))
+    conn = registry.create("http", peer_of(scope), principal=principal)
     try:
         await conn.start_agent(registry.backend)
         answered = conn.expect_answer(rid)
@@ -163,25 +165,7 @@ async def _initialize(registry: Registry, scope: Scope, rid: Any, line: bytes, s
         conn.close("the initialize request was abandoned")
         raise
     conn.arm_idle()
-    await answer(send, 200, _advertise(reply, limits), content_type=_JSON, headers=[(CONNECTION_HEADER, conn.id)])
-
-
-def _advertise(reply: bytes, limits: Any) -> bytes:
-    """The agent's ``initialize`` answer with the server's resumable streams in its
-    capabilities (``agentCapabilities.transport.resumable``, the RFD draft's shape)."""
-    try:
-        msg = orjson.loads(reply)
-    except orjson.JSONDecodeError:
-        return reply
-    result = msg.get("result") if isinstance(msg, dict) else None
-    caps = result.get("agentCapabilities") if isinstance(result, dict) else None
-    if not isinstance(result, dict) or not (caps is None or isinstance(caps, dict)):
-        return reply
-    caps = result["agentCapabilities"] = dict(caps or {})
-    transport = caps.get("transport")
-    caps["transport"] = {**(transport if isinstance(transport, dict) else {}), "resumable": {
-        "retentionMessages": limits.retention_messages, "retentionSeconds": limits.retention_seconds}}
-    return orjson.dumps(msg)
+    await answer(send, 200, advertise(reply, limits), content_type=_JSON, headers=[(CONNECTION_HEADER, conn.id)])
 
 
 async def _get(registry: Registry, headers: dict[str, str], receive: Receive, send: Send) -> None:
@@ -200,6 +184,9 @@ async def _get(registry: Registry, headers: dict[str, str], receive: Receive, se
         await answer(send, 400, bad)
         return
     last = headers.get("last-event-id")
+    if last is not None and principal_of(headers) != conn.principal:
+        await answer(send, 409, "Conflict: cannot resume: the cursor is not one of this stream's")
+        return
     box = conn.open_stream(sid)
     if box is None and last is not None:
         # a resume replaces a reader whose client is gone before the server noticed
@@ -210,12 +197,7 @@ async def _get(registry: Registry, headers: dict[str, str], receive: Receive, se
             except ResumeRefused as exc:
                 await answer(send, 409, f"Conflict: cannot resume: {exc}")
                 return
-            if held.reader_task is not None:
-                held.reader_task.cancel()
-            try:
-                await asyncio.wait_for(held.free.wait(), _TAKEOVER)
-            except TimeoutError:
-                pass
+            await held.take_over(_TAKEOVER)
             box = conn.open_stream(sid)
     if box is None:
         await answer(send, 409, "Conflict: this stream already has a reader")
@@ -258,6 +240,13 @@ async def _stream(conn: RemoteConnection, box: Mailbox, receive: Receive, send: 
                         "body": b"id: " + retention.cursor(retention.sent).encode() + b"\n\n"})
         for number, data in replay:  # what the client missed, with the cursors it had
             await sse(retention.cursor(number), data)
+        if resumed is not None:  # where the turns stand now (the v1 shim of state_update), no id
+            await send({"type": "http.response.body", "more_body": True, "body": b"data: " + orjson.dumps(
+                {"jsonrpc": "2.0", "method": RESUMED_METHOD, "params": {
+                    "_meta": {TURN_STATE_KEY: conn.turn_state(box.session)}}}) + b"\n\n"})
+            state = conn.states.get(box.session) if box.session is not None else None
+            if state is not None:  # v2: the session's state, again (no id: not part of the stream)
+                await send({"type": "http.response.body", "more_body": True, "body": b"data: " + state + b"\n\n"})
         await pump(box, event, keepalive=conn.limits.keepalive, on_quiet=keepalive)
 
     async def keepalive() -> None:

@@ -27,13 +27,15 @@ class ServerLimits:
     - ``initialize_timeout``: how long the agent may take to answer ``initialize`` (504).
     - ``ws_initialize_timeout``: a WebSocket that sends no ``initialize`` in time is closed
       (1002).
-    - ``keepalive``: an SSE comment line is sent on a quiet stream this often.
+    - ``keepalive``: an SSE comment line is sent on a quiet stream this often (WebSocket pings
+      are the ASGI server's: ``acplink serve`` sets uvicorn's ``ws_ping_interval`` to it).
     - ``stop_timeout``: the agent's shutdown ladder (close stdin, SIGTERM, SIGKILL) as a whole.
     - ``retry_after``: the ``Retry-After`` value of a 503, in whole seconds.
-    - ``retention_messages``, ``retention_seconds``: what an HTTP stream keeps of the output
-      it sent, so that a client whose stream dropped gets back what it missed
-      (``Last-Event-ID``): the last this many messages, each for this long (advertised at
-      ``initialize`` as ``agentCapabilities.transport.resumable``).
+    - ``retention_messages``, ``retention_seconds``: what a stream keeps of the output it
+      sent, so that a client whose stream dropped gets back what it missed (HTTP:
+      ``Last-Event-ID``; WebSocket: ``stream/resume``): the last this many messages, each for
+      this long (advertised at ``initialize`` as ``agentCapabilities.transport.resumable``).
+      A WebSocket that drops without a close frame leaves its connection for ``idle_timeout``.
     """
 
     max_message_bytes: int = 16 * MIB

@@ -13,8 +13,11 @@ from __future__ import annotations
 import secrets
 import time
 from collections import deque
+from typing import Any
 
-__all__ = ["ResumeRefused", "Retention"]
+import orjson
+
+__all__ = ["ResumeRefused", "Retention", "advertise"]
 
 
 class ResumeRefused(Exception):
@@ -72,3 +75,21 @@ class Retention:
                 f"{self.max_seconds:g} s)")
         start = number + 1 - kept[0][0]
         return [(n, data) for n, _, data in list(kept)[start:]]
+
+
+def advertise(reply: bytes, limits: Any) -> bytes:
+    """The agent's ``initialize`` answer with the server's resumable streams in its
+    capabilities (``agentCapabilities.transport.resumable``, the RFD draft's shape)."""
+    try:
+        msg = orjson.loads(reply)
+    except orjson.JSONDecodeError:
+        return reply
+    result = msg.get("result") if isinstance(msg, dict) else None
+    caps = result.get("agentCapabilities") if isinstance(result, dict) else None
+    if not isinstance(result, dict) or not (caps is None or isinstance(caps, dict)):
+        return reply
+    caps = result["agentCapabilities"] = dict(caps or {})
+    transport = caps.get("transport")
+    caps["transport"] = {**(transport if isinstance(transport, dict) else {}), "resumable": {
+        "retentionMessages": limits.retention_messages, "retentionSeconds": limits.retention_seconds}}
+    return orjson.dumps(msg)

@@ -5,7 +5,7 @@ fill the memory, and reading the resume capability off an ``initialize`` answer.
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..errors import TransportError
 from ._remote import too_large
@@ -20,15 +20,6 @@ class _Fatal(Exception):
     def __init__(self, error: TransportError) -> None:
         super().__init__(str(error))
         self.error = error
-
-
-def _advertises_resume(answer: dict[str, Any]) -> bool:
-    """Whether an ``initialize`` answer advertises resumable streams
-    (``agentCapabilities.transport.resumable``)."""
-    result = answer.get("result")
-    caps = result.get("agentCapabilities") if isinstance(result, dict) else None
-    transport = caps.get("transport") if isinstance(caps, dict) else None
-    return isinstance(transport, dict) and isinstance(transport.get("resumable"), dict)
 
 
 async def _read_capped(resp: httpx.Response, limit: int) -> bytes:

@@ -5,17 +5,21 @@ errors for a server that refuses us. No network library is imported here."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .._extras import require
 from ..errors import ConnectionClosed, MessageTooLarge, TransportError, UsageError
 from .base import Transport
 
-__all__ = ["AuthRejected", "CookieJar", "RemoteOptions", "http_refusal", "is_remote_url", "refused", "remote_description",
+__all__ = ["AuthRejected", "CookieJar", "RemoteOptions", "advertises_resume", "http_refusal", "is_remote_url", "refused", "remote_description",
            "remote_transport", "require_libraries"]
 
 HEADER_CONNECTION_ID = "Acp-Connection-Id"
 HEADER_SESSION_ID = "Acp-Session-Id"
+#: the pauses before the tries to resume a dropped stream (with ``reconnect``; a WebSocket
+#: adds up to 25 % of jitter)
+RESUME_BACKOFF = (0.0, 0.05, 0.2, 0.5, 1.0, 2.0, 4.0)
 #: the endpoint path used when a URL names none
 DEFAULT_PATH = "/acp"
 #: how long closing may take (the DELETE of an HTTP connection, a WebSocket's closing handshake)
@@ -32,6 +36,15 @@ def too_large(what: str, limit: int) -> MessageTooLarge:
     err = MessageTooLarge(limit + 1, limit, "incoming")
     err.args = (f"the server sent {what} over the limit of {limit} bytes (max_message_size)",)
     return err
+
+
+def advertises_resume(answer: dict[str, Any]) -> bool:
+    """Whether an ``initialize`` answer advertises resumable streams
+    (``agentCapabilities.transport.resumable``)."""
+    result = answer.get("result")
+    caps = result.get("agentCapabilities") if isinstance(result, dict) else None
+    transport = caps.get("transport") if isinstance(caps, dict) else None
+    return isinstance(transport, dict) and isinstance(transport.get("resumable"), dict)
 
 
 def is_remote_url(text: str) -> bool:
@@ -104,16 +117,13 @@ class RemoteOptions:
     """What every connection to one remote agent carries: its URL, the caller's headers (a
     bearer ``token`` becomes ``Authorization``) and the cookie jar (kept across reconnects).
     ``reconnect``: a stream that drops is opened again with the cursor of the last message
-    it delivered (``Last-Event-ID``), so that the server sends what was missed (streamable
-    HTTP; a WebSocket has no resume yet)."""
+    it delivered (streamable HTTP: ``Last-Event-ID``; WebSocket: a new socket whose first
+    message is ``stream/resume``), so that the server sends what was missed."""
 
     def __init__(self, url: str, *, headers: Mapping[str, str] | Sequence[tuple[str, str]] | None = None,
                  token: str | None = None, cookies: CookieJar | None = None, reconnect: bool = False) -> None:
         self.url = normalize_url(url)
         self.reconnect = reconnect
-        if reconnect and self.websocket:
-            raise UsageError("reconnect= resumes streamable-HTTP streams (http://, https://); "
-                             "a WebSocket (ws://, wss://) has no stream resume yet")
         items = list(headers.items()) if isinstance(headers, Mapping) else list(headers or ())
         for name, value in items:
             if not name or any(c in name for c in ":\r\n ") or any(c in value for c in "\r\n"):

@@ -38,12 +38,15 @@ import orjson
 
 from .._tasks import TaskSet
 from ..errors import ConnectionClosed, MessageTooLarge, StreamResumeFailed, TransportError
-from ._http_body import _advertises_resume, _count, _Fatal, _read_capped
+from ._cursor import RESUMED_METHOD, TURN_STATE_KEY
+from ._http_body import _count, _Fatal, _read_capped
 from ._remote import (
     CLOSE_TIMEOUT,
     HEADER_CONNECTION_ID,
     HEADER_SESSION_ID,
+    RESUME_BACKOFF,
     RemoteOptions,
+    advertises_resume,
     http_refusal,
     refused,
     remote_description,
@@ -67,8 +70,7 @@ _REATTACH = frozenset(("session/load", "session/resume"))
 _SETTLE = 0.25
 _JSON = "application/json"
 _SSE = "text/event-stream"
-#: the pauses before the tries to resume a dropped stream (with ``reconnect``)
-_BACKOFF = (0.0, 0.05, 0.2, 0.5, 1.0, 2.0, 4.0)
+_BACKOFF = RESUME_BACKOFF
 
 
 class _Cursor:
@@ -147,6 +149,10 @@ class HttpTransport(Transport):
         self._closing = False
         #: whether a dropped stream is resumed: ``options.reconnect`` and the server advertises it
         self._resume_streams = False
+        #: how many times a dropped stream was resumed
+        self.resumes = 0
+        #: the last resume's ``_meta["acp/turnState"]`` (see :class:`WebSocketTransport`)
+        self.turn_state: dict[str, Any] | None = None
         #: session-stream readers whose stream ended, waiting to see whether the connection did
         self._lingering: set[asyncio.Future[None]] = set()
 
@@ -327,7 +333,7 @@ class HttpTransport(Transport):
             raise _Fatal(ConnectionClosed(f"the server at {self.description} answered initialize with something "
                                           "that is not its JSON-RPC response"))
         self.connection_id = cid
-        self._resume_streams = self.options.reconnect and _advertises_resume(answer)
+        self._resume_streams = self.options.reconnect and advertises_resume(answer)
         self._conn_stream = self._owned.spawn(self._read_connection(), name="acplink-http-sse")
         assert self._sink is not None
         self._sink.message_received(body, None)
@@ -521,6 +527,13 @@ class HttpTransport(Transport):
         except orjson.JSONDecodeError:
             msg = None
         if isinstance(msg, dict):
+            if msg.get("method") == RESUMED_METHOD and "id" not in msg:  # (the server's, not the agent's)
+                params = msg.get("params")
+                meta = params.get("_meta") if isinstance(params, dict) else None
+                state = meta.get(TURN_STATE_KEY) if isinstance(meta, dict) else None
+                self.turn_state = state if isinstance(state, dict) else None
+                self.resumes += 1
+                return
             if "method" in msg:
                 if sid is not None and "id" in msg:  # its answer goes with the session's header
                     self._answer_session[msg["id"]] = sid

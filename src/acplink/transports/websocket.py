@@ -2,19 +2,35 @@
 
 Framing, the handshake and TLS are the ``websockets`` library's; it is imported when the
 transport starts, so that programs that never open one do not pay for it.
+
+With ``options.reconnect``, when the server advertises resumable streams
+(``agentCapabilities.transport.resumable`` in the ``initialize`` answer), a socket that drops
+(no close frame from the server) is replaced: a new socket whose first message is
+``stream/resume`` with the connection's id and the cursor of the last message delivered
+(``_meta["acp/cursor"]``); the server replays what was missed, once and in order, then answers
+(with ``_meta["acp/turnState"]``: :attr:`WebSocketTransport.turn_state`) and goes on live.
+What we send meanwhile is held and sent once resumed. A refusal (``stream/resume_failed``)
+ends the connection with :class:`StreamResumeFailed`.
 """
 
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING
+import random
+from typing import TYPE_CHECKING, Any
+
+import orjson
 
 from .._tasks import TaskSet
-from ..errors import ConnectionClosed, TransportError
+from ..errors import ConnectionClosed, StreamResumeFailed, TransportError
+from ._cursor import RESUME_FAILED_CODE, RESUME_METHOD, TURN_STATE_KEY, cursor_of
 from ._remote import (
     CLOSE_TIMEOUT,
     HEADER_CONNECTION_ID,
+    RESUME_BACKOFF,
+    AuthRejected,
     RemoteOptions,
+    advertises_resume,
     http_refusal,
     refused,
     remote_description,
@@ -31,6 +47,10 @@ __all__ = ["WebSocketTransport"]
 
 #: the limit on an incoming message when none is given (PeerLimits' default)
 _DEFAULT_MAX_MESSAGE = 64 * 1024 * 1024
+#: the upgrade header that says we resume a dropped stream (``reconnect``)
+RESUME_HEADER = "Acp-Stream-Resume"
+#: no initialize request seen yet
+_NONE: Any = object()
 
 
 class WebSocketTransport(Transport):
@@ -64,18 +84,45 @@ class WebSocketTransport(Transport):
         self._limits: tuple[int, int] | None = None
         #: why the connection ended, when it failed
         self.failure: BaseException | None = None
+        #: whether a dropped socket is replaced: ``options.reconnect`` and the server advertises it
+        self.resumable = False
+        #: the cursor of the last message delivered (with ``resumable``)
+        self.cursor: str | None = None
+        #: how many times the stream was resumed on a new socket
+        self.resumes = 0
+        #: the last resume's ``_meta["acp/turnState"]``: where the turns stood (``state``:
+        #: running, requires_action or idle; ``promptRequestId``; ``sessions``)
+        self.turn_state: dict[str, Any] | None = None
+        self._init_id: Any = _NONE
+        self._init_done = False
+        self._ended = False
+        #: what was sent while a dropped socket is being replaced
+        self._held: list[bytes] | None = None
 
     @property
     def description(self) -> str:
         return remote_description(self.options.url)
 
     async def start(self, sink: TransportSink) -> None:
+        ws = await self._connect()
+        self._sink = sink
+        self._attach(ws)
+        self._tasks.spawn(self._run(ws, sink), name="acplink-ws-reader")
+
+    def _attach(self, ws: ClientConnection) -> None:
+        self._ws = ws
+        if self._limits is not None:
+            self.set_write_buffer_limits(*self._limits)
+
+    async def _connect(self) -> ClientConnection:
         from websockets.asyncio.client import connect
         from websockets.exceptions import InvalidHandshake, InvalidStatus, InvalidURI
 
         url = self.options.url
         try:
-            ws = await connect(url, additional_headers=self.options.request_headers(),
+            # (a client that resumes says so: the server then keeps a dropped socket's connection)
+            resume = [(RESUME_HEADER, "1")] if self.options.reconnect else []
+            ws = await connect(url, additional_headers=[*self.options.request_headers(), *resume],
                                max_size=self.max_message_size, open_timeout=self.open_timeout,
                                close_timeout=CLOSE_TIMEOUT, compression=None,
                                user_agent_header="acplink")
@@ -95,33 +142,135 @@ class WebSocketTransport(Transport):
         upgrade = ws.response
         if upgrade is not None:
             self.options.cookies.store(upgrade.headers.get_all("Set-Cookie"))
-            self.connection_id = upgrade.headers.get(HEADER_CONNECTION_ID)
-        self._ws = ws
-        self._sink = sink
-        if self._limits is not None:
-            self.set_write_buffer_limits(*self._limits)
-        self._tasks.spawn(self._read(ws, sink), name="acplink-ws-reader")
+            if self.connection_id is None:  # (a resumed socket's 101 names a connection it does not make)
+                self.connection_id = upgrade.headers.get(HEADER_CONNECTION_ID)
+        return ws
 
-    async def _read(self, ws: ClientConnection, sink: TransportSink) -> None:
+    async def _run(self, ws: ClientConnection, sink: TransportSink) -> None:
+        """Read the socket; with ``resumable``, replace it when it drops."""
         from websockets.exceptions import ConnectionClosed as WsClosed
 
+        while True:
+            try:
+                await self._read(ws, sink)
+            except WsClosed as exc:
+                if self._closing:
+                    return
+                if exc.rcvd is None and self.resumable and self.cursor is not None and self.connection_id:
+                    try:
+                        ws = await self._resume(sink)
+                    except TransportError as failure:
+                        self._end(sink, failure)
+                        return
+                    continue
+                self._end(sink, self._closed_error(exc))
+            except Exception as exc:  # a failure of the library: the connection is over, clearly
+                self._end(sink, TransportError(f"the WebSocket to {self.description} failed: {exc}"))
+            return
+
+    def _end(self, sink: TransportSink, failure: BaseException | None) -> None:
+        self._ended = True
+        self._held = None
+        if not self._closing:
+            self.failure = failure
+            sink.eof_received(failure)
+
+    async def _read(self, ws: ClientConnection, sink: TransportSink) -> None:
         reading = self._reading
-        try:
-            while True:
-                if not reading.is_set():
-                    await reading.wait()
-                msg = await ws.recv()
-                if type(msg) is str:
-                    sink.message_received(msg.encode(), None)
-                # (binary frames carry no JSON-RPC: ignored)
-        except WsClosed as exc:
-            if not self._closing:
-                self.failure = self._closed_error(exc)
-                sink.eof_received(self.failure)
-        except Exception as exc:  # a failure of the library: the connection is over, clearly
-            if not self._closing:
-                self.failure = TransportError(f"the WebSocket to {self.description} failed: {exc}")
-                sink.eof_received(self.failure)
+        while True:
+            if not reading.is_set():
+                await reading.wait()
+            msg = await ws.recv()
+            if type(msg) is str:
+                self._deliver(msg.encode(), sink)
+            # (binary frames carry no JSON-RPC: ignored)
+
+    def _deliver(self, raw: bytes, sink: TransportSink) -> None:
+        if self._init_id is not _NONE:  # (the initialize answer says whether the stream resumes)
+            try:
+                msg = orjson.loads(raw)
+            except orjson.JSONDecodeError:
+                msg = None
+            if isinstance(msg, dict) and "method" not in msg and msg.get("id") == self._init_id:
+                self._init_id = _NONE
+                self.resumable = self.options.reconnect and advertises_resume(msg)
+        sink.message_received(raw, None)
+        if self.resumable:
+            cursor = cursor_of(raw)
+            if cursor is not None:
+                self.cursor = cursor
+
+    async def _resume(self, sink: TransportSink) -> ClientConnection:
+        """A new socket that resumes the stream from :attr:`cursor` (what it replays is
+        delivered); a few tries, ``RESUME_BACKOFF`` apart."""
+        from websockets.exceptions import ConnectionClosed as WsClosed
+
+        if self._held is None:
+            self._held = []
+        self._ws = None
+        why = "the connection to the server was lost"
+        tries = 0
+        while tries < len(RESUME_BACKOFF):
+            await asyncio.sleep(RESUME_BACKOFF[tries] * (1 + random.random() / 4))
+            tries += 1
+            try:
+                ws = await self._connect()
+            except AuthRejected:
+                raise
+            except ConnectionClosed as exc:
+                why = str(exc)
+                continue
+            rid = f"acplink-resume-{self.resumes + 1}-{tries}"
+            before = self.cursor
+            try:
+                await ws.send(orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": RESUME_METHOD, "params": {
+                    "connectionId": self.connection_id, "cursor": self.cursor}}).decode())
+                while True:  # the replay, then the answer (a server silent for open_timeout: next try)
+                    frame = await asyncio.wait_for(ws.recv(), self.open_timeout)
+                    if type(frame) is not str:
+                        continue
+                    raw = frame.encode()
+                    answer = _answer_to(raw, rid)
+                    if answer is None:
+                        if not self._reading.is_set():
+                            await self._reading.wait()
+                        self._deliver(raw, sink)
+                        continue
+                    break
+            except (WsClosed, TimeoutError) as exc:
+                if ws.transport is not None:
+                    ws.transport.abort()
+                why = "the new WebSocket was lost while it resumed" if isinstance(exc, WsClosed) else \
+                    f"no answer to {RESUME_METHOD} in {self.open_timeout:g} s"
+                if self.cursor != before:  # (it replayed something: the tries start again)
+                    tries = 0
+                continue
+            except BaseException:  # (closed meanwhile: the new socket goes too)
+                if ws.transport is not None:
+                    ws.transport.abort()
+                raise
+            error = answer.get("error")
+            if error is not None:
+                await ws.close()
+                reason = error.get("message") if isinstance(error, dict) else None
+                if isinstance(error, dict) and error.get("code") != RESUME_FAILED_CODE:
+                    reason = f"{reason} (the server does not resume WebSocket streams?)"
+                raise StreamResumeFailed(
+                    f"the server at {self.description} refused to resume the WebSocket's stream ({reason}); "
+                    "what the stream missed is lost: reopen the session on a new connection "
+                    "(session/resume or session/load)")
+            result = answer.get("result")
+            meta = result.get("_meta") if isinstance(result, dict) else None
+            state = meta.get(TURN_STATE_KEY) if isinstance(meta, dict) else None
+            self.turn_state = state if isinstance(state, dict) else None
+            self.resumes += 1
+            held, self._held = self._held, None
+            self._attach(ws)
+            for message in held or ():
+                self.send(message)
+            return ws
+        raise ConnectionClosed(f"lost the WebSocket to {self.description} and could not resume it "
+                               f"({len(RESUME_BACKOFF)} tries): {why}")
 
     def _closed_error(self, exc: WsClosed) -> BaseException | None:
         sent, rcvd = exc.sent, exc.rcvd
@@ -137,6 +286,11 @@ class WebSocketTransport(Transport):
     # -- writing -----------------------------------------------------------------------------------
 
     def send(self, message: bytes, meta: MessageMeta | None = None) -> bool:
+        if not self._init_done:
+            self._note_initialize(message)
+        if self._held is not None and not self._closing:  # (a socket is being replaced)
+            self._held.append(message)
+            return True
         ws = self._ws
         if ws is None or self._closing:
             raise ConnectionClosed(f"the WebSocket to {self.description} is closed")
@@ -144,6 +298,9 @@ class WebSocketTransport(Transport):
         from websockets.protocol import State
 
         if ws.protocol.state is not State.OPEN:
+            if self.resumable and self.cursor is not None and not self._ended:
+                self._held = [message]  # (the reader replaces the socket, then sends it)
+                return True
             raise ConnectionClosed(f"the WebSocket to {self.description} is closed")
         try:
             broadcast((ws,), message, text=True, raise_exceptions=True)  # (a synchronous send)
@@ -154,6 +311,15 @@ class WebSocketTransport(Transport):
             if self._sink is not None:
                 self._sink.write_paused()
         return not ws.paused
+
+    def _note_initialize(self, message: bytes) -> None:
+        try:
+            msg = orjson.loads(message)
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(msg, dict) and msg.get("method") == "initialize":
+            self._init_id = msg.get("id")
+            self._init_done = True
 
     async def drain(self) -> None:
         ws = self._ws
@@ -207,3 +373,16 @@ class WebSocketTransport(Transport):
                 if ws.transport is not None:
                     ws.transport.abort()
         await self._tasks.aclose()
+
+
+def _answer_to(raw: bytes, rid: str) -> dict[str, Any] | None:
+    """``raw`` decoded when it is the answer to our request ``rid`` (else None)."""
+    if rid.encode() not in raw:
+        return None
+    try:
+        msg = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(msg, dict) and "method" not in msg and msg.get("id") == rid:
+        return msg
+    return None
