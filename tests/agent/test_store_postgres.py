@@ -47,9 +47,11 @@ def test_a_new_database_gets_the_current_schema(pg_dsn: str) -> None:
     again.close()
 
 
-def test_an_older_schema_is_migrated_keeping_its_sessions(pg_dsn: str) -> None:
-    _sql(pg_dsn, "CREATE TABLE acplink_store (version INTEGER NOT NULL)", "INSERT INTO acplink_store VALUES (1)",
-         *[x for x in PG_MIGRATIONS[0].split(";") if x.strip()],
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_schema_is_migrated_keeping_its_sessions(pg_dsn: str, version: int) -> None:
+    _sql(pg_dsn, "CREATE TABLE acplink_store (version INTEGER NOT NULL)",
+         f"INSERT INTO acplink_store VALUES ({version})",
+         *[x for step in PG_MIGRATIONS[:version] for x in step.split(";") if x.strip()],
          "INSERT INTO sessions (id, cwd, created, updated) VALUES ('sess_old', '/w', '2026-01-01', '2026-01-01')",
          "INSERT INTO events VALUES ('sess_old', 1, 1, 'prompt', convert_to('{\"prompt\":[{\"type\":\"text\","
          "\"text\":\"hi\"}]}', 'UTF8'))")

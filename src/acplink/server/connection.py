@@ -145,8 +145,11 @@ async def pump(box: Mailbox, send: Callable[[bytes], Awaitable[None]], *,
 class RemoteConnection:
     """A remote client's connection: its agent, its streams, its routes."""
 
-    def __init__(self, registry: Registry, kind: Kind, peer: str) -> None:
+    def __init__(self, registry: Registry, kind: Kind, peer: str, principal: str | None = None) -> None:
         self.id = str(uuid.uuid4())
+        #: whom the client's token identifies (None: the server needs no token); its agent
+        #: serves that principal's sessions, and only that token reaches the connection
+        self.principal = principal
         self.kind = kind
         self.peer = peer
         self.registry = registry
@@ -183,7 +186,7 @@ class RemoteConnection:
         self.starting = True
         try:
             self._pass_notifications = self.kind == "ws" and backend.well_formed_output
-            self.channel = await backend.open(self.id, self._from_agent, self._agent_ended)
+            self.channel = await backend.open_as(self.id, self._from_agent, self._agent_ended, self.principal)
         finally:
             self.starting = False
         if self.closed:  # closed while it started (server shutdown)
@@ -402,8 +405,8 @@ class Registry:
     def full(self) -> bool:
         return self.closing or len(self.connections) >= self.limits.max_connections
 
-    def create(self, kind: Kind, peer: str) -> RemoteConnection:
-        conn = RemoteConnection(self, kind, peer)
+    def create(self, kind: Kind, peer: str, principal: str | None = None) -> RemoteConnection:
+        conn = RemoteConnection(self, kind, peer, principal)
         self.connections[conn.id] = conn
         log.info("connection %s opened (%s from %s)", conn.id, "WebSocket" if kind == "ws" else "HTTP", peer)
         return conn

@@ -10,6 +10,7 @@ import orjson
 from .._tasks import TaskSet
 from ..errors import AcpError
 from ..protocol.messages import message_kind
+from .access import PRINCIPAL_KEY
 from .asgi import Receive, Scope, Send, TooLarge, answer, header_map, peer_of, read_body
 from .connection import Mailbox, Registry, RemoteConnection, pump
 from .resume import ResumeRefused
@@ -49,6 +50,8 @@ async def _connection(registry: Registry, headers: dict[str, str], send: Send) -
     """The connection the request names; None when it was answered with 400 or 404."""
     cid = headers.get(CONNECTION_HEADER)
     conn = registry.get(cid, "http") if cid else None
+    if conn is not None and conn.principal != headers.get(PRINCIPAL_KEY):
+        conn = None  # (another token's connection: as unknown)
     if conn is None:
         await answer(send, *((404, "Unknown Acp-Connection-Id") if cid else (400, "Missing Acp-Connection-Id")))
     return conn
@@ -96,7 +99,7 @@ async def _post(registry: Registry, scope: Scope, headers: dict[str, str], recei
         if CONNECTION_HEADER in headers:
             await answer(send, 400, "initialize is not allowed on an existing connection")
         else:
-            await _initialize(registry, scope, rid, line, send)
+            await _initialize(registry, scope, rid, line, send, headers.get(PRINCIPAL_KEY))
         return
     conn = await _connection(registry, headers, send)
     if conn is None:
@@ -134,7 +137,8 @@ def _too_long(value: Any, what: str, limit: int) -> str | None:
     return None
 
 
-async def _initialize(registry: Registry, scope: Scope, rid: Any, line: bytes, send: Send) -> None:
+async def _initialize(registry: Registry, scope: Scope, rid: Any, line: bytes, send: Send,
+                      principal: str | None = None) -> None:
     limits = registry.limits
     if rid is None:
         await answer(send, 400, "initialize must have an id")
@@ -143,7 +147,7 @@ async def _initialize(registry: Registry, scope: Scope, rid: Any, line: bytes, s
         await answer(send, 503, "Service Unavailable: too many connections",
                      headers=[("retry-after", str(limits.retry_after))])
         return
-    conn = registry.create("http", peer_of(scope))
+    conn = registry.create("http", peer_of(scope), principal)
     try:
         await conn.start_agent(registry.backend)
         answered = conn.expect_answer(rid)

@@ -34,7 +34,9 @@ async def refuse_upgrade(scope: Scope, send: Send, refusal: Refusal) -> None:
         await send({"type": "websocket.close", "code": POLICY})
 
 
-async def handle_websocket(registry: Registry, scope: Scope, receive: Receive, send: Send) -> None:
+async def handle_websocket(registry: Registry, scope: Scope, receive: Receive, send: Send,
+                           principal: str | None = None) -> None:
+    """Serve one WebSocket; ``principal``: whom its token identifies (None: no token)."""
     if (await receive())["type"] != "websocket.connect":
         return
     limits = registry.limits
@@ -42,7 +44,7 @@ async def handle_websocket(registry: Registry, scope: Scope, receive: Receive, s
         await refuse_upgrade(scope, send, Refusal(503, "Service Unavailable: too many connections",
                                                    [("retry-after", str(limits.retry_after))]))
         return
-    conn = registry.create("ws", peer_of(scope))
+    conn = registry.create("ws", peer_of(scope), principal)
     try:
         await send({"type": "websocket.accept", "headers": [(b"acp-connection-id", conn.id.encode())]})
         await _serve(registry, conn, receive, send)
