@@ -38,7 +38,7 @@ import orjson
 
 from ..errors import InvalidRequest, StoreError
 from ._sqlite_file import APPLICATION_ID, EVENT_INSERT, MIGRATIONS, SCHEMA_VERSION, _Database
-from .history import HistoryEntry, fold
+from .history import HistoryEntry, fold_rows
 from .store import HistoryStore, SessionRecord
 
 if TYPE_CHECKING:
@@ -378,14 +378,7 @@ class SqlStore(HistoryStore):
         self.flush()
         rows = self._db.execute("SELECT turn, kind, body FROM events WHERE session=? ORDER BY seq",
                                 (session_id,)).fetchall()
-        loads = orjson.loads
-
-        def events() -> Iterator[tuple[int, str, dict[str, Any]]]:
-            for turn, kind, body in rows:
-                value = loads(body)
-                yield turn, kind, value.get("update", value) if "sessionId" in value else value
-
-        return fold(events(), running=self._running.get(session_id))
+        return fold_rows(rows, running=self._running.get(session_id))
 
     # -- the record -------------------------------------------------------------------------------
 
