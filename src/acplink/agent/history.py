@@ -133,7 +133,7 @@ def fold(events: Iterable[tuple[int, str, dict[str, Any]]], *, running: int | No
     return out
 
 
-def fold_rows(rows: Iterable[tuple[int, str, bytes]], *, running: int | None = None) -> list[HistoryEntry]:
+def fold_rows(rows: Iterable[tuple[int, str, bytes | str]], *, running: int | None = None) -> list[HistoryEntry]:
     """:func:`fold` over a store's journal rows ``(turn, kind, body)``: ``body`` is the event as
     JSON (an update, or the ``session/update`` params it was sent in)."""
     import orjson

@@ -26,7 +26,7 @@ from ._sqlite_file import APPLICATION_ID, SCHEMA_VERSION
 from .history import HistoryEntry, fold_rows
 from .store import LOCAL_PRINCIPAL
 
-__all__ = ["StoreReader", "StoredSession", "is_store_target", "open_store_reader"]
+__all__ = ["StoreReader", "StoredSession", "describe_entry", "is_store_target", "open_store_reader"]
 
 #: the 16 bytes every SQLite file begins with
 _SQLITE_HEADER = b"SQLite format 3\x00"
@@ -128,7 +128,7 @@ class StoreReader:
         rows = self._rows("SELECT turn, kind, body FROM events WHERE session=? ORDER BY seq", (session_id,))
         sess = self.session(session_id)
         running = sess.turns if sess is not None and sess.held_by is not None else None
-        return fold_rows([(r[0], r[1], bytes(r[2])) for r in rows], running=running)
+        return fold_rows([(r[0], r[1], r[2]) for r in rows], running=running)
 
     def close(self) -> None:
         self._db.close()
@@ -138,6 +138,20 @@ class StoreReader:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def describe_entry(e: HistoryEntry) -> tuple[str, str]:
+    """A history entry as (what, text): for the terminal and the devtools page."""
+    u = e.update or {}
+    if e.kind == "tool_call":
+        return "tool call", f"{u.get('title', '')} [{u.get('status', '')}]"
+    if e.kind == "plan":
+        return "plan", ", ".join(f"{x.get('content', '')} [{x.get('status', '')}]" for x in u.get("entries", []))
+    if e.kind == "usage":
+        return "usage", f"{u.get('used', '')} of {u.get('size', '')}"
+    if e.kind == "turn_end":
+        return "end", "interrupted" if e.interrupted else (e.stop_reason or "running")
+    return e.kind.replace("_", " "), e.text
 
 
 def _refuse_newer(name: str, version: int) -> None:

@@ -82,20 +82,8 @@ def _entry_json(e: Any) -> dict[str, Any]:
             "interrupted": e.interrupted, "update": e.update}
 
 
-def describe_entry(e: Any) -> tuple[str, str]:
-    """A history entry as (what, text): for the terminal and the devtools page."""
-    u = e.update or {}
-    if e.kind == "tool_call":
-        return "tool call", f"{u.get('title', '')} [{u.get('status', '')}]"
-    if e.kind == "plan":
-        return "plan", ", ".join(f"{x.get('content', '')} [{x.get('status', '')}]" for x in u.get("entries", []))
-    if e.kind == "usage":
-        return "usage", f"{u.get('used', '')} of {u.get('size', '')}"
-    if e.kind == "turn_end":
-        return "end", "interrupted" if e.interrupted else (e.stop_reason or "running")
-    return e.kind.replace("_", " "), e.text
-
-
 def _describe(e: Any) -> str:
+    from ..agent.store_reader import describe_entry
+
     what, text = describe_entry(e)
     return f"{what:<14} {text}"
