@@ -92,6 +92,9 @@ class AppConnection(AgentSideConnection):
         if self.journal is not None and isinstance(transport, StreamTransport) and transport.before_write is None:
             transport.before_write = self._commit_journal
             self._journal_at_once = False
+            group = self.journal.group_commit_bytes
+            if group is not None and group > transport.flush_at:  # (fewer, larger commits)
+                transport.flush_at = group
         #: the inner MCP requests this agent has in flight (``ctx.mcp``), by (serverId, requestId)
         self.mcp_calls = McpCalls()
         #: the loopback HTTP bridge to the sessions' ``acp`` servers (``ctx.mcp.http()``): one

@@ -73,6 +73,11 @@ class HistoryStore(MutableMapping[str, "AgentSession"]):
     :meth:`end_turn`) may be batched: :meth:`flush` makes them durable, and acplink calls it
     before the bytes of what was journaled reach the peer (``before_write``)."""
 
+    #: group commit: a store whose commit is costly (a round trip and a disk flush on a
+    #: database server) asks the transports writing its sessions' updates to batch up to this
+    #: many bytes per write (so per commit) rather than their default (None: the default)
+    group_commit_bytes: int | None = None
+
     @abstractmethod
     def open(self, session_id: str) -> AgentSession | None:
         """The stored session ``session_id`` held open here (None: no such session). Raises
