@@ -93,6 +93,8 @@ class AcpServer:
         refusal = self.access.check(headers)
         if refusal is None and self.access.needs_token:
             headers[PRINCIPAL_KEY] = self.access.principal(headers) or ""
+        else:  # (never the client's: no header name can be this one, but a lax parser...)
+            headers.pop(PRINCIPAL_KEY, None)
         if kind == "websocket":
             if refusal is None and "ws" not in self.transports:
                 refusal = Refusal(426, "Upgrade Required: this server does not serve WebSocket")
