@@ -109,7 +109,9 @@ async def test_two_tokens_on_one_server_see_only_their_own_sessions(tmp_path: Pa
             # alice's session once her connection closed: still hers alone
             async with connect(url, token=B) as bob:
                 assert await _refusal(bob.load_session(sid, cwd=tmp_path)) is not None
-            async with connect(url, token=A) as alice:
+            # (its replay read on the WebSocket: over HTTP the replay's session stream and the
+            # answer's connection stream are two streams, read in no set order)
+            async with connect(served.urls["ws"], token=A) as alice:
                 loaded = await alice.load_session(sid, cwd=tmp_path)
                 assert [m.text for m in loaded.state.messages if m.role == "user"] == ["hello", "still mine"]
     # the store keeps the principal (a derived id), never a token
