@@ -16,6 +16,7 @@ import pytest
 
 from acplink import Client, InvalidParams, InvalidRequest, RequestError, ResourceNotFound, StoreError, connect
 from acplink.agent import AgentSession, SqliteStore
+from acplink.agent.store import LOCAL_PRINCIPAL
 from acplink.agent.store_sqlite import APPLICATION_ID, MIGRATIONS, SCHEMA_VERSION
 
 AGENT = str(Path(__file__).with_name("store_agent.py"))
@@ -52,12 +53,14 @@ def test_a_new_file_gets_the_current_schema(tmp_path: Path) -> None:
     db.close()
 
 
-def test_an_older_schema_is_migrated_keeping_its_sessions(tmp_path: Path) -> None:
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_schema_is_migrated_keeping_its_sessions(tmp_path: Path, version: int) -> None:
     path = tmp_path / "old.db"
     db = sqlite3.connect(path)
-    db.executescript(MIGRATIONS[0])  # (a store as version 1 wrote it: no archiving)
+    for step in MIGRATIONS[:version]:  # (a store as that version wrote it: 1, no archiving; 2, no principals)
+        db.executescript(step)
     db.execute(f"PRAGMA application_id={APPLICATION_ID}")
-    db.execute("PRAGMA user_version=1")
+    db.execute(f"PRAGMA user_version={version}")
     db.execute("INSERT INTO sessions (id, cwd, created, updated) VALUES ('sess_old', '/w', '2026-01-01', '2026-01-01')")
     db.execute("INSERT INTO events VALUES ('sess_old', 1, 1, 'prompt', '{\"prompt\":[{\"type\":\"text\",\"text\":\"hi\"}]}')")
     db.commit()
@@ -72,6 +75,10 @@ def check_migrated(store: Any) -> None:
         assert store.schema_version == SCHEMA_VERSION
         page, cursor = store.list_sessions()
         assert [(r.session_id, r.archived) for r in page] == [("sess_old", False)] and cursor is None
+        # (the principals the migration to 3 added: what was stored before is the local one's)
+        assert page[0].principal == LOCAL_PRINCIPAL == store.principal_of("sess_old")
+        assert store.list_sessions(principal=LOCAL_PRINCIPAL)[0] == page
+        assert store.list_sessions(principal="token:someone")[0] == []
         assert store.set_archived("sess_old", True)  # (the column the migration added)
         assert store.list_sessions()[0] == []
         history = store.history("sess_old")

@@ -4,6 +4,7 @@ with ``SqliteStore`` is tested over both (tests/agent/test_store.py, test_store_
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -47,9 +48,11 @@ def test_a_new_database_gets_the_current_schema(pg_dsn: str) -> None:
     again.close()
 
 
-def test_an_older_schema_is_migrated_keeping_its_sessions(pg_dsn: str) -> None:
-    _sql(pg_dsn, "CREATE TABLE acplink_store (version INTEGER NOT NULL)", "INSERT INTO acplink_store VALUES (1)",
-         *[x for x in PG_MIGRATIONS[0].split(";") if x.strip()],
+@pytest.mark.parametrize("version", [1, 2])
+def test_an_older_schema_is_migrated_keeping_its_sessions(pg_dsn: str, version: int) -> None:
+    _sql(pg_dsn, "CREATE TABLE acplink_store (version INTEGER NOT NULL)",
+         f"INSERT INTO acplink_store VALUES ({version})",
+         *[x for step in PG_MIGRATIONS[:version] for x in step.split(";") if x.strip()],
          "INSERT INTO sessions (id, cwd, created, updated) VALUES ('sess_old', '/w', '2026-01-01', '2026-01-01')",
          "INSERT INTO events VALUES ('sess_old', 1, 1, 'prompt', convert_to('{\"prompt\":[{\"type\":\"text\","
          "\"text\":\"hi\"}]}', 'UTF8'))")
@@ -170,3 +173,47 @@ def test_without_psycopg_the_extra_is_named() -> None:
             "try:\n    acplink.PostgresStore\nexcept acplink.AcpError as e:\n    print(e)\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False)
     assert done.returncode == 0 and "pip install 'acplink[postgres]'" in done.stdout, done.stderr
+
+
+
+_COUNTING_AGENT = """
+import atexit, json, sys
+sys.path.insert(0, {agents!r})
+from acplink.agent import _postgres_db
+sizes = []
+real = _postgres_db._Connection.commit
+def counted(self):
+    sizes.append(len(self.queued))
+    real(self)
+_postgres_db._Connection.commit = counted
+atexit.register(lambda: open({out!r}, "w").write(json.dumps(sizes)))
+import store_agent
+from acplink import run_agent
+run_agent(store_agent.build({dsn!r}))
+"""
+
+
+async def test_a_flood_is_committed_in_groups(pg_dsn: str, tmp_path: Path) -> None:
+    """Group commit: over real pipes, a flood's updates are journaled some 256 KB per commit
+    (16 KB write batches made a commit each: 40 here), all of them, in order."""
+    from acplink.agent.store_postgres import GROUP_COMMIT_BYTES
+    from acplink.transports.stream import FLUSH_AT
+
+    assert GROUP_COMMIT_BYTES >= 8 * FLUSH_AT
+    out = tmp_path / "commits.json"
+    script = tmp_path / "counting_agent.py"
+    script.write_text(_COUNTING_AGENT.format(agents=str(Path(__file__).parent), out=str(out), dsn=pg_dsn))
+    n = 5000  # (some 600 KB of updates: 40 write batches of 16 KB)
+    async with connect([sys.executable, str(script)]) as client:
+        session = await client.new_session(cwd=tmp_path)
+        assert await session.prompt(f"burst {n}").text() == "".join(f"{i}," for i in range(n))
+        history = await session.prompt("history").text()
+        assert history.split() == ["user_message/1", "agent_message/1", "turn_end/1", "user_message/2"]
+    sizes = [s for s in json.loads(out.read_text()) if s]
+    assert len(sizes) <= 15, sizes  # (journal rows per commit; about 1,300 in a flood's)
+    store = PostgresStore(pg_dsn)
+    try:
+        stored = store.history(session.session_id)
+        assert stored[1].kind == "agent_message" and stored[1].text == "".join(f"{i}," for i in range(n))
+    finally:
+        store.close()

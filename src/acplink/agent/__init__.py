@@ -7,7 +7,7 @@ from .context import AgentSession, Context, PermissionAnswer, PromptContext, Ter
 from .history import HistoryEntry
 from .mcp import McpCaller
 from .serve import run_agent, serve
-from .store import HistoryStore, MemoryStore, SessionRecord, SessionStore
+from .store import LOCAL_PRINCIPAL, HistoryStore, MemoryStore, SessionRecord, SessionStore
 
 if TYPE_CHECKING:
     from ._conn import DualAgentConnection
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "HOOKS",
+    "LOCAL_PRINCIPAL",
     "Agent",
     "AgentApp",
     "AgentBase",

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 from collections.abc import Awaitable, Callable, Collection
 from typing import TYPE_CHECKING, Any
 
@@ -27,12 +28,21 @@ import orjson
 from ..connection.agent_side import AgentSideConnection
 from ..connection.base import Router
 from ..connection.peer import DONE
-from ..errors import CapabilityError, InvalidParams, MethodNotFound, StoreError, UsageError
+from ..errors import (
+    CapabilityError,
+    InternalError,
+    InvalidParams,
+    MethodNotFound,
+    ResourceNotFound,
+    StoreError,
+    UsageError,
+)
 from ..protocol import Protocol
+from ..protocol.rules import session_refusal
 from ..transports.stream import StreamTransport
 from .history import KEPT
 from .mcp import McpCalls, check_declared
-from .store import HistoryStore
+from .store import LOCAL_PRINCIPAL, HistoryStore, current_principal
 
 if TYPE_CHECKING:
     from ..protocol.agent_codec import AgentCodec, Route
@@ -56,6 +66,11 @@ class AppConnection(AgentSideConnection):
 
     def __init__(self, transport: Any, app: AgentBase, *, versions: Collection[int], **kw: Any) -> None:
         self.app = app
+        #: whom this connection serves: the local principal, or (a remote connection) the
+        #: principal of the server token it came with (``$ACPLINK_PRINCIPAL`` for an agent
+        #: process a server starts per connection). Its sessions are its own: another
+        #: principal's are answered as unknown ids (docs/sessions.md)
+        self.principal: str = kw.pop("principal", None) or os.environ.get("ACPLINK_PRINCIPAL") or LOCAL_PRINCIPAL
         #: the receipt lifecycle (versions whose prompt is answered with a receipt)
         self.lifecycle: Lifecycle | None = None
         #: a prompt handler may return a ``_``-prefixed stop reason (versions whose turn ends by
@@ -77,6 +92,9 @@ class AppConnection(AgentSideConnection):
         if self.journal is not None and isinstance(transport, StreamTransport) and transport.before_write is None:
             transport.before_write = self._commit_journal
             self._journal_at_once = False
+            group = self.journal.group_commit_bytes
+            if group is not None and group > transport.flush_at:  # (fewer, larger commits)
+                transport.flush_at = group
         #: the inner MCP requests this agent has in flight (``ctx.mcp``), by (serverId, requestId)
         self.mcp_calls = McpCalls()
         #: the loopback HTTP bridge to the sessions' ``acp`` servers (``ctx.mcp.http()``): one
@@ -87,6 +105,43 @@ class AppConnection(AgentSideConnection):
 
     def vocabulary_of(self, protocol: Protocol) -> Protocol:
         return _vocabulary(protocol)
+
+    # -- the principal's sessions ------------------------------------------------------------------
+
+    async def handle_request(self, method: str, params: Any) -> bytes:
+        sid = params.get("sessionId") if type(params) is dict else None
+        if type(sid) is str and self._foreign(sid):  # (told what an unknown id is told)
+            if method.endswith("/delete"):
+                return b"{}"  # (deleting an unknown id succeeds, doing nothing)
+            raise ResourceNotFound(session_refusal(sid, False) or f"Resource not found: session {sid}",
+                                   {"sessionId": sid})
+        token = current_principal.set(self.principal)
+        try:
+            return await super().handle_request(method, params)
+        finally:
+            current_principal.reset(token)
+
+    def handle_notification(self, method: str, params: Any, typed: bool = False) -> Awaitable[None]:
+        sid = params.get("sessionId") if type(params) is dict else getattr(params, "session_id", None)
+        if type(sid) is str and self._foreign(sid):
+            return DONE  # (another principal's session: as an unknown one, ignored)
+        return super().handle_notification(method, params, typed)
+
+    def _foreign(self, session_id: str) -> bool:
+        """Whether ``session_id`` is a session of another principal than this connection's."""
+        held = self.app.sessions.get(session_id)
+        if held is not None:
+            return held.principal != self.principal
+        journal = self.journal
+        if journal is None:
+            return False
+        try:
+            owner = journal.principal_of(session_id)
+        except StoreError as exc:  # (whose it is cannot be told: refused, as a prompt is)
+            log.warning("%s", exc)
+            raise InternalError(f"Internal error: the session store is unavailable "
+                                f"({str(exc).rsplit(': ', 1)[-1]}); try again") from None
+        return owner is not None and owner != self.principal
 
     def _mcp_notified(self, user: Callable[[Any], Awaitable[None]] | None) -> Callable[[Any], Awaitable[None]]:
         """The ``mcp/message`` notification handler: to the request it is for (``ctx.mcp``),
@@ -252,7 +307,8 @@ class AppConnection(AgentSideConnection):
                     cwd = params.get("cwd")
                     res = {"sessions": [{"sessionId": x.session_id, "cwd": x.cwd, "title": x.title,
                                          "updatedAt": x.updated_at}
-                                        for x in app.sessions.values() if cwd is None or x.cwd == cwd]}
+                                        for x in app.sessions.values()
+                                        if (cwd is None or x.cwd == cwd) and x.principal == self.principal]}
                 return codec.list_result(res)
             if route.result == "same":
                 if res is None:

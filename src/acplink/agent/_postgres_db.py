@@ -40,6 +40,11 @@ PG_MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX sessions_updated ON sessions (updated DESC, id DESC);
     """,
+    # 3: each session's principal; the sessions stored before are the local principal's
+    """
+    ALTER TABLE sessions ADD COLUMN principal TEXT NOT NULL DEFAULT 'local';
+    CREATE INDEX sessions_principal ON sessions (principal, updated DESC, id DESC);
+    """,
 )
 assert len(PG_MIGRATIONS) == SCHEMA_VERSION
 
@@ -73,16 +78,35 @@ def shown_dsn(dsn: str) -> str:
     return f"postgresql://{user}{parts.get('host') or 'localhost'}{port}/{parts.get('dbname') or ''}"
 
 
+#: the journal's rows of a batch in one statement (one parse and plan, not one per row)
+_EVENTS_INSERT = ("INSERT INTO events (session, seq, turn, kind, body) SELECT * FROM "
+                  "unnest(%s::text[], %s::bigint[], %s::integer[], %s::text[], %s::bytea[])")
+
+
+def _insert(cur: psycopg.Cursor[Any], rows: Sequence[Sequence[Any]]) -> None:
+    """Insert the journal's queued rows (in their order: ``seq`` numbers them anyway)."""
+    if len(rows) == 1:
+        cur.execute(_sql(EVENT_INSERT), rows[0])
+        return
+    columns = [list(c) for c in zip(*rows, strict=True)]
+    cur.execute(_EVENTS_INSERT, columns)
+
+
 class _Connection:
     """The database connection (autocommit: the transactions are :class:`_PgDatabase`'s), made
-    again on the next use after it was lost; the journal's inserts queued until the next other
-    statement, then sent at once (one round trip for a batch)."""
+    again on the next use after it was lost. ``BEGIN`` is sent with the transaction's first
+    statement, and the journal's inserts are queued until the next other statement: a batch of
+    the journal alone (a flood's) is sent with its ``BEGIN`` and ``COMMIT`` in one pipeline, one
+    round trip (:meth:`commit`)."""
 
     def __init__(self, dsn: str, shown: str, timeout: float, lost: Callable[[], None]) -> None:
         self.dsn = dsn
         self.shown = shown
         self.timeout = timeout
         self.queued: list[Sequence[Any]] = []
+        #: a transaction is open for the caller (``BEGIN`` asked), and whether it was sent yet
+        self.in_tx = False
+        self.began = False
         self._lost = lost
         self.conn = self._connect()
 
@@ -95,6 +119,7 @@ class _Connection:
         conn = self.conn
         if conn.broken or conn.closed:  # (lost: its transaction and queue with it)
             self.queued.clear()
+            self.in_tx = self.began = False
             self._lost()
             conn = self.conn = self._connect()
         return conn
@@ -103,27 +128,61 @@ class _Connection:
         self.queued.append(args)
 
     def execute(self, statement: str, args: Sequence[Any] = ()) -> psycopg.Cursor[Any]:
-        conn = self.live()
-        if self.queued:
-            self._drain(conn)
+        if statement == "BEGIN":  # (sent with the transaction's first statement)
+            self.live()
+            self.in_tx, self.began = True, False
+            return None  # type: ignore[return-value]
+        if statement == "COMMIT":
+            self.commit()
+            return None  # type: ignore[return-value]
+        conn = self._ready()
         return conn.execute(_sql(statement), args or None)
 
     def executemany(self, statement: str, rows: Sequence[Sequence[Any]]) -> None:
-        conn = self.live()
-        if self.queued:
-            self._drain(conn)
+        conn = self._ready()
         with conn.cursor() as cur:
             cur.executemany(_sql(statement), rows)
+
+    def _ready(self) -> psycopg.Connection[Any]:
+        """The connection, the open transaction begun and the queued inserts sent."""
+        conn = self.live()
+        if self.in_tx and not self.began:
+            conn.execute("BEGIN")
+            self.began = True
+        if self.queued:
+            self._drain(conn)
+        return conn
+
+    def commit(self) -> None:
+        """End the open transaction: what is queued, and the ``COMMIT``, in one pipeline."""
+        conn = self.live()
+        rows, self.queued = self.queued, []
+        if not self.in_tx:
+            if rows:  # (no transaction: the inserts alone)
+                with conn.cursor() as cur:
+                    _insert(cur, rows)
+            return
+        began, self.in_tx, self.began = self.began, False, False
+        if not began and not rows:
+            return  # (nothing was written in it)
+        with conn.pipeline(), conn.cursor() as cur:
+            if not began:
+                cur.execute("BEGIN")
+            if rows:
+                _insert(cur, rows)
+            cur.execute("COMMIT")
 
     def _drain(self, conn: psycopg.Connection[Any]) -> None:
         rows, self.queued = self.queued, []
         with conn.cursor() as cur:
-            cur.executemany(_sql(EVENT_INSERT), rows)
+            _insert(cur, rows)
 
     def abandon(self) -> None:
         """Drop the transaction that failed (and what was queued for it)."""
         self.queued.clear()
-        if not (self.conn.broken or self.conn.closed):
+        self.in_tx = self.began = False
+        conn = self.conn
+        if not (conn.broken or conn.closed) and conn.info.transaction_status != psycopg.pq.TransactionStatus.IDLE:
             with contextlib.suppress(psycopg.Error):
                 self.conn.execute("ROLLBACK")
 

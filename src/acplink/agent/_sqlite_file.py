@@ -45,6 +45,12 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE sessions ADD COLUMN archived INTEGER NOT NULL DEFAULT 0;
     CREATE INDEX sessions_updated ON sessions (updated DESC, id DESC);
     """,
+    # 3: each session's principal (who created it: see acplink.agent.store.LOCAL_PRINCIPAL);
+    # the sessions stored before are the local principal's
+    """
+    ALTER TABLE sessions ADD COLUMN principal TEXT NOT NULL DEFAULT 'local';
+    CREATE INDEX sessions_principal ON sessions (principal, updated DESC, id DESC);
+    """,
 )
 SCHEMA_VERSION = len(MIGRATIONS)
 

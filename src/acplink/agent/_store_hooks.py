@@ -21,7 +21,7 @@ from ..errors import ResourceNotFound
 from ..protocol.rules import session_refusal
 from ..schema import _generated as s
 from .history import replay_updates
-from .store import HistoryStore
+from .store import LOCAL_PRINCIPAL, HistoryStore
 
 if TYPE_CHECKING:
     from .app import AgentBase
@@ -40,6 +40,11 @@ def store_hooks(app: AgentBase) -> dict[str, Callable[[Context[Any]], Awaitable[
     return {"load_session": _load, "resume_session": _resume, "list_sessions": _list, "fork_session": _fork,
             "close_session": _close, "delete_session": _delete, "archive_session": _archive,
             "unarchive_session": _unarchive, "set_title": _set_title, "session_status": _status}
+
+
+def principal(conn: Any) -> str:
+    """Whom a connection serves: its ``principal`` (a server token's), or the local one."""
+    return getattr(conn, "principal", None) or LOCAL_PRINCIPAL
 
 
 def _store(ctx: Context[Any]) -> HistoryStore:
@@ -94,7 +99,8 @@ async def _resume(ctx: Context[s.ResumeSessionRequest]) -> s.ResumeSessionRespon
 async def _list(ctx: Context[s.ListSessionsRequest]) -> s.ListSessionsResponse:
     p = ctx.params
     archived = p.archived if isinstance(p.archived, str) else "exclude"
-    page, cursor = _store(ctx).list_sessions(cwd=p.cwd, archived=archived, cursor=p.cursor, limit=PAGE)
+    page, cursor = _store(ctx).list_sessions(cwd=p.cwd, archived=archived, cursor=p.cursor, limit=PAGE,
+                                             principal=principal(ctx.connection))
     infos = [s.SessionInfo(session_id=r.session_id, cwd=r.cwd, title=r.title, updated_at=r.updated_at,
                            archived=r.archived or None,
                            additional_directories=list(r.additional_directories) or None) for r in page]
@@ -105,7 +111,7 @@ async def _fork(ctx: Context[s.ForkSessionRequest]) -> s.ForkSessionResponse:
     p = ctx.params
     store = _store(ctx)
     new_id = f"sess_{uuid.uuid4().hex}"
-    if not store.fork(p.session_id, new_id, p.cwd, p.additional_directories or []):
+    if not store.fork(p.session_id, new_id, p.cwd, p.additional_directories or [], principal(ctx.connection)):
         raise _not_found(p.session_id)
     sess = store.open(new_id)
     assert sess is not None

@@ -34,7 +34,7 @@ from ..protocol.rules import session_refusal
 from ..schema import _generated as s
 from ._on import AgentOn
 from .context import AgentSession
-from .store import MemoryStore, SessionStore
+from .store import MemoryStore, SessionStore, current_principal
 
 __all__ = ["HOOKS", "Agent", "AgentApp", "AgentBase"]
 
@@ -291,13 +291,16 @@ class AgentBase(AgentOn):
     # -- sessions --------------------------------------------------------------------------------
 
     def create_session(self, cwd: str, *, session_id: str | None = None, mcp_servers: Sequence[Any] = (),
-                       additional_directories: Sequence[str] = ()) -> AgentSession:
+                       additional_directories: Sequence[str] = (), principal: str | None = None) -> AgentSession:
+        """A new session held by the app (``principal``: whose; default: the principal of the
+        connection whose request runs now, see docs/sessions.md)."""
         sid = session_id or f"sess_{uuid.uuid4().hex}"
         if sid not in self.sessions and len(self.sessions) >= self.max_sessions:
             raise InternalError(f"too many sessions (limit {self.max_sessions}); close or delete one first",
                                 {"limit": self.max_sessions})
         sess = AgentSession(sid, cwd, list(mcp_servers), list(additional_directories),
-                            mode_id=self.default_mode, model_id=self.default_model)
+                            mode_id=self.default_mode, model_id=self.default_model,
+                            principal=principal or current_principal.get())
         for opt in self.config_options:
             sess.config[opt.id] = opt.current_value
         self.sessions[sid] = sess

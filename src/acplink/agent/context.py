@@ -55,6 +55,9 @@ class AgentSession:
     messages: list[dict[str, Any]] = field(default_factory=list)
     #: tool-call / terminal id → its cancel hook (``start_tool_call(on_cancel=...)``; v2 only)
     cancel_hooks: dict[str, Callable[[], Any]] = field(default_factory=dict)
+    #: who created it: :data:`~acplink.agent.store.LOCAL_PRINCIPAL`, or the principal of the
+    #: server token its creator connected with (another principal is told it does not exist)
+    principal: str = "local"
 
 
 class Context(Generic[P]):

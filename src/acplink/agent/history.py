@@ -19,7 +19,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["HistoryEntry", "fold", "replay_updates"]
+__all__ = ["HistoryEntry", "fold", "fold_rows", "replay_updates"]
 
 #: the update kinds kept in the history (others, such as mode or command announcements, are
 #: session state, kept with the session's metadata)
@@ -131,6 +131,21 @@ def fold(events: Iterable[tuple[int, str, dict[str, Any]]], *, running: int | No
         if e.kind in ("user_message", "agent_message", "agent_thought") and e.update is not None:
             e.update = {**e.update, "content": e.content[0] if len(e.content) == 1 else _joined(e.content)}
     return out
+
+
+def fold_rows(rows: Iterable[tuple[int, str, bytes | str]], *, running: int | None = None) -> list[HistoryEntry]:
+    """:func:`fold` over a store's journal rows ``(turn, kind, body)``: ``body`` is the event as
+    JSON (an update, or the ``session/update`` params it was sent in)."""
+    import orjson
+
+    loads = orjson.loads
+
+    def events() -> Iterable[tuple[int, str, dict[str, Any]]]:
+        for turn, kind, body in rows:
+            value = loads(body)
+            yield turn, kind, value.get("update", value) if "sessionId" in value else value
+
+    return fold(events(), running=running)
 
 
 def _append_block(content: list[dict[str, Any]], block: dict[str, Any]) -> None:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from abc import abstractmethod
 from collections.abc import MutableMapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeAlias
 
@@ -26,7 +27,17 @@ if TYPE_CHECKING:
     from .context import AgentSession
     from .history import HistoryEntry
 
-__all__ = ["HistoryStore", "MemoryStore", "SessionRecord", "SessionStore"]
+__all__ = ["LOCAL_PRINCIPAL", "HistoryStore", "MemoryStore", "SessionRecord", "SessionStore"]
+
+#: The principal of a connection no token identifies (stdio, a server without a token): one
+#: local user. A server with tokens names each token's principal by a stable id derived from
+#: it (:func:`acplink.server.principal_of_token`); a session belongs to the principal that
+#: created it, and another principal is told it does not exist (docs/sessions.md).
+LOCAL_PRINCIPAL = "local"
+
+#: the principal of the connection whose request runs now (set while it is handled): a
+#: session created during it (``AgentBase.create_session``) is that principal's
+current_principal: ContextVar[str] = ContextVar("acplink_principal", default=LOCAL_PRINCIPAL)
 
 #: What the app needs of a session store: a mutable mapping ``session id → AgentSession``
 #: (``get``, ``[]``, ``in``, ``len``, iteration, ``pop``, ``values``). A persistent store
@@ -49,6 +60,8 @@ class SessionRecord:
     updated_at: str
     archived: bool
     additional_directories: tuple[str, ...] = ()
+    #: who created it (:data:`LOCAL_PRINCIPAL`, or a token's principal)
+    principal: str = LOCAL_PRINCIPAL
 
 
 class HistoryStore(MutableMapping[str, "AgentSession"]):
@@ -59,6 +72,11 @@ class HistoryStore(MutableMapping[str, "AgentSession"]):
     releases it. Journal writes (:meth:`record`, :meth:`record_json`, :meth:`begin_turn`,
     :meth:`end_turn`) may be batched: :meth:`flush` makes them durable, and acplink calls it
     before the bytes of what was journaled reach the peer (``before_write``)."""
+
+    #: group commit: a store whose commit is costly (a round trip and a disk flush on a
+    #: database server) asks the transports writing its sessions' updates to batch up to this
+    #: many bytes per write (so per commit) rather than their default (None: the default)
+    group_commit_bytes: int | None = None
 
     @abstractmethod
     def open(self, session_id: str) -> AgentSession | None:
@@ -91,8 +109,9 @@ class HistoryStore(MutableMapping[str, "AgentSession"]):
 
     @abstractmethod
     def list_sessions(self, *, cwd: str | None = None, archived: str = "exclude", cursor: str | None = None,
-                      limit: int = 50) -> tuple[list[SessionRecord], str | None]:
-        """Stored sessions, newest first, and the cursor of the next page (None: the last)."""
+                      limit: int = 50, principal: str | None = None) -> tuple[list[SessionRecord], str | None]:
+        """Stored sessions, newest first, and the cursor of the next page (None: the last).
+        ``principal``: only that principal's (None: everyone's, e.g. for inspecting a store)."""
 
     @abstractmethod
     def delete(self, session_id: str) -> bool:
@@ -103,8 +122,10 @@ class HistoryStore(MutableMapping[str, "AgentSession"]):
         """Archive or unarchive (False: no such session)."""
 
     @abstractmethod
-    def fork(self, session_id: str, new_id: str, cwd: str, additional_directories: Sequence[str] = ()) -> bool:
-        """A new session ``new_id`` with a copy of ``session_id``'s metadata and history."""
+    def fork(self, session_id: str, new_id: str, cwd: str, additional_directories: Sequence[str] = (),
+             principal: str | None = None) -> bool:
+        """A new session ``new_id`` with a copy of ``session_id``'s metadata and history,
+        belonging to ``principal`` (None: to ``session_id``'s)."""
 
     @abstractmethod
     def set_title(self, session_id: str, title: str) -> bool:
@@ -113,6 +134,11 @@ class HistoryStore(MutableMapping[str, "AgentSession"]):
     @abstractmethod
     def exists(self, session_id: str) -> bool:
         """Whether the store has the session (held here or not)."""
+
+    def principal_of(self, session_id: str) -> str | None:
+        """The principal that created the stored session (None: no such session). The default
+        (a store that records no principal): everything is the local principal's."""
+        return LOCAL_PRINCIPAL if self.exists(session_id) else None
 
     def attach(self) -> None:
         """A connection serves this store's sessions (until :meth:`detach`)."""

@@ -29,7 +29,11 @@ import psycopg
 from ._postgres_db import _PgDatabase, one_line, shown_dsn
 from .store_sqlite import LEASE_SECONDS, SqlStore
 
-__all__ = ["PostgresStore"]
+__all__ = ["GROUP_COMMIT_BYTES", "PostgresStore"]
+
+#: how many bytes of a flood's updates one commit covers by default (a PostgreSQL commit is a
+#: round trip and a WAL flush: 16 KB write batches paid it some 70 updates at a time)
+GROUP_COMMIT_BYTES = 256 * 1024
 
 
 class PostgresStore(SqlStore):
@@ -40,8 +44,12 @@ class PostgresStore(SqlStore):
     _errors = (psycopg.Error,)
     _lock_row = " FOR UPDATE"
 
-    def __init__(self, dsn: str, *, lease_seconds: float = LEASE_SECONDS, timeout: float = 5.0) -> None:
+    def __init__(self, dsn: str, *, lease_seconds: float = LEASE_SECONDS, timeout: float = 5.0,
+                 group_commit_bytes: int = GROUP_COMMIT_BYTES) -> None:
         self.dsn = dsn
+        #: the journal's commits are grouped: up to this many bytes of updates per commit (a
+        #: flood's write batches grow to it; a lone update is still written, and committed, at once)
+        self.group_commit_bytes = group_commit_bytes
         #: the database as messages name it (no password)
         self.path = shown_dsn(dsn)
         self.lease_seconds = lease_seconds

@@ -38,7 +38,7 @@ import orjson
 
 from ..errors import InvalidRequest, StoreError
 from ._sqlite_file import APPLICATION_ID, EVENT_INSERT, MIGRATIONS, SCHEMA_VERSION, _Database
-from .history import HistoryEntry, fold
+from .history import HistoryEntry, fold_rows
 from .store import HistoryStore, SessionRecord
 
 if TYPE_CHECKING:
@@ -272,8 +272,8 @@ class SqlStore(HistoryStore):
         if row is None:
             assert create is not None
             now = create.updated_at or _now()
-            db.execute("INSERT INTO sessions (id, cwd, created, updated, owner, lease_until) VALUES (?,?,?,?,?,?)",
-                       (session_id, create.cwd, now, now, self.owner, lease))
+            db.execute("INSERT INTO sessions (id, cwd, created, updated, owner, lease_until, principal) "
+                       "VALUES (?,?,?,?,?,?,?)", (session_id, create.cwd, now, now, self.owner, lease, create.principal))
         else:
             db.execute("UPDATE sessions SET owner=?, lease_until=? WHERE id=?", (self.owner, lease, session_id))
         return True
@@ -308,12 +308,13 @@ class SqlStore(HistoryStore):
             return held
         if not self._lease(session_id):
             return None
-        row = self._db.execute("SELECT cwd, dirs, title, mode, model, config, mcp, updated FROM sessions WHERE id=?",
-                               (session_id,)).fetchone()
+        row = self._db.execute("SELECT cwd, dirs, title, mode, model, config, mcp, updated, principal FROM sessions "
+                               "WHERE id=?", (session_id,)).fetchone()
         from .context import AgentSession
 
         sess = AgentSession(session_id, row[0], orjson.loads(row[6]), orjson.loads(row[1]), mode_id=row[3],
-                            model_id=row[4], config=orjson.loads(row[5]), title=row[2], updated_at=row[7])
+                            model_id=row[4], config=orjson.loads(row[5]), title=row[2], updated_at=row[7],
+                            principal=row[8])
         self._held[session_id] = sess
         self._seq[session_id] = self._next_seq(session_id)
         self._turn[session_id] = self._last_turn(session_id)
@@ -377,22 +378,18 @@ class SqlStore(HistoryStore):
         self.flush()
         rows = self._db.execute("SELECT turn, kind, body FROM events WHERE session=? ORDER BY seq",
                                 (session_id,)).fetchall()
-        loads = orjson.loads
-
-        def events() -> Iterator[tuple[int, str, dict[str, Any]]]:
-            for turn, kind, body in rows:
-                value = loads(body)
-                yield turn, kind, value.get("update", value) if "sessionId" in value else value
-
-        return fold(events(), running=self._running.get(session_id))
+        return fold_rows(rows, running=self._running.get(session_id))
 
     # -- the record -------------------------------------------------------------------------------
 
     @_translated
     def list_sessions(self, *, cwd: str | None = None, archived: str = "exclude", cursor: str | None = None,
-                      limit: int = 50) -> tuple[list[SessionRecord], str | None]:
+                      limit: int = 50, principal: str | None = None) -> tuple[list[SessionRecord], str | None]:
         self.flush()
         where, args = [], []
+        if principal is not None:
+            where.append("principal=?")
+            args.append(principal)
         if cwd is not None:
             where.append("cwd=?")
             args.append(cwd)
@@ -404,10 +401,11 @@ class SqlStore(HistoryStore):
             after = _cursor_position(cursor)
             where.append("(updated < ? OR (updated = ? AND id < ?))")
             args += [after[0], after[0], after[1]]
-        sql = ("SELECT id, cwd, title, updated, archived, dirs FROM sessions"
+        sql = ("SELECT id, cwd, title, updated, archived, dirs, principal FROM sessions"
                + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY updated DESC, id DESC LIMIT ?")
         rows = self._db.execute(sql, (*args, limit + 1)).fetchall()
-        page = [SessionRecord(r[0], r[1], r[2], r[3], bool(r[4]), tuple(orjson.loads(r[5]))) for r in rows[:limit]]
+        page = [SessionRecord(r[0], r[1], r[2], r[3], bool(r[4]), tuple(orjson.loads(r[5])), r[6])
+                for r in rows[:limit]]
         more = len(rows) > limit
         return page, (_make_cursor(page[-1].updated_at, page[-1].session_id) if more and page else None)
 
@@ -427,13 +425,15 @@ class SqlStore(HistoryStore):
         return bool(cur.rowcount > 0)
 
     @_translated
-    def fork(self, session_id: str, new_id: str, cwd: str, additional_directories: Sequence[str] = ()) -> bool:
+    def fork(self, session_id: str, new_id: str, cwd: str, additional_directories: Sequence[str] = (),
+             principal: str | None = None) -> bool:
         self.flush()
         now = _now()
         cur = self._write(
-            "INSERT INTO sessions (id, cwd, dirs, title, mode, model, config, mcp, created, updated, archived) "
-            "SELECT ?, ?, ?, title, mode, model, config, mcp, ?, ?, 0 FROM sessions WHERE id=?",
-            (new_id, cwd, orjson.dumps(list(additional_directories)).decode(), now, now, session_id))
+            "INSERT INTO sessions (id, cwd, dirs, title, mode, model, config, mcp, created, updated, archived, "
+            "principal) SELECT ?, ?, ?, title, mode, model, config, mcp, ?, ?, 0, COALESCE(?, principal) "
+            "FROM sessions WHERE id=?",
+            (new_id, cwd, orjson.dumps(list(additional_directories)).decode(), now, now, principal, session_id))
         if cur.rowcount == 0:
             self.flush()
             return False
@@ -451,6 +451,15 @@ class SqlStore(HistoryStore):
             return True
         cur = self._write("UPDATE sessions SET title=?, updated=? WHERE id=?", (title, _now(), session_id))
         return bool(cur.rowcount > 0)
+
+    @_translated
+    def principal_of(self, session_id: str) -> str | None:
+        held = self._held.get(session_id)
+        if held is not None:
+            return held.principal
+        self.flush()
+        row = self._db.execute("SELECT principal FROM sessions WHERE id=?", (session_id,)).fetchone()
+        return None if row is None else str(row[0])
 
     @_translated
     def exists(self, session_id: str) -> bool:

@@ -17,12 +17,14 @@ by `acplink devtools import`, and by Connect). The first line of output is the U
 random access token; the second names the database it opened and how to stop the server.
 It listens on 127.0.0.1 unless --host says otherwise. With
 `-- AGENT_CMD`, that agent is started at once (its traffic recorded) and the URL opens its chat.
-Ctrl-C or SIGTERM stops the server and its agents."""
+With --store, the Stores page shows what a session store remembers (its sessions and their
+histories), read-only. Ctrl-C or SIGTERM stops the server and its agents."""
 EPILOG = """examples:
   acplink record --db -- acplink demo-agent        # record (e.g. as your editor's agent command)
   acplink devtools                                 # browse it, live
   acplink devtools import trace.jsonl other.jsonl  # load JSON-lines traces
-  acplink devtools -- my-agent --acp               # start this agent and open its chat"""
+  acplink devtools -- my-agent --acp               # start this agent and open its chat
+  acplink devtools --store ~/.local/state/acplink/demo/sessions.sqlite3   # what the demo agent remembers"""
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -33,6 +35,8 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--db", metavar="FILE", help="the recordings database (default: devtools.sqlite in the user's "
                                                 "state folder, ~/.local/state/acplink)")
+    p.add_argument("--store", action="append", default=[], metavar="STORE",
+                   help="a session store to show read-only (a SQLite file or a postgresql:// URL; repeatable)")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1, loopback only)")
     p.add_argument("--port", type=port_number, default=0, help="port to listen on (default 0: any free port)")
     p.add_argument("--no-browser", action="store_true", help="do not open a web browser")
@@ -53,6 +57,14 @@ def run(args: argparse.Namespace) -> int:
         return fail(f"unknown devtools action {action[0]!r} (did you mean `acplink devtools import TRACE...`?)", 2)
     if not action:  # the web UI (importing traces needs nothing more)
         require("acplink devtools", "devtools", "starlette", "uvicorn")
+    for target in args.store:  # (checked now: a missing, foreign, corrupt or newer store is one line)
+        from ..agent.store_reader import open_store_reader
+        from ..errors import StoreError
+
+        try:
+            open_store_reader(target).close()
+        except StoreError as exc:
+            return fail(str(exc), 2)
     path = args.db or default_db_path()
     try:
         store = Store(path)
@@ -119,7 +131,7 @@ def _serve(store: Any, args: argparse.Namespace) -> int:
     agent = given_command(args)
     try:
         asyncio.run(serve(store, host=args.host, port=args.port, agent=agent, on_url=announce,
-                          autostart=bool(agent), on_agent_failed=agent_failed))
+                          autostart=bool(agent), on_agent_failed=agent_failed, session_stores=args.store))
     except OSError as exc:
         if args.debug:
             raise

@@ -29,7 +29,8 @@ EXAMPLES = """examples:
 Each connection gets its own agent process (with --app: the app, in this process), started at its initialize and stopped when the
 connection ends (DELETE, WebSocket close, --idle-timeout, shutdown). Clients must send
 Authorization: Bearer TOKEN when --token (or $ACPLINK_TOKEN) is set; a non-loopback --host
-needs a token (or --insecure-no-auth). Ctrl-C or SIGTERM stops within 5 s."""
+needs a token (or --insecure-no-auth). Several --token: each client's token is its principal,
+whose stored sessions the other tokens cannot see (docs/sessions.md). Ctrl-C or SIGTERM stops within 5 s."""
 
 
 def add_parser(sub: Any) -> None:
@@ -41,7 +42,9 @@ def add_parser(sub: Any) -> None:
     only = p.add_mutually_exclusive_group()
     only.add_argument("--ws", action="store_true", help="serve WebSocket only")
     only.add_argument("--http", action="store_true", help="serve streamable HTTP only")
-    p.add_argument("--token", metavar="T", help="require 'Authorization: Bearer T' (default: $ACPLINK_TOKEN)")
+    p.add_argument("--token", metavar="T", action="append",
+                   help="require 'Authorization: Bearer T' (default: $ACPLINK_TOKEN); repeatable: any of them, "
+                        "each token a principal of its own (its stored sessions are its own)")
     p.add_argument("--allow-origin", action="append", default=[], metavar="O",
                    help="a browser origin allowed to connect (repeatable; requests with any other "
                         "Origin header get 403)")
@@ -84,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
     require("acplink serve", "remote", "uvicorn", *(() if args.http else ("websockets",)))
     from ..server import LOOPBACK_HOSTS, AcpServer, ServerLimits, is_loopback
 
-    token = args.token or os.environ.get("ACPLINK_TOKEN") or None
+    tokens = [t for t in args.token or [os.environ.get("ACPLINK_TOKEN") or ""] if t]
+    token = tokens or None
     loopback = is_loopback(args.host)
     if not loopback and token is None and not args.insecure_no_auth:
         return fail(f"refusing to serve {args.host} without a token: pass --token (or set ACPLINK_TOKEN), "
@@ -192,7 +196,7 @@ def _log_to_stderr() -> None:
     logger.propagate = False
 
 
-async def _serve(app: Any, sock: socket.socket, transports: tuple[str, ...], token: str | None) -> None:
+async def _serve(app: Any, sock: socket.socket, transports: tuple[str, ...], token: list[str] | None) -> None:
     import uvicorn
 
     from ..server import is_loopback

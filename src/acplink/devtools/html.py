@@ -37,7 +37,7 @@ def fmt_ms(seconds: float | None) -> str:
     return f"{seconds * 1000:.1f} ms" if seconds < 1 else f"{seconds:.2f} s"
 
 
-_NAV = (("/", "Sessions"), ("/connect", "Connect"), ("/diff", "Diff"))
+_NAV = (("/", "Sessions"), ("/connect", "Connect"), ("/diff", "Diff"), ("/stores", "Stores"))
 
 
 def page(title: str, body: str, *, conn: int | None = None, active: str = "", script_data: str = "") -> str:

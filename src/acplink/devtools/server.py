@@ -36,6 +36,7 @@ from .compare import diff_page
 from .connect import Chats
 from .conversation import conversation_page
 from .html import esc, page
+from .session_stores import SessionStores
 from .store import DatabaseError, Store
 from .views import (
     Filters,
@@ -117,10 +118,13 @@ def _not_found(what: str) -> HTMLResponse:
     return _html(page("Not found", f"<p>{esc(what)}</p>"), 404)
 
 
-def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None) -> Starlette:
+def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None,
+              session_stores: Sequence[str] = ()) -> Starlette:
     """The web app over ``store``; ``agent``: the command line Connect offers first (:func:`serve`
-    starts it at once when asked to)."""
+    starts it at once when asked to); ``session_stores``: the session stores shown, read-only
+    (SQLite files, PostgreSQL URLs: :mod:`.session_stores`)."""
     chats = Chats(store)
+    stores = SessionStores(session_stores)
     default_cmd = shlex.join(agent) if agent else shlex.join([sys.executable, "-m", "acplink.demo"])
     base_cwd = cwd or os.getcwd()
 
@@ -133,6 +137,13 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
 
     async def sessions_partial(request: Request) -> Response:
         return _html(sessions_rows(store, request.query_params.get("q", "")))
+
+    async def stores_page(request: Request) -> Response:
+        return _html(await asyncio.to_thread(stores.list_page))
+
+    async def stored_session(request: Request) -> Response:
+        html = await asyncio.to_thread(stores.session_page, int(request.path_params["n"]), request.path_params["sid"])
+        return _html(html) if html is not None else _not_found("no such stored session")
 
     async def timeline(request: Request) -> Response:
         c = connection(request)
@@ -316,6 +327,7 @@ def build_app(store: Store, *, agent: Sequence[str] = (), cwd: str | None = None
         Route("/c/{conn:int}/conversation", conversation), Route("/c/{conn:int}/waterfall", waterfall),
         Route("/c/{conn:int}/findings", findings), Route("/c/{conn:int}/export.jsonl", export),
         Route("/diff", diff), Route("/events", events),
+        Route("/stores", stores_page), Route("/stores/{n:int}/s/{sid}", stored_session),
         Route("/connect", connect_page), Route("/connect/{chat:int}", connect_page),
         Route("/connect/start", connect_start, methods=["POST"]),
         Route("/connect/{chat:int}/prompt", chat_prompt, methods=["POST"]),
@@ -376,16 +388,16 @@ class _Stop:
 
 async def serve(store: Store, *, host: str = "127.0.0.1", port: int = 0, agent: Sequence[str] = (),
                 on_url: Callable[[str], None] = print, autostart: bool = False,
-                on_agent_failed: Callable[[str], None] | None = None) -> None:
+                on_agent_failed: Callable[[str], None] | None = None, session_stores: Sequence[str] = ()) -> None:
     """Serve the UI until cancelled or told to stop (SIGINT, SIGTERM); ``on_url`` gets the URL
     (with its token) once listening. With ``autostart``, ``agent`` is started at once (as if
     from Connect) and the URL opens its chat; ``on_agent_failed`` gets the line saying why it
-    did not start."""
+    did not start. ``session_stores``: shown read-only under Stores."""
     import uvicorn
 
     token = secrets.token_urlsafe(24)
     cwd = os.getcwd()
-    app = build_app(store, agent=agent, cwd=cwd)
+    app = build_app(store, agent=agent, cwd=cwd, session_stores=session_stores)
     chats: Chats = app.state.chats
     guard = Guard(app, token)
     family = socket.AF_INET6 if ":" in host else socket.AF_INET

@@ -7,7 +7,7 @@ one agent per remote connection (a command, or an in-process acplink app).
 
 from typing import TYPE_CHECKING, Any
 
-from .access import LOOPBACK_HOSTS, AccessPolicy, is_loopback
+from .access import LOOPBACK_HOSTS, AccessPolicy, is_loopback, principal_of_token
 from .app import AcpServer
 from .backends import AgentBackend, AgentChannel, AgentCommand
 from .limits import ServerLimits
@@ -25,6 +25,7 @@ __all__ = [
     "InProcessAgent",
     "ServerLimits",
     "is_loopback",
+    "principal_of_token",
 ]
 
 

@@ -1,11 +1,25 @@
-"""Who may talk to the server: the bearer token, the Origin allow-list and the Host check."""
+"""Who may talk to the server: the bearer tokens, the Origin allow-list and the Host check;
+and whom a request speaks for (its principal: the token it came with)."""
 
 from __future__ import annotations
 
+import hashlib
 import hmac
 from collections.abc import Iterable
 
-__all__ = ["LOOPBACK_HOSTS", "AccessPolicy", "Refusal", "is_loopback"]
+__all__ = ["LOOPBACK_HOSTS", "PRINCIPAL_KEY", "AccessPolicy", "Refusal", "is_loopback", "principal_of_token"]
+
+#: where the server puts a request's principal in its header map (:func:`~.asgi.header_map`):
+#: a name no HTTP header can have (names never begin with ``:``), so a client cannot set it
+PRINCIPAL_KEY = ":acplink-principal"
+
+
+def principal_of_token(token: str) -> str:
+    """The principal a bearer token identifies: ``token:`` and a stable id derived from the
+    token (PBKDF2-SHA256, so the id, which the session store keeps, does not give the token
+    away; the same on every instance and across restarts). Never the token itself."""
+    digest = hashlib.pbkdf2_hmac("sha256", token.encode(), b"acplink-principal", 50_000, dklen=12)
+    return "token:" + digest.hex()
 
 #: the Host names a loopback-only server answers to (anything else is DNS rebinding)
 LOOPBACK_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
@@ -46,13 +60,17 @@ def _host_name(host: str) -> str:
 
 class AccessPolicy:
     """``token``: every request needs ``Authorization: Bearer <token>`` (compared in constant
-    time). ``allow_origins``: a request that carries ``Origin`` must name one of them.
+    time); several tokens (a list): any of them, each identifying its own principal (whose
+    stored sessions are its own: docs/sessions.md). ``allow_origins``: a request that carries ``Origin`` must name one of them.
     ``allowed_hosts``: when set, the ``Host`` header must name one of them (a loopback bind
     sets the loopback names, which stops DNS rebinding)."""
 
-    def __init__(self, *, token: str | None = None, allow_origins: Iterable[str] = (),
+    def __init__(self, *, token: str | Iterable[str] | None = None, allow_origins: Iterable[str] = (),
                  allowed_hosts: Iterable[str] | None = None) -> None:
-        self._token = token.encode() if token else None
+        tokens = [token] if isinstance(token, str) else list(token or ())
+        #: each token (bytes) and the principal it identifies
+        self._tokens = [(t.encode(), principal_of_token(t)) for t in dict.fromkeys(tokens) if t]
+        self._token = self._tokens[0][0] if self._tokens else None
         self.allow_origins = frozenset(o.rstrip("/") for o in allow_origins)
         self.allowed_hosts = (frozenset(h.lower().strip("[]") for h in allowed_hosts)
                               if allowed_hosts is not None else None)
@@ -70,11 +88,22 @@ class AccessPolicy:
         origin = headers.get("origin")
         if origin is not None and origin.rstrip("/") not in self.allow_origins:
             return Refusal(403, "Forbidden: Origin not allowed")
-        if self._token is not None:
-            auth = headers.get("authorization", "")
-            scheme, _, given = auth.partition(" ")
-            ok = scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), self._token)
-            if not ok:
-                return Refusal(401, "Unauthorized: a valid bearer token is required",
-                               [("www-authenticate", 'Bearer realm="acplink"')])
+        if self._token is not None and self.principal(headers) is None:
+            return Refusal(401, "Unauthorized: a valid bearer token is required",
+                           [("www-authenticate", 'Bearer realm="acplink"')])
         return None
+
+    def principal(self, headers: dict[str, str]) -> str | None:
+        """The principal of the request's bearer token (None: no token is required, or it
+        carries none of them). Every token is compared, in constant time."""
+        if not self._tokens:
+            return None
+        scheme, _, given = headers.get("authorization", "").partition(" ")
+        if scheme.lower() != "bearer":
+            return None
+        raw = given.strip().encode()
+        found = None
+        for token, principal in self._tokens:
+            if hmac.compare_digest(raw, token) and found is None:
+                found = principal
+        return found

@@ -6,7 +6,7 @@ import logging
 from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
-from .access import AccessPolicy, Refusal
+from .access import PRINCIPAL_KEY, AccessPolicy, Refusal
 from .asgi import Receive, Scope, Send, answer, header_map
 from .backends import AgentBackend, AgentCommand
 from .connection import Registry
@@ -29,7 +29,8 @@ class AcpServer:
     ``agent``: an agent command (a list of strings: one process per connection, see
     :class:`AgentCommand`), a factory of acplink agent apps (one app per connection, in this
     process, see :class:`InProcessAgent`), or any :class:`AgentBackend`. ``transports``: which of "http" and "ws" to
-    serve. ``token``: require ``Authorization: Bearer <token>``. ``allow_origins``: the
+    serve. ``token``: require ``Authorization: Bearer <token>`` (a list: any of them, each its
+    own principal, whose stored sessions the others cannot see). ``allow_origins``: the
     browser origins allowed (a request with any other ``Origin`` gets 403).
     ``allowed_hosts``: the ``Host`` names answered (None: any; a loopback bind should pass
     :data:`~acplink.server.LOOPBACK_HOSTS`). Mount it in Starlette/FastAPI or run it under
@@ -38,7 +39,7 @@ class AcpServer:
     """
 
     def __init__(self, agent: AgentBackend | Sequence[str] | Callable[[], AgentBase], *, path: str = "/acp",
-                 transports: Iterable[str] = ("http", "ws"), token: str | None = None,
+                 transports: Iterable[str] = ("http", "ws"), token: str | Iterable[str] | None = None,
                  allow_origins: Iterable[str] = (), allowed_hosts: Iterable[str] | None = None,
                  limits: ServerLimits | None = None) -> None:
         self.limits = limits or ServerLimits()
@@ -90,13 +91,17 @@ class AcpServer:
             return
         headers = header_map(scope)
         refusal = self.access.check(headers)
+        if refusal is None and self.access.needs_token:
+            headers[PRINCIPAL_KEY] = self.access.principal(headers) or ""
+        else:  # (never the client's: no header name can be this one, but a lax parser...)
+            headers.pop(PRINCIPAL_KEY, None)
         if kind == "websocket":
             if refusal is None and "ws" not in self.transports:
                 refusal = Refusal(426, "Upgrade Required: this server does not serve WebSocket")
             if refusal is not None:
                 await refuse_upgrade(scope, send, refusal)
                 return
-            await handle_websocket(self.registry, scope, receive, send)
+            await handle_websocket(self.registry, scope, receive, send, headers.get(PRINCIPAL_KEY))
             return
         if refusal is not None:
             await answer(send, refusal.status, refusal.reason, headers=refusal.headers)

@@ -60,6 +60,13 @@ class AgentBackend(ABC):
     async def open(self, connection_id: str, deliver: Deliver, ended: Ended) -> AgentChannel:
         """Start an agent for ``connection_id``. Raises ``TransportError`` when it cannot."""
 
+    async def open_as(self, connection_id: str, deliver: Deliver, ended: Ended,
+                      principal: str | None) -> AgentChannel:
+        """:meth:`open`, for a client whose token identifies ``principal`` (None: no token):
+        acplink's backends tell the agent, so that it serves only that principal's stored
+        sessions; a backend that does not override this ignores it."""
+        return await self.open(connection_id, deliver, ended)
+
     @property
     @abstractmethod
     def description(self) -> str:
@@ -156,8 +163,14 @@ class AgentCommand(AgentBackend):
         self.max_message_bytes = max_message_bytes
 
     async def open(self, connection_id: str, deliver: Deliver, ended: Ended) -> AgentChannel:
+        return await self.open_as(connection_id, deliver, ended, None)
+
+    async def open_as(self, connection_id: str, deliver: Deliver, ended: Ended,
+                      principal: str | None) -> AgentChannel:
+        """The agent process learns the principal from ``$ACPLINK_PRINCIPAL``."""
         step = self.stop_timeout * 0.4  # close stdin → wait, SIGTERM → wait, SIGKILL
-        transport = SubprocessTransport(self.command, env=self.env, cwd=self.cwd,
+        env = self.env if principal is None else {**self.env, "ACPLINK_PRINCIPAL": principal}
+        transport = SubprocessTransport(self.command, env=env, cwd=self.cwd,
                                         stderr=_StderrLogger(connection_id), close_timeout=step,
                                         term_timeout=step, pipe_size=None)
         await transport.start(_LineSink(connection_id, deliver, ended, self.max_message_bytes))

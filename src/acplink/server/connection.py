@@ -30,7 +30,7 @@ from .backends import AgentBackend, AgentChannel
 from .limits import ServerLimits
 from .resume import Retention
 
-__all__ = ["Mailbox", "Registry", "RemoteConnection", "id_key", "principal_of", "pump"]
+__all__ = ["Mailbox", "Registry", "RemoteConnection", "id_key", "credentials_of", "pump"]
 
 log = logging.getLogger("acplink.server")
 
@@ -48,10 +48,9 @@ _NOTIFICATION = b'{"jsonrpc":"2.0","method":'
 _STATE_UPDATE = b'"state_update"'
 
 
-def principal_of(headers: dict[str, str]) -> str:
-    """Who a request speaks for, as far as the server can tell: a digest of its credentials
-    (``Authorization``; empty without). A stream is resumed only by the principal that opened
-    its connection."""
+def credentials_of(headers: dict[str, str]) -> str:
+    """A digest of a request's credentials (``Authorization``; empty without). A stream is
+    resumed only with the credentials that opened its connection."""
     auth = headers.get("authorization")
     return hashlib.sha256(auth.encode()).hexdigest() if auth else ""
 
@@ -166,12 +165,16 @@ class RemoteConnection:
     """A remote client's connection: its agent, its streams, its routes."""
 
     def __init__(self, registry: Registry, kind: Kind, peer: str, *, cid: str | None = None,
-                 principal: str = "") -> None:
+                 principal: str | None = None, credentials: str = "") -> None:
         self.id = cid or str(uuid.uuid4())
+        #: whom the client's token identifies (None: the server needs no token); its agent
+        #: serves that principal's sessions, and only that token reaches the connection
+        self.principal = principal
         self.kind = kind
         self.peer = peer
-        #: who opened it (see :func:`principal_of`): a resume must come from the same
-        self.principal = principal
+        #: the credentials it was opened with (see :func:`credentials_of`): a resume must
+        #: present the same (stricter than the principal: also on a server without tokens)
+        self.credentials = credentials
         #: the WebSocket now carrying the connection (each resume makes a new one)
         self.generation = 0
         #: the client's ``session/prompt`` requests not answered yet: id key -> (session, id)
@@ -212,7 +215,7 @@ class RemoteConnection:
         self.starting = True
         try:
             self._pass_notifications = self.kind == "ws" and backend.well_formed_output
-            self.channel = await backend.open(self.id, self._from_agent, self._agent_ended)
+            self.channel = await backend.open_as(self.id, self._from_agent, self._agent_ended, self.principal)
         finally:
             self.starting = False
         if self.closed:  # closed while it started (server shutdown)
@@ -471,8 +474,9 @@ class Registry:
     def full(self) -> bool:
         return self.closing or len(self.connections) + self.opening >= self.limits.max_connections
 
-    def create(self, kind: Kind, peer: str, *, cid: str | None = None, principal: str = "") -> RemoteConnection:
-        conn = RemoteConnection(self, kind, peer, cid=cid, principal=principal)
+    def create(self, kind: Kind, peer: str, *, cid: str | None = None, principal: str | None = None,
+               credentials: str = "") -> RemoteConnection:
+        conn = RemoteConnection(self, kind, peer, cid=cid, principal=principal, credentials=credentials)
         self.connections[conn.id] = conn
         log.info("connection %s opened (%s from %s)", conn.id, "WebSocket" if kind == "ws" else "HTTP", peer)
         return conn

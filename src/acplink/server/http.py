@@ -11,8 +11,9 @@ from .._tasks import TaskSet
 from ..errors import AcpError
 from ..protocol.messages import message_kind
 from ..transports._cursor import RESUMED_METHOD, TURN_STATE_KEY
+from .access import PRINCIPAL_KEY
 from .asgi import Receive, Scope, Send, TooLarge, answer, header_map, peer_of, read_body
-from .connection import Mailbox, Registry, RemoteConnection, principal_of, pump
+from .connection import Mailbox, Registry, RemoteConnection, credentials_of, pump
 from .resume import ResumeRefused, advertise
 
 __all__ = ["CONNECTION_HEADER", "SESSION_HEADER", "handle_http"]
@@ -50,6 +51,8 @@ async def _connection(registry: Registry, headers: dict[str, str], send: Send) -
     """The connection the request names; None when it was answered with 400 or 404."""
     cid = headers.get(CONNECTION_HEADER)
     conn = registry.get(cid, "http") if cid else None
+    if conn is not None and conn.principal != headers.get(PRINCIPAL_KEY):
+        conn = None  # (another token's connection: as unknown)
     if conn is None:
         await answer(send, *((404, "Unknown Acp-Connection-Id") if cid else (400, "Missing Acp-Connection-Id")))
     return conn
@@ -97,7 +100,8 @@ async def _post(registry: Registry, scope: Scope, headers: dict[str, str], recei
         if CONNECTION_HEADER in headers:
             await answer(send, 400, "initialize is not allowed on an existing connection")
         else:
-            await _initialize(registry, scope, rid, line, send, principal_of(headers))
+            await _initialize(registry, scope, rid, line, send, headers.get(PRINCIPAL_KEY),
+                              credentials_of(headers))
         return
     conn = await _connection(registry, headers, send)
     if conn is None:
@@ -136,7 +140,7 @@ def _too_long(value: Any, what: str, limit: int) -> str | None:
 
 
 async def _initialize(registry: Registry, scope: Scope, rid: Any, line: bytes, send: Send,
-                      principal: str) -> None:
+                      principal: str | None, credentials: str) -> None:
     limits = registry.limits
     if rid is None:
         await answer(send, 400, "initialize must have an id")
@@ -145,7 +149,7 @@ async def _initialize(registry: Registry, scope: Scope, rid: Any, line: bytes, s
         await answer(send, 503, "Service Unavailable: too many connections",
                      headers=[("retry-after", str(limits.retry_after))])
         return
-    conn = registry.create("http", peer_of(scope), principal=principal)
+    conn = registry.create("http", peer_of(scope), principal=principal, credentials=credentials)
     try:
         await conn.start_agent(registry.backend)
         answered = conn.expect_answer(rid)
@@ -184,7 +188,7 @@ async def _get(registry: Registry, headers: dict[str, str], receive: Receive, se
         await answer(send, 400, bad)
         return
     last = headers.get("last-event-id")
-    if last is not None and principal_of(headers) != conn.principal:
+    if last is not None and credentials_of(headers) != conn.credentials:
         await answer(send, 409, "Conflict: cannot resume: the cursor is not one of this stream's")
         return
     box = conn.open_stream(sid)

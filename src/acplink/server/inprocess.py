@@ -121,8 +121,13 @@ class InProcessAgent(AgentBackend):
         self.stop_timeout = stop_timeout
 
     async def open(self, connection_id: str, deliver: Deliver, ended: Ended) -> AgentChannel:
+        return await self.open_as(connection_id, deliver, ended, None)
+
+    async def open_as(self, connection_id: str, deliver: Deliver, ended: Ended,
+                      principal: str | None) -> AgentChannel:
         transport = _RemoteTransport(deliver, ended)
-        conn = self.factory().connection(transport)
+        conn = self.factory().connection(transport) if principal is None else \
+            self.factory().connection(transport, principal=principal)
         await conn.start()
         return _AppChannel(transport, conn, self.stop_timeout)
 

@@ -32,7 +32,7 @@ from ..transports._cursor import (
 )
 from .access import Refusal
 from .asgi import Receive, Scope, Send, answer, header_map, peer_of
-from .connection import Mailbox, Registry, RemoteConnection, id_key, principal_of, pump
+from .connection import Mailbox, Registry, RemoteConnection, credentials_of, id_key, pump
 from .resume import ResumeRefused, advertise
 
 __all__ = ["handle_websocket", "refuse_upgrade"]
@@ -68,7 +68,9 @@ async def refuse_upgrade(scope: Scope, send: Send, refusal: Refusal) -> None:
         await send({"type": "websocket.close", "code": POLICY})
 
 
-async def handle_websocket(registry: Registry, scope: Scope, receive: Receive, send: Send) -> None:
+async def handle_websocket(registry: Registry, scope: Scope, receive: Receive, send: Send,
+                           principal: str | None = None) -> None:
+    """Serve one WebSocket; ``principal``: whom its token identifies (None: no token)."""
     if (await receive())["type"] != "websocket.connect":
         return
     limits = registry.limits
@@ -80,7 +82,7 @@ async def handle_websocket(registry: Registry, scope: Scope, receive: Receive, s
     registry.opening += 1
     try:
         await send({"type": "websocket.accept", "headers": [(b"acp-connection-id", cid.encode())]})
-        sock = _Socket(registry, scope, receive, send)
+        sock = _Socket(registry, scope, receive, send, principal)
         opened = await sock.opening(cid)
     finally:
         registry.opening -= 1
@@ -103,8 +105,11 @@ class _Resumed:
 class _Socket:
     """One accepted WebSocket."""
 
-    def __init__(self, registry: Registry, scope: Scope, receive: Receive, send: Send) -> None:
+    def __init__(self, registry: Registry, scope: Scope, receive: Receive, send: Send,
+                 principal: str | None) -> None:
         self.registry = registry
+        #: whom its token identifies (None: the server needs no token)
+        self.principal = principal
         self.scope = scope
         self.receive = receive
         self.send = send
@@ -112,7 +117,7 @@ class _Socket:
         #: the code of the client's close frame (1006: the socket dropped without one)
         self.client_code: int | None = None
         headers = header_map(scope)
-        self.principal = principal_of(headers)
+        self.credentials = credentials_of(headers)
         #: the client said it resumes a dropped stream: a drop leaves the connection waiting
         self.resumes = headers.get(RESUME_HEADER, "").strip() == "1"
 
@@ -205,7 +210,8 @@ class _Socket:
     async def _initialize(self, cid: str, msg: dict[str, Any], data: bytes) -> tuple[
             RemoteConnection, Mailbox, None] | None:
         registry = self.registry
-        conn = registry.create("ws", peer_of(self.scope), cid=cid, principal=self.principal)
+        conn = registry.create("ws", peer_of(self.scope), cid=cid, principal=self.principal,
+                               credentials=self.credentials)
         box = conn.open_stream(None)
         assert box is not None
         try:
@@ -255,7 +261,7 @@ class _Socket:
             cid = header_map(self.scope).get("acp-connection-id")
         conn = self.registry.get(cid, "ws") if isinstance(cid, str) else None
         try:
-            if conn is None or conn.closed or conn.principal != self.principal or not isinstance(cursor, str):
+            if conn is None or conn.closed or conn.credentials != self.credentials or not isinstance(cursor, str):
                 raise ResumeRefused(_REFUSED)
             old = conn.stream
             assert old.retention is not None

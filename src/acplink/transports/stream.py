@@ -39,6 +39,9 @@ class StreamTransport(Transport):
     #: called right before bytes go to the stream (a session store makes what it journaled
     #: durable first: what the peer receives is stored)
     before_write: Callable[[], None] | None = None
+    #: the batch size (bytes) that is written at once rather than at the next turn; a session
+    #: store whose commit is costly raises it, so that one commit covers more (group commit)
+    flush_at: int = FLUSH_AT
 
     def __init__(self) -> None:
         self._batch: list[bytes] = []
@@ -57,7 +60,7 @@ class StreamTransport(Transport):
             return False
         self._batch.append(message)
         self._batch_size += len(message)
-        if self._batch_size >= FLUSH_AT:
+        if self._batch_size >= self.flush_at:
             self.flush()
             self._flush_scheduled = True  # (still scheduled: the rest of this turn batches)
             return False
