@@ -23,6 +23,7 @@ from .._tasks import TaskSet
 from ..connection.rules import prompt_refusal
 from ..errors import AcpError, ProtocolError, RequestCancelled, RequestTimeout, UsageError
 from ..protocol import Protocol
+from ..protocol.codec import ClientCodec
 from ..protocol.turns import TurnEnd
 from ..schema import _generated as s
 from .state import SessionState
@@ -72,13 +73,22 @@ class Session:
         self.state = SessionState()
         self.closed = False
         self._turn: PromptTurn | None = None
-        codec = self._codec = client.connection.protocol.client_codec
+        #: the turn started last (kept after it ended: a crash recovery asks whether it ended)
+        self.last_turn: PromptTurn | None = None
+        self._codec: ClientCodec | None = None
         #: the version's own state of the session (None for a version speaking acplink's vocabulary)
         self.native_state: Any = None
-        if codec is not None:
-            self.native_state = codec.new_state(session_id)
-            self.state.session_id = session_id
         self._views: list[Any] = []
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        """Start :attr:`state` afresh (before a reopening call replays the conversation)."""
+        self.state = SessionState()
+        codec = self._codec = self.client.connection.protocol.client_codec
+        self.native_state = None
+        if codec is not None:
+            self.native_state = codec.new_state(self.session_id)
+            self.state.session_id = self.session_id
 
     def __repr__(self) -> str:
         return f"<Session {self.session_id} cwd={self.cwd!r}>"
@@ -180,7 +190,7 @@ class Session:
         # not be undone by it (see cancel())
         self.client._questions.turn_started(self.session_id)
         turn = PromptTurn(self, request, timeout=timeout, cancel_wait=wait)
-        self._turn = turn
+        self._turn = self.last_turn = turn
         return turn
 
     async def cancel(self) -> None:
@@ -307,6 +317,8 @@ class PromptTurn:
         self.timeout = timeout
         self.response: s.PromptResponse | None = None
         self._updates: collections.deque[s.SessionUpdate] = collections.deque()
+        #: the number of the session's updates that arrived during the turn
+        self.received = 0
         self._text: list[str] = []
         self._wakeup = asyncio.Event()
         #: owns the prompt request's task and the cancelling one (aclose cancels and awaits them)
@@ -337,7 +349,7 @@ class PromptTurn:
     async def _exchange(self) -> Any:
         """The prompt's exchange with the agent; what ends the turn: the response, or (after
         a receipt) the update that ends it."""
-        conn = self.session.client.connection
+        conn = await self.session.client._live_connection()  # (an agent being restarted: the new one)
         wire = _prompt_types(conn.protocol)[1]
         end = self._end
         if end is None:
@@ -356,6 +368,7 @@ class PromptTurn:
         if end is not None and end.done():
             return
         self._updates.append(update)
+        self.received += 1
         text = _reply_text(update)
         if text is not None:
             self._text.append(text)
@@ -447,6 +460,11 @@ class PromptTurn:
 
     def __await__(self) -> Generator[Any, None, s.PromptResponse]:
         return self.result().__await__()
+
+    @property
+    def reply_text(self) -> str:
+        """The text of the agent's reply received so far."""
+        return "".join(self._text)
 
     async def text(self) -> str:
         """Wait for the end of the turn; the agent's reply: the text of the turn's
