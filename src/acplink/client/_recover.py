@@ -24,12 +24,14 @@ import collections
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._tasks import TaskSet
 from ..errors import AcpError, PeerOutputNotJson, RecoveryFailed
 from ..transports.base import Transport
 from ..transports.subprocess import SubprocessTransport
+from ._questions import Questions
+from .fs import FileBudget
 
 if TYPE_CHECKING:
     from ..connection.client_side import ClientSideConnection
@@ -204,7 +206,7 @@ class AgentRecovery:
                 return False
             self.restarts += 1
             try:
-                await client._replace_transport(self.spawn())
+                await replace_transport(client, self.spawn())
                 if self.protocol_version is None:
                     await client.start()
                 else:
@@ -224,7 +226,7 @@ class AgentRecovery:
             report.failed[sess.session_id] = "the restarted agent cannot reopen sessions (no session/load or resume)"
         else:
             try:
-                if await client._reopen_existing(sess, method):
+                if await reopen_existing(client, sess, method):
                     report.replayed.add(sess.session_id)
                 report.reopened[sess.session_id] = method
                 return
@@ -232,6 +234,42 @@ class AgentRecovery:
                 report.failed[sess.session_id] = str(exc)
         sess.closed = True
         client._forget(sess.session_id)
+
+
+async def replace_transport(client: Client, transport: Transport) -> None:
+    """``client`` goes on over ``transport`` (a restarted agent): the old connection is closed,
+    the terminals of the old agent are killed, and a new connection (not started) takes its
+    place; the sessions, handlers and MCP registrations stay."""
+    await client.connection.aclose()
+    if client.terminals is not None:
+        await client.terminals.aclose()
+    client.transport = transport
+    client._fs.clear()
+    client._fs_budget = FileBudget(drain=transport.drain)
+    client.connection = client._connect(transport)
+    client.mcp.rebind(client.connection)
+    questions = Questions(client.connection.tasks)
+    questions.observers = client.question_observers
+    client._questions = questions
+
+
+async def reopen_existing(client: Client, sess: Session, method: Literal["load", "resume"]) -> bool:
+    """Reopen ``sess`` itself on a restarted agent: ``session/load``, or ``session/resume``
+    (replaying where the version can); True when the conversation was replayed (``sess.state``
+    started afresh and holds the agent's history)."""
+    sid = sess.session_id
+    fields: dict[str, Any] = {"session_id": sid, "cwd": sess.cwd}
+    replayed = method == "load" or client._resume_replays()
+    if method == "load":
+        fields["mcp_servers"] = []
+    elif replayed:
+        fields["replay_from"] = {"type": "start"}
+    if replayed:
+        sess._reset_state()
+    client.sessions[sid] = sess
+    sess._turn = None
+    await client._opening(sid, f"{method}_session", fields)
+    return replayed
 
 
 def _interrupted(turn: PromptTurn) -> bool:

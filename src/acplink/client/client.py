@@ -141,23 +141,6 @@ class Client(ClientOn):
         conn.on_invalid_update = self._invalid_update
         return conn
 
-    async def _replace_transport(self, transport: Transport) -> None:
-        """Go on over ``transport`` (a restarted agent, see :class:`AgentRecovery`): the old
-        connection is closed, the terminals of the old agent are killed, and a new connection
-        (not started) takes its place; the sessions, handlers and MCP registrations stay."""
-        old = self.connection
-        await old.aclose()
-        if self.terminals is not None:
-            await self.terminals.aclose()
-        self.transport = transport
-        self._fs.clear()
-        self._fs_budget = FileBudget(drain=transport.drain)
-        self.connection = self._connect(transport)
-        self.mcp.rebind(self.connection)
-        questions = Questions(self.connection.tasks)
-        questions.observers = self.question_observers
-        self._questions = questions
-
     @property
     def conn(self) -> ClientSideConnection:
         """The connection to the agent: an alias of :attr:`connection` (the older name)."""
@@ -438,24 +421,6 @@ class Client(ClientOn):
         model = info.params_type if info is not None else None
         return "replay_from" in getattr(model, "model_fields", {})
 
-    async def _reopen_existing(self, sess: Session, method: Literal["load", "resume"]) -> bool:
-        """Reopen ``sess`` itself on a restarted agent (:class:`AgentRecovery`): ``session/load``,
-        or ``session/resume`` (replaying where the version can); True when the conversation was
-        replayed (``sess.state`` started afresh and holds the agent's history)."""
-        sid = sess.session_id
-        fields: dict[str, Any] = {"session_id": sid, "cwd": sess.cwd}
-        replayed = method == "load" or self._resume_replays()
-        if method == "load":
-            fields["mcp_servers"] = []
-        elif replayed:
-            fields["replay_from"] = {"type": "start"}
-        if replayed:
-            sess._reset_state()
-        self.sessions[sid] = sess
-        sess._turn = None
-        await self._opening(sid, f"{method}_session", fields)
-        return replayed
-
     async def _reopen(self, session_id: str, cwd: str, call: Callable[[], Awaitable[Any]]) -> Session:
         """``session/load`` / ``session/resume`` of a known id: the session is registered before
         the call, since the agent sends its updates (the replayed history, its commands)
@@ -512,15 +477,6 @@ class Client(ClientOn):
             fields["cursor"] = cursor
         resp = await self._call("list_sessions", **fields)
         return list(resp.sessions), resp.next_cursor or None
-
-    def reopen_method(self) -> Literal["resume", "load"] | None:
-        """How :meth:`reopen_session` reopens a session with this agent: ``"resume"``
-        (``session/resume`` advertised), else ``"load"`` (``session/load``), else None."""
-        if self.offers("resume_session"):
-            return "resume"
-        if self.offers("load_session"):
-            return "load"
-        return None
 
     async def reopen_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None, *,
                              prefer: Literal["resume", "load"] = "resume") -> Session:
