@@ -145,7 +145,10 @@ class AgentRecovery:
             await self.client.connection.wait_closed()
             if self.client._closing:
                 return
-            await self.wait()
+            try:
+                await self.wait()
+            except RecoveryFailed:  # (kept in :attr:`failure`, for whoever uses the client next)
+                return
 
     async def wait(self) -> RecoveryReport | None:
         """Wait for the restart under way, or start one if the agent is gone; the last
@@ -175,7 +178,7 @@ class AgentRecovery:
             self._give_up(f"{reason}; it is not restarted (its output is not ACP)")
             return
         sessions = [sess for sess in client.sessions.values() if not sess.closed]
-        lost = [(sess, turn) for sess in sessions if (turn := sess.last_turn) is not None and _interrupted(turn)]
+        lost = [(sess, turn) for sess in sessions if (turn := sess.last_turn) is not None and _interrupted(turn, conn)]
         if not await self._restart(reason):
             return
         report = RecoveryReport(reason, self.restarts)
@@ -201,8 +204,8 @@ class AgentRecovery:
             while self._times and self._times[0] < now - self.window:
                 self._times.popleft()
             if len(self._times) > self.limit:
-                self._give_up(f"{reason}; it ended {len(self._times)} times within {self.window:g} s: "
-                              f"not restarted again (a crash loop)")
+                self._give_up(f"{reason}; restarted {self.limit} times within {self.window:g} s, it is not "
+                              f"restarted again (a crash loop)")
                 return False
             self.restarts += 1
             try:
@@ -213,8 +216,8 @@ class AgentRecovery:
                     await client.start(protocol_version=self.protocol_version)
                 return True
             except (AcpError, OSError) as exc:
-                reason = f"the restarted agent failed to start: {exc}"
-                log.warning("%s", reason)
+                reason = await _why_it_ended(client.transport, client.connection, exc)
+                log.warning("the restarted agent failed to start: %s", reason)
                 await asyncio.sleep(BACKOFF[min(tries, len(BACKOFF) - 1)])
                 tries += 1
 
@@ -267,14 +270,20 @@ async def reopen_existing(client: Client, sess: Session, method: Literal["load",
     if replayed:
         sess._reset_state()
     client.sessions[sid] = sess
-    sess._turn = None
-    await client._opening(sid, f"{method}_session", fields)
+    waiting, sess._turn = sess._turn, None  # (a prompt waiting for the restart: not fed the replay)
+    try:
+        await client._opening(sid, f"{method}_session", fields)
+    finally:
+        if sess._turn is None and waiting is not None and not waiting.done:
+            sess._turn = waiting
+            if replayed:  # (its prompt, recorded in the state the replay replaced)
+                sess._record_prompt(waiting.request)
     return replayed
 
 
-def _interrupted(turn: PromptTurn) -> bool:
-    """The turn got no answer (the crash took it down)."""
-    return turn.response is None and not (turn.done and turn._task.cancelled())
+def _interrupted(turn: PromptTurn, conn: ClientSideConnection) -> bool:
+    """The turn went out on the lost connection and got no answer (the crash took it down)."""
+    return turn._sent_on is conn and turn.response is None and not (turn.done and turn._task.cancelled())
 
 
 def _prompt_text(turn: PromptTurn) -> str:
@@ -293,11 +302,15 @@ def _lost_turn(sess: Session, turn: PromptTurn, replayed: bool) -> LostTurn:
     return lost
 
 
-async def _why_it_ended(transport: Transport, conn: ClientSideConnection) -> str:
+async def _why_it_ended(transport: Transport, conn: ClientSideConnection, exc: BaseException | None = None) -> str:
+    """How the agent ended, in one line (its exit code or signal and its last stderr line)."""
     if isinstance(transport, SubprocessTransport):
         code = await transport.exit_code()
         how = (f"exited with code {code}" if code is not None and code >= 0
-               else f"was killed by signal {-code}" if code is not None else "closed the connection")
-        return f"the agent {transport.command_line!r} {how}"
-    reason = conn.peer.close_reason
+               else f"was killed by signal {-code}" if code is not None
+               else f"failed to start ({exc})" if exc is not None else "closed the connection")
+        tail = transport.stderr_tail
+        said = f" (its last words: {tail[-1].strip()!r})" if tail and tail[-1].strip() else ""
+        return f"the agent {transport.command_line!r} {how}{said}"
+    reason = exc or conn.peer.close_reason
     return f"the agent closed the connection ({reason})" if reason is not None else "the agent closed the connection"

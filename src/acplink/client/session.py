@@ -151,6 +151,9 @@ class Session:
         if self.closed:
             raise UsageError(f"session {self.session_id} is closed")
         if self.client.closed:
+            recovery = self.client.recovery
+            if recovery is not None and recovery.failure is not None:  # (it gave up restarting the agent)
+                raise recovery.failure
             raise UsageError("the client connection is closed")
 
     def prompt(self, prompt: str | Sequence[Any], *, timeout: float | None = None,
@@ -172,26 +175,29 @@ class Session:
         wait = self.cancel_wait if cancel_wait is None else cancel_wait
         if (timeout is not None and not timeout > 0) or not wait >= 0:
             raise UsageError(f"timeout must be positive and cancel_wait not negative (got {timeout!r}, {wait!r})")
-        proto, _wire, params_type, text_type = _prompt_types(self.client.connection.protocol)
+        _proto, _wire, params_type, text_type = _prompt_types(self.client.connection.protocol)
         blocks = [text_type(text=prompt)] if isinstance(prompt, str) else list(prompt)
         codec = self._codec
         refused = codec.prompt_refusal(blocks) if codec is not None else None
         if refused is not None:
             raise UsageError(refused)
         request = params_type(session_id=self.session_id, prompt=blocks, **fields)
-        if proto.turns.echo_kind is None and codec is None:
-            # the user's message is part of the conversation (the agent does not echo it back):
-            # record it, so the agent's reply starts a new message in :attr:`state` (a local id
-            # keeps two prompts in a row apart; it is not sent)
-            local_id = f"local-{uuid.uuid4().hex}"
-            for block in request.prompt:
-                self.state.apply(s.UserMessageChunk(content=block, message_id=local_id))
+        self._record_prompt(request)
         # the turn starts now, not when its task sends the prompt: a cancel in between must
         # not be undone by it (see cancel())
         self.client._questions.turn_started(self.session_id)
         turn = PromptTurn(self, request, timeout=timeout, cancel_wait=wait)
         self._turn = self.last_turn = turn
         return turn
+
+    def _record_prompt(self, request: Any) -> None:
+        """The user's message is part of the conversation (where the agent does not echo it
+        back): it is recorded, so the agent's reply starts a new message in :attr:`state` (a
+        local id keeps two prompts in a row apart; it is not sent)."""
+        if self.protocol.turns.echo_kind is None and self._codec is None:
+            local_id = f"local-{uuid.uuid4().hex}"
+            for block in request.prompt:
+                self.state.apply(s.UserMessageChunk(content=block, message_id=local_id))
 
     async def cancel(self) -> None:
         """Send ``session/cancel``; the running turn ends with stopReason ``cancelled``."""
@@ -319,6 +325,7 @@ class PromptTurn:
         self._updates: collections.deque[s.SessionUpdate] = collections.deque()
         #: the number of the session's updates that arrived during the turn
         self.received = 0
+        self._sent_on: Any = None  # the connection the prompt went out on
         self._text: list[str] = []
         self._wakeup = asyncio.Event()
         #: owns the prompt request's task and the cancelling one (aclose cancels and awaits them)
@@ -349,7 +356,7 @@ class PromptTurn:
     async def _exchange(self) -> Any:
         """The prompt's exchange with the agent; what ends the turn: the response, or (after
         a receipt) the update that ends it."""
-        conn = await self.session.client._live_connection()  # (an agent being restarted: the new one)
+        conn = self._sent_on = await self.session.client._live_connection()  # (an agent restarting: the new one)
         wire = _prompt_types(conn.protocol)[1]
         end = self._end
         if end is None:
