@@ -139,6 +139,7 @@ class ChatApp(LocalCommands, Questions):
             self._banner()
             if resuming:
                 self._show_history(self.session)
+                self.console.print(Text(f"resumed session {self.session.session_id}", style="dim"))
             while True:
                 try:
                     await self._loop()

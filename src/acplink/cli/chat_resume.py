@@ -14,6 +14,7 @@ sent again.
 from __future__ import annotations
 
 import argparse
+import os
 from typing import TYPE_CHECKING
 
 from rich.text import Text
@@ -66,7 +67,7 @@ async def _most_recent(client: Client, cwd: str) -> str:
         raise AcpError("--resume without an ID needs an agent that lists its sessions (session/list); "
                        "this one does not: give the session ID") from None
     if not page:
-        raise AcpError(f"--resume: the agent lists no session in {sanitize_for_terminal(cwd)}")
+        raise AcpError(f"--resume: the agent lists no session in {sanitize_for_terminal(os.path.abspath(cwd))}")
     # (acplink's agents list newest first; another agent's order is not promised)
     return max(page, key=lambda info: info.updated_at or "").session_id
 
