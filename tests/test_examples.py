@@ -264,7 +264,7 @@ def test_mcp_host_drives_an_acp_agent_through_acplink_mcp_server() -> None:
 
 
 def test_client_recover_restarts_the_killed_agent_and_resumes(tmp_path: Path) -> None:
-    proc = run(example("client_recover.py") + [str(tmp_path)])
+    proc = run([*example("client_recover.py"), str(tmp_path)])
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.splitlines() == [
         "agent: You said: hello",
