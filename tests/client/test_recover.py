@@ -100,6 +100,23 @@ async def test_sigkill_mid_turn_restarts_the_agent_and_reopens_the_session(tmp_p
         assert users == ["hello", "slow 400", "again"]
 
 
+async def test_v2_the_session_is_resumed_with_its_replay(tmp_path: Path) -> None:
+    """ACP v2 has no session/load: session/resume with replayFrom; a v2 turn (ended by a state
+    update, not by the prompt's answer) fails when the agent dies instead of waiting forever."""
+    async with connect(demo(tmp_path / "store"), recover=True, protocol=2) as client:
+        session = await client.new_session(tmp_path)
+        assert await session.prompt("hello").text() == "You said: hello"
+        await _kill_mid_turn(client, "slow 400", after=6)
+        assert client.recovery is not None
+        report = await client.recovery.wait()
+        assert report is not None and report.reopened == {session.session_id: "resume"}
+        assert report.replayed == {session.session_id}
+        [lost] = report.lost
+        assert lost.received_text.startswith("chunk 1/400 ") and lost.missing_text == ""
+        assert [m.text for m in session.state.messages if m.role == "user"] == ["hello", "slow 400"]
+        assert await session.prompt("again").text() == "You said: again"
+
+
 async def test_a_prompt_sent_while_the_agent_restarts_waits_for_it(tmp_path: Path) -> None:
     async with connect(demo(tmp_path / "store"), recover=True) as client:
         session = await client.new_session(tmp_path)

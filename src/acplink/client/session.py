@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .._tasks import TaskSet
 from ..connection.rules import prompt_refusal
-from ..errors import AcpError, ProtocolError, RequestCancelled, RequestTimeout, UsageError
+from ..errors import AcpError, ConnectionClosed, ProtocolError, RequestCancelled, RequestTimeout, UsageError
 from ..protocol import Protocol
 from ..protocol.codec import ClientCodec
 from ..protocol.turns import TurnEnd
@@ -368,6 +368,13 @@ class PromptTurn:
         early = self._early_ends.get(getattr(receipt, "message_id", None) if self._rules.echo_kind else None)
         if early is not None and not end.done():
             end.set_result(early)
+        if not end.done():  # (an update ends the turn: unless the connection closes first)
+            async with TaskSet("prompt turn end") as scope:
+                closing = scope.spawn(conn.wait_closed())
+                await asyncio.wait({end, closing}, return_when=asyncio.FIRST_COMPLETED)
+            if not end.done():
+                raise ConnectionClosed(f"the connection closed before the turn of session {self.session.session_id} "
+                                       "ended")
         return await end
 
     def _push(self, update: Any) -> None:
