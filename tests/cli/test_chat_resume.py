@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pexpect
 import pytest
-from cliutil import ACPLINK, Cli
+from cliutil import ACPLINK, Cli, official_agent, official_params
 
 from acplink import connect
 
@@ -231,3 +231,39 @@ def test_sessions_pages_through_the_agents_cursor(cli: Cli) -> None:
     assert f"resumed session {ids[58]}" in out
     assert "(no more sessions: listing again from the most recent)" in pages[5]
     cli.assert_no_leftovers()
+
+
+# -- the official SDKs' agents (no session/list, load or resume) -------------------------------------
+
+
+@pytest.mark.parametrize("name", official_params())
+def test_resume_with_an_official_sdk_agent_says_why_not(cli: Cli, name: str) -> None:
+    proc = cli.run("chat", "--resume", "--", *official_agent(name), input="")
+    assert proc.returncode == 1
+    assert proc.stderr.strip().endswith("needs an agent that lists its sessions (session/list); this one does "
+                                        "not: give the session ID")
+    cli.assert_no_leftovers()
+
+
+@pytest.mark.parametrize("name", official_params())
+async def test_recover_with_an_official_sdk_agent_restarts_it_without_the_session(tmp_path: Path, name: str) -> None:
+    """An agent that cannot reopen sessions is restarted, its session closed and reported."""
+    async with connect(official_agent(name), recover=True) as client:
+        session = await client.new_session(tmp_path)
+        assert await session.prompt("hello").text() == "Hello, world"
+        turn = session.prompt("wait")
+        async for _update in turn:  # ("waiting": then the agent waits for a cancel)
+            pid = getattr(client.transport, "pid", None)
+            assert isinstance(pid, int)
+            os.kill(pid, signal.SIGKILL)
+            break
+        assert client.recovery is not None
+        await client.connection.wait_closed()
+        report = await client.recovery.wait()
+        assert report is not None and report.reopened == {}
+        assert "cannot reopen sessions" in report.failed[session.session_id]
+        assert session.closed and session.session_id not in client.sessions
+        [lost] = report.lost
+        assert lost.prompt == "wait" and lost.kept_text is None and lost.missing_text is None
+        again = await client.new_session(tmp_path)
+        assert await again.prompt("hello").text() == "Hello, world"
