@@ -160,6 +160,26 @@ def test_agent_killed_while_idle_is_restarted(cli: Cli, chats: list[Chat]) -> No
     cli.assert_no_leftovers()
 
 
+def test_a_crash_loop_ends_the_chat_with_one_line(cli: Cli, chats: list[Chat], tmp_path: Path) -> None:
+    crashy = Path(__file__).resolve().parents[1] / "client" / "crashy_agent.py"
+    c = Chat(cli, "--", sys.executable, str(crashy), str(tmp_path / "starts"), str(tmp_path / "crashy-store"))
+    chats.append(c)
+    c.expect("ask>")
+    [first] = [pid for pid in cli.leftovers()
+               if Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[1:2] == [str(crashy).encode()]]
+    c.send("slow 300")
+    c.expect("chunk 3/300")
+    os.kill(first, signal.SIGKILL)
+    c.expect("the agent stopped: restarting it")
+    out = c.expect("a crash loop")
+    assert "acplink: error: the agent" in out and "exited with code 5" in out
+    assert "restarted 3 times within 60 s, it is not restarted again" in out
+    assert c.finish() == 1
+    assert (tmp_path / "starts").read_text() == "4"  # the first start, then 3 restarts
+    assert not any("Traceback" in t for t in c.transcript)
+    cli.assert_no_leftovers()
+
+
 def test_no_recover_ends_the_chat_with_the_crash(cli: Cli, chats: list[Chat]) -> None:
     c = Chat(cli, "--no-recover")
     chats.append(c)

@@ -183,8 +183,7 @@ class Client(ClientOn):
 
     @property
     def closed(self) -> bool:
-        """Closed (:meth:`aclose`), or the agent is gone; with :attr:`recovery`, only once it
-        gave up restarting the agent."""
+        """Closed, or the agent is gone (with :attr:`recovery`: once it gave up restarting it)."""
         if self._closing or self.recovery is None or self.recovery.failure is not None:
             return self.connection.closed or self._closing
         return False
@@ -482,9 +481,10 @@ class Client(ClientOn):
                              prefer: Literal["resume", "load"] = "resume") -> Session:
         """Continue the stored session ``session_id``: ``session/resume`` where the agent
         advertises it (``prefer="load"``: ``session/load`` first, which replays the
-        conversation into :attr:`Session.state`), else the other one;
-        :class:`CapabilityError` when the agent advertises neither. An unknown id is the
-        agent's error (``ResourceNotFound`` from acplink agents)."""
+        conversation into :attr:`Session.state`; and a resume then replays it too where the
+        version can, v2's ``replayFrom``), else the other one; :class:`CapabilityError` when
+        the agent advertises neither. An unknown id is the agent's error
+        (``ResourceNotFound`` from acplink agents)."""
         can = {"resume": self.offers("resume_session"), "load": self.offers("load_session")}
         order = ("resume", "load") if prefer == "resume" else ("load", "resume")
         method = next((m for m in order if can[m]), None)
@@ -493,7 +493,7 @@ class Client(ClientOn):
                                   "nor session/load)", capability="agent:sessionCapabilities.resume")
         if method == "load":
             return await self.load_session(session_id, cwd)
-        return await self.resume_session(session_id, cwd)
+        return await self.resume_session(session_id, cwd, replay=prefer == "load" and self._resume_replays())
 
     # -- handlers for the agent's calls ----------------------------------------------------------
 
