@@ -18,7 +18,7 @@ import pexpect
 import pytest
 from cliutil import ACPLINK, Cli, official_agent, official_params
 
-from acplink import connect
+from acplink import ConnectionClosed, connect
 
 TIMEOUT = 30
 PLAIN_AGENT = [sys.executable, str(Path(__file__).resolve().parents[1] / "client" / "plain_agent.py")]
@@ -277,8 +277,9 @@ async def test_recover_with_an_official_sdk_agent_restarts_it_without_the_sessio
             assert isinstance(pid, int)
             os.kill(pid, signal.SIGKILL)
             break
+        with pytest.raises(ConnectionClosed):
+            await turn
         assert client.recovery is not None
-        await client.connection.wait_closed()
         report = await client.recovery.wait()
         assert report is not None and report.reopened == {}
         assert "cannot reopen sessions" in report.failed[session.session_id]

@@ -183,7 +183,8 @@ class AgentRecovery:
             return
         report = RecoveryReport(reason, self.restarts)
         for sess in sessions:
-            await self._reopen(sess, report)
+            if not sess.closed:  # (closed by its user meanwhile: not reopened)
+                await self._reopen(sess, report)
         for sess, turn in lost:
             report.lost.append(_lost_turn(sess, turn, sess.session_id in report.replayed))
         self.last = report

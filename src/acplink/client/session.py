@@ -270,7 +270,7 @@ class Session:
             return
         self.closed = True
         self.client._forget(self.session_id)
-        if self.client.offers("close_session") and not self.client.closed:
+        if self.client.offers("close_session") and not self.client.connection.closed:  # (an agent gone: no call)
             conn = self.client.connection
             await conn.call(conn.protocol.wire("close_session"), session_id=self.session_id)
         turn = self._turn
