@@ -14,37 +14,14 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import pexpect
 import pytest
-from cliutil import ACPLINK, Cli, official_agent, official_params
+from cliutil import Chat, Cli, official_agent, official_params
 
 from acplink import ConnectionClosed, connect
 
 TIMEOUT = 30
-PLAIN_AGENT = [sys.executable, str(Path(__file__).resolve().parents[1] / "client" / "plain_agent.py")]
-
-
-class Chat:
-    def __init__(self, cli: Cli, *args: str) -> None:
-        env = {**cli.env, "TERM": "xterm-256color"}
-        self.child = pexpect.spawn(ACPLINK[0], [*ACPLINK[1:], "chat", *args], cwd=str(cli.workdir), env=env,
-                                   dimensions=(40, 120), encoding="utf-8", timeout=TIMEOUT)
-        self.transcript: list[str] = []
-
-    def expect(self, pattern: str | type[pexpect.EOF]) -> str:
-        self.child.expect(pattern)
-        seen = str(self.child.before) + (str(self.child.after) if isinstance(self.child.after, str) else "")
-        self.transcript.append(seen)
-        return seen
-
-    def send(self, line: str) -> None:
-        self.child.send(line + "\r")
-
-    def finish(self) -> int:
-        self.child.expect(pexpect.EOF)
-        self.child.close()
-        assert self.child.exitstatus is not None, f"killed by signal {self.child.signalstatus}"
-        return int(self.child.exitstatus)
+ROOT = Path(__file__).resolve().parents[2]
+PLAIN_AGENT = [sys.executable, str(ROOT / "examples" / "echo_agent.py")]  # (no store: no list, load, resume)
 
 
 @pytest.fixture
@@ -52,10 +29,7 @@ def chats() -> Iterator[list[Chat]]:
     made: list[Chat] = []
     yield made
     for c in made:
-        if c.child.isalive():
-            c.child.close(force=True)
-        elif not c.child.closed:
-            c.child.close()
+        c.close()
 
 
 def demo_agents(cli: Cli) -> list[int]:
@@ -107,12 +81,10 @@ def stored_sessions(cli: Cli) -> dict[str, list[str]]:
 
 
 def test_agent_killed_mid_turn_is_restarted_and_the_chat_goes_on(cli: Cli, chats: list[Chat]) -> None:
-    c = Chat(cli)
+    c = Chat(cli, timeout=TIMEOUT)
     chats.append(c)
     c.expect("ask>")
-    c.send("hello")
-    c.expect("You said: hello")
-    c.expect("ask>")
+    c.say("hello", "You said: hello")
     [first] = demo_agents(cli)
     c.send("slow 300")
     c.expect("chunk 6/300")
@@ -128,9 +100,7 @@ def test_agent_killed_mid_turn_is_restarted_and_the_chat_goes_on(cli: Cli, chats
     assert second != first
     c.send("/status")
     c.expect("ask>")
-    c.send("after the crash")
-    c.expect("You said: after the crash")
-    c.expect("ask>")
+    c.say("after the crash", "You said: after the crash")
     c.send("/quit")
     assert c.finish() == 0
     assert not any("Traceback" in t for t in c.transcript)
@@ -141,28 +111,25 @@ def test_agent_killed_mid_turn_is_restarted_and_the_chat_goes_on(cli: Cli, chats
 
 
 def test_agent_killed_while_idle_is_restarted(cli: Cli, chats: list[Chat]) -> None:
-    c = Chat(cli)
+    c = Chat(cli, timeout=TIMEOUT)
     chats.append(c)
     c.expect("ask>")
-    c.send("one")
-    c.expect("You said: one")
-    c.expect("ask>")
+    c.say("one", "You said: one")
     [first] = demo_agents(cli)
     os.kill(first, signal.SIGKILL)
     out = c.expect("restarted it")
     out += c.expect("ask>")
     assert "was killed by signal 9; restarted it" in out and "interrupted" not in out
-    c.send("two")
-    c.expect("You said: two")
-    c.expect("ask>")
+    c.say("two", "You said: two")
     c.send("/quit")
     assert c.finish() == 0
     cli.assert_no_leftovers()
 
 
 def test_a_crash_loop_ends_the_chat_with_one_line(cli: Cli, chats: list[Chat], tmp_path: Path) -> None:
-    crashy = Path(__file__).resolve().parents[1] / "client" / "crashy_agent.py"
-    c = Chat(cli, "--", sys.executable, str(crashy), str(tmp_path / "starts"), str(tmp_path / "crashy-store"))
+    crashy = ROOT / "tests" / "client" / "crashy_agent.py"
+    c = Chat(cli, sys.executable, str(crashy), str(tmp_path / "starts"), str(tmp_path / "crashy-store"),
+             timeout=TIMEOUT)
     chats.append(c)
     c.expect("ask>")
     [first] = [pid for pid in cli.leftovers()
@@ -181,7 +148,7 @@ def test_a_crash_loop_ends_the_chat_with_one_line(cli: Cli, chats: list[Chat], t
 
 
 def test_no_recover_ends_the_chat_with_the_crash(cli: Cli, chats: list[Chat]) -> None:
-    c = Chat(cli, "--no-recover")
+    c = Chat(cli, options=["--no-recover"], timeout=TIMEOUT)
     chats.append(c)
     c.expect("ask>")
     [first] = demo_agents(cli)

@@ -180,7 +180,7 @@ async def test_connect_resume_unknown_id_is_the_agents_error(tmp_path: Path) -> 
 
 
 async def test_agent_without_resume_load_or_list(tmp_path: Path) -> None:
-    cmd = [sys.executable, str(HERE / "plain_agent.py")]
+    cmd = [sys.executable, str(HERE.parents[1] / "examples" / "echo_agent.py")]  # (no store)
     with pytest.raises(CapabilityError, match="neither session/resume nor session/load"):
         await connect(cmd, resume="sess_1")
     async with connect(cmd) as client:
