@@ -20,6 +20,7 @@ from rich.text import Text
 
 from .._tasks import TaskSet
 from .._text import sanitize_for_terminal
+from ..client._recover import RecoveryReport
 from ..client.client import Client
 from ..client.permissions import PermissionPolicy
 from ..client.session import PromptTurn, Session
@@ -100,6 +101,7 @@ class ChatApp(LocalCommands, Questions):
         self._input: PromptSession[str] | None = None
         self._choice: PromptSession[str] | None = None
         self.interrupted_turn = False  # a turn was running when the connection was lost
+        self.shown_recovery: RecoveryReport | None = None  # the agent's last restart the user was told of
         #: keys typed while a turn runs (a real terminal only: raw mode, drawn in the live area)
         self.typeahead = TypeAhead(self._typed, self._on_sigint) if self.interactive and self.live else None
 

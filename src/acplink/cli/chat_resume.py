@@ -77,17 +77,21 @@ async def recover(app: ChatApp, lost: TransportError) -> bool:
     the user what happened. True when the chat goes on; an :class:`AcpError` (one line) when
     it gave up."""
     client = app.client
-    if client is None or client.recovery is None:
+    recovery = client.recovery if client is not None else None
+    if client is None or recovery is None:
         return False
+    if not (client.connection.closed or recovery.busy or recovery.failure) and recovery.last is app.shown_recovery:
+        return False  # (the agent runs, and no restart happened that the user has not been told of)
     console = app.console
     console.print(Text("the agent stopped: restarting it…", style="yellow"))
     try:
-        report = await app.until_quit(client.recovery.wait())
+        report = await app.until_quit(recovery.wait())
     except RecoveryFailed as exc:
         raise AcpError(str(exc)) from None
     app.interrupted_turn = False
-    if report is None:  # (closed without a restart: nothing to go on with)
+    if report is None or report is app.shown_recovery:  # (no restart: nothing to go on with)
         return False
+    app.shown_recovery = report
     for line in report_lines(report, app.session):
         console.print(line)
     if app.session is not None and app.session.closed:
