@@ -155,6 +155,22 @@ async def test_a_crash_loop_ends_with_one_clear_error_and_no_process_left(tmp_pa
     assert not alive(first) and not alive(pid)
 
 
+async def test_a_restarted_agent_that_never_answers_is_given_up_on(tmp_path: Path) -> None:
+    count = tmp_path / "starts"
+    cmd = [sys.executable, str(HERE / "crashy_agent.py"), str(count), str(tmp_path / "store"), "hang"]
+    async with connect(cmd, recover=1) as client:
+        assert client.recovery is not None
+        client.recovery.start_timeout = 1.0
+        await client.new_session(tmp_path)
+        os.kill(agent_pid(client), signal.SIGKILL)
+        await client.connection.wait_closed()
+        with pytest.raises(RecoveryFailed, match="no answer to initialize within 1 s"):
+            await client.recovery.wait()
+        hung = agent_pid(client)
+        assert alive(hung)
+    assert not alive(hung) and int(count.read_text()) == 2
+
+
 async def test_connect_resume_reopens_a_stored_session(tmp_path: Path) -> None:
     store = tmp_path / "store"
     async with connect(demo(store)) as client:

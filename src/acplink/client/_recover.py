@@ -44,6 +44,8 @@ log = logging.getLogger("acplink.client")
 
 #: seconds before each further try when a restarted agent fails to start
 BACKOFF = (0.2, 0.5, 1.0, 2.0)
+#: seconds a restarted agent may take to answer ``initialize``
+START_TIMEOUT = 30.0
 
 
 @dataclass
@@ -118,6 +120,8 @@ class AgentRecovery:
         self.limit = limit
         self.window = window
         self.protocol_version = protocol_version
+        #: seconds a restarted agent may take to answer ``initialize`` (then it is a failed start)
+        self.start_timeout = START_TIMEOUT
         #: restarts so far
         self.restarts = 0
         #: the last restart's report (None: none yet)
@@ -172,6 +176,13 @@ class AgentRecovery:
         log.warning("%s", message)
 
     async def _recover(self, conn: ClientSideConnection) -> None:
+        try:
+            await self._recover_from(conn)
+        except Exception as exc:  # (a bug here must end in an error the user sees, not a silent task)
+            log.exception("restarting the agent failed")
+            self._give_up(f"the agent could not be restarted: {type(exc).__name__}: {exc}")
+
+    async def _recover_from(self, conn: ClientSideConnection) -> None:
         client = self.client
         reason = await _why_it_ended(client.transport, conn)
         if isinstance(conn.peer.close_reason, PeerOutputNotJson):
@@ -211,13 +222,15 @@ class AgentRecovery:
             self.restarts += 1
             try:
                 await replace_transport(client, self.spawn())
-                if self.protocol_version is None:
-                    await client.start()
-                else:
-                    await client.start(protocol_version=self.protocol_version)
+                async with asyncio.timeout(self.start_timeout):
+                    if self.protocol_version is None:
+                        await client.start()
+                    else:
+                        await client.start(protocol_version=self.protocol_version)
                 return True
-            except (AcpError, OSError) as exc:
-                reason = await _why_it_ended(client.transport, client.connection, exc)
+            except (AcpError, OSError, TimeoutError) as exc:
+                why = exc if str(exc) else AcpError(f"no answer to initialize within {self.start_timeout:g} s")
+                reason = await _why_it_ended(client.transport, client.connection, why)
                 log.warning("the restarted agent failed to start: %s", reason)
                 await asyncio.sleep(BACKOFF[min(tries, len(BACKOFF) - 1)])
                 tries += 1
