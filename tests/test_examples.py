@@ -261,3 +261,18 @@ def test_mcp_host_drives_an_acp_agent_through_acplink_mcp_server() -> None:
     lines = done.stdout.splitlines()
     assert lines[0] == "You said: hello | streamed: You said: hello"
     assert "- Working on: tests" in lines and lines[-1] == "1 session(s)"
+
+
+def test_client_recover_restarts_the_killed_agent_and_resumes(tmp_path: Path) -> None:
+    proc = run([*example("client_recover.py"), str(tmp_path)])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [
+        "agent: You said: hello",
+        "the agent died after 5 updates",
+        "restarted; the old one was killed by signal 9",
+        "reopened with: load",
+        "interrupted: 'slow 100', 5 updates received, missing from the agent's history: ''",
+        "agent: You said: still there?",
+        "resumed: True",
+        "agent: You said: and now?",
+    ]

@@ -16,7 +16,8 @@ The tree (every public error; ``acplink.X`` for each name; the wire code where t
     ├── TransportError              the byte stream failed
     │   ├── ConnectionClosed        the connection is closed: pending and new calls fail
     │   │   ├── AuthRejected        a remote server refused the credentials (401/403)
-    │   │   └── StreamResumeFailed  a dropped stream could not be resumed (409: what it missed is gone)
+    │   │   ├── StreamResumeFailed  a dropped stream could not be resumed (409: what it missed is gone)
+    │   │   └── RecoveryFailed      a crashed local agent was not restarted again (a crash loop)
     │   ├── PeerOutputNotJson
     │   └── MessageTooLarge         a message over the size limit (either direction)
     ├── RequestTimeout              (also a TimeoutError) no answer in time; the request was cancelled
@@ -57,6 +58,7 @@ __all__ = [
     "ParseError",
     "PeerOutputNotJson",
     "ProtocolError",
+    "RecoveryFailed",
     "RegistryError",
     "RequestCancelled",
     "RequestError",
@@ -133,6 +135,11 @@ class StreamResumeFailed(ConnectionClosed):
     ``stream/resume_failed``: what was missed is beyond its retention, or the connection is
     gone): the connection is closed; reopen the session on a new one with ``session/resume``
     or ``session/load``."""
+
+
+class RecoveryFailed(ConnectionClosed):
+    """``connect(cmd, recover=True)`` gave up restarting the agent (it crashed too often: a
+    crash loop, or its output is not ACP): the connection is closed. The message says why."""
 
 
 class PeerOutputNotJson(TransportError, ProtocolError):

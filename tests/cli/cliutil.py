@@ -10,9 +10,11 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import pexpect
 import pytest
 
 HERE = Path(__file__).resolve().parent
@@ -142,3 +144,43 @@ class Cli:
 
 def no_traceback(text: str) -> bool:
     return "Traceback" not in text
+
+
+class Chat:
+    """``acplink chat [OPTIONS] [-- AGENT...]`` on a pseudo-terminal (pexpect), in the test's
+    workdir and environment; every expectation waits for text, never for time."""
+
+    def __init__(self, cli: Cli, *agent: str, term: str = "xterm-256color", options: Sequence[str] = (),
+                 timeout: float = 20) -> None:
+        env = {**cli.env, "TERM": term}
+        args = [*ACPLINK[1:], "chat", *options, *(["--", *agent] if agent else [])]
+        self.child = pexpect.spawn(ACPLINK[0], args, cwd=str(cli.workdir), env=env, dimensions=(40, 120),
+                                   encoding="utf-8", timeout=timeout)
+        self.transcript: list[str] = []
+
+    def expect(self, pattern: str | type[pexpect.EOF]) -> str:
+        self.child.expect(pattern)
+        seen = str(self.child.before) + (str(self.child.after) if isinstance(self.child.after, str) else "")
+        self.transcript.append(seen)
+        return seen
+
+    def send(self, line: str) -> None:
+        self.child.send(line + "\r")
+
+    def say(self, line: str, reply: str, prompt: str = "ask>") -> str:
+        """Send ``line``, wait for ``reply`` and the next prompt; what came meanwhile."""
+        self.send(line)
+        return self.expect(reply) + self.expect(prompt)
+
+    def finish(self) -> int:
+        """Wait for the process to end; its exit status."""
+        self.child.expect(pexpect.EOF)
+        self.child.close()
+        assert self.child.exitstatus is not None, f"killed by signal {self.child.signalstatus}"
+        return int(self.child.exitstatus)
+
+    def close(self) -> None:
+        if self.child.isalive():
+            self.child.close(force=True)
+        elif not self.child.closed:
+            self.child.close()

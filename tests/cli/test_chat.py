@@ -13,40 +13,9 @@ from collections.abc import Iterator
 
 import pexpect
 import pytest
-from cliutil import ACPLINK, CRASH_AGENT, Cli, official_agent, official_params
+from cliutil import ACPLINK, CRASH_AGENT, Chat, Cli, official_agent, official_params
 
 TIMEOUT = 20
-
-
-class Chat:
-    def __init__(self, cli: Cli, *agent: str, term: str = "xterm-256color") -> None:
-        env = {**cli.env, "TERM": term}
-        args = [*ACPLINK[1:], "chat", *(["--", *agent] if agent else [])]
-        self.child = pexpect.spawn(ACPLINK[0], args, cwd=str(cli.workdir), env=env, dimensions=(40, 120),
-                                   encoding="utf-8", timeout=TIMEOUT)
-        self.transcript: list[str] = []
-
-    def expect(self, pattern: str | type[pexpect.EOF]) -> str:
-        self.child.expect(pattern)
-        seen = str(self.child.before) + (str(self.child.after) if isinstance(self.child.after, str) else "")
-        self.transcript.append(seen)
-        return seen
-
-    def send(self, line: str) -> None:
-        self.child.send(line + "\r")
-
-    def finish(self) -> int:
-        """Wait for the process to end; its exit status."""
-        self.child.expect(pexpect.EOF)
-        self.child.close()
-        assert self.child.exitstatus is not None, f"killed by signal {self.child.signalstatus}"
-        return int(self.child.exitstatus)
-
-    def close(self) -> None:
-        if self.child.isalive():
-            self.child.close(force=True)
-        elif not self.child.closed:
-            self.child.close()
 
 
 @pytest.fixture

@@ -35,9 +35,19 @@ def add_parser(sub: Any) -> None:
                    help="with --url: an HTTP stream that drops is resumed where it stopped (Last-Event-ID); "
                         "when the connection is lost, reconnect (5 tries, 0.5 to 8 s apart) and "
                         "reopen the session, without asking")
+    add_resume_options(p)
     add_protocol_option(p)
     add_otel_option(p)
     p.set_defaults(run=run)
+
+
+def add_resume_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--resume", nargs="?", const="", default=None, metavar="ID",
+                   help="continue the agent's stored session ID (session/load, else session/resume); "
+                        "without ID, the most recent session of --cwd that the agent lists")
+    p.add_argument("--no-recover", action="store_true",
+                   help="a local agent that crashes is not restarted (by default it is: at most 3 times a "
+                        "minute, its sessions reopened; the interrupted prompt is not sent again)")
 
 
 def run(args: argparse.Namespace) -> int:

@@ -20,6 +20,7 @@ from rich.text import Text
 
 from .._tasks import TaskSet
 from .._text import sanitize_for_terminal
+from ..client._recover import RecoveryReport
 from ..client.client import Client
 from ..client.permissions import PermissionPolicy
 from ..client.session import PromptTurn, Session
@@ -30,6 +31,7 @@ from .chat_commands import LOCAL_NAMES, LocalCommands, Quit, SlashCompleter
 from .chat_input import TypeAhead
 from .chat_reconnect import reconnect
 from .chat_render import Fold, TurnRenderer, Waiting, error_text, usage_line
+from .chat_resume import keep_recovery_if_useful, recover, recover_enabled, resume_session
 from .chat_stream import SafeConsole, supports_hyperlinks
 from .common import (
     describe_failure,
@@ -92,12 +94,14 @@ class ChatApp(LocalCommands, Questions):
         self.prompting = False
         self.listing: list[s.SessionInfo] = []
         self.listed = 0  # sessions of the listing shown so far (/sessions more)
+        self.list_cursor: str | None = None  # the agent's cursor of the listing's next page
         #: background sends (session/cancel on Ctrl-C); closed before the client
         self._tasks = TaskSet("chat")
         self._lines: asyncio.Queue[str | None] | None = None
         self._input: PromptSession[str] | None = None
         self._choice: PromptSession[str] | None = None
         self.interrupted_turn = False  # a turn was running when the connection was lost
+        self.shown_recovery: RecoveryReport | None = None  # the agent's last restart the user was told of
         #: keys typed while a turn runs (a real terminal only: raw mode, drawn in the live area)
         self.typeahead = TypeAhead(self._typed, self._on_sigint) if self.interactive and self.live else None
 
@@ -117,26 +121,35 @@ class ChatApp(LocalCommands, Questions):
     async def _main(self) -> int:
         policy = self.policy = PermissionPolicy(default="ask", ask=self._ask)
         waiting = Waiting(self.console, "starting agent", enabled=self.live)
+        recovery = {"recover": True} if recover_enabled(self.args) else {}  # (a local agent: restarted)
         try:
-            client = await self._until_quit(open_client(self.args, policy, elicitation=self._elicit))
+            client = await self._until_quit(open_client(self.args, policy, elicitation=self._elicit, **recovery))
         except Quit:
             return 0
         finally:
             waiting.stop()
         self.adopt(client)
         try:
+            await keep_recovery_if_useful(client)
             waiting = Waiting(self.console, "starting a session", enabled=self.live)
             try:
-                self.session = await self._until_quit(start_session(client, self.args))
+                resuming = getattr(self.args, "resume", None) is not None
+                self.session = await self._until_quit(
+                    resume_session(client, self.args) if resuming else start_session(client, self.args))
             finally:
                 waiting.stop()
             self._banner()
+            if resuming:
+                self._show_history(self.session)
+                self.console.print(Text(f"resumed session {self.session.session_id}", style="dim"))
             while True:
                 try:
                     await self._loop()
                     break
                 except TransportError as exc:
                     self._end_turn_display()
+                    if await recover(self, exc):  # (a local agent restarted: see chat_resume)
+                        continue
                     offer = getattr(self.args, "url", None) and (self.args.reconnect or self.interactive)
                     if not offer or not await reconnect(self, exc):
                         raise

@@ -32,7 +32,7 @@ LOCAL_COMMANDS: list[tuple[str, str, str]] = [
     ("mode", "[ID]", "list the session modes, or switch to one"),
     ("config", "[ID [VALUE]]", "list the session's config options, or set one"),
     ("model", "[ID]", "list the models, or switch to one"),
-    ("sessions", "[more]", "list the agent's sessions (the 20 most recent; more: the next 20)"),
+    ("sessions", "[more]", "list the agent's sessions of this cwd (20 at a time; more: the next 20)"),
     ("resume", "ID|N", "continue a listed session"),
     ("new", "", "start a new session"),
     ("status", "", "the session's state in one line"),
@@ -77,6 +77,7 @@ class LocalCommands:
     session: Session | None
     listing: list[s.SessionInfo]
     listed: int  # sessions of the listing shown so far
+    list_cursor: str | None  # the agent's cursor of the listing's next page (None: no more)
     live: bool
     hyperlinks: bool
     folds: list[Fold]
@@ -237,20 +238,23 @@ class LocalCommands:
         self.console.print(Text(f"model: {wanted.model_id}", style="dim"))
 
     async def _sessions(self, *, more: bool = False) -> None:
-        """The most recent sessions, :data:`SESSIONS_PAGE` at a time (``more``: the next page
-        of the last listing)."""
+        """The agent's sessions of this cwd (``session/list``, its order: newest first for
+        acplink's agents), :data:`SESSIONS_PAGE` at a time; ``more``: the next ones, the
+        agent's next page fetched (its cursor) when those shown so far are all there is."""
         client, session = self._require()
-        if not client.supports("sessionCapabilities.list"):
-            self._error("the agent cannot list its sessions")
+        if not client.offers("list_sessions"):
+            self._error("the agent cannot list its sessions (it does not advertise session/list)")
             return
-        if more and self.listed < len(self.listing):
+        if more and (self.listed < len(self.listing) or self.list_cursor):
             first = self.listed
         else:
             if more:
                 self.console.print(Text("(no more sessions: listing again from the most recent)", style="dim"))
-            listing = await self._until_quit(client.list_sessions(session.cwd))
-            self.listing = sorted(listing, key=lambda info: info.updated_at or "", reverse=True)
+            self.listing, self.list_cursor = [], None
+            await self._fetch_sessions(client, session.cwd)
             first = 0
+        while len(self.listing) < first + SESSIONS_PAGE and self.list_cursor:
+            await self._fetch_sessions(client, session.cwd)
         if not self.listing:
             self.console.print("no sessions")
             return
@@ -260,8 +264,16 @@ class LocalCommands:
                       _when(info.updated_at), first_line(info.title or ""))
                      for i, info in enumerate(page, first + 1)), header=("#", "session", "updated", "title"))
         left = len(self.listing) - self.listed
-        tail = f"; {left} more: /sessions more" if left else ""
+        tail = f"; {left} more: /sessions more" if left else "; more: /sessions more" if self.list_cursor else ""
         self.console.print(Text(f"* this session · /resume N (or ID) continues one{tail}", style="dim"))
+
+    async def _fetch_sessions(self, client: Client, cwd: str) -> None:
+        """The agent's next page of sessions (from :attr:`list_cursor`) added to the listing."""
+        page, self.list_cursor = await self._until_quit(client.list_sessions_page(cwd, cursor=self.list_cursor))
+        known = {info.session_id for info in self.listing}
+        self.listing += [info for info in page if info.session_id not in known]
+        if not page:  # (an agent that gives a cursor with an empty page: stop)
+            self.list_cursor = None
 
     async def _resume(self, arg: str) -> None:
         client, session = self._require()
@@ -274,17 +286,14 @@ class LocalCommands:
                 self._error(f"no session #{arg} in the last /sessions list")
                 return
             session_id = self.listing[int(arg) - 1].session_id
-        can_load = client.supports("loadSession")
-        if not can_load and not client.supports("sessionCapabilities.resume"):
+        if not client.offers("load_session") and not client.offers("resume_session"):
             self._error("the agent cannot resume sessions")
             return
         if session_id == session.session_id:
             self._error("that is the current session")
             return
-        if can_load:  # load replays the conversation, so it can be shown
-            new = await self._until_quit(client.load_session(session_id, session.cwd))
-        else:
-            new = await self._until_quit(client.resume_session(session_id, session.cwd))
+        # (load first: it replays the conversation, so it can be shown)
+        new = await self._until_quit(client.reopen_session(session_id, session.cwd, prefer="load"))
         self.session = new
         self._show_history(new)
         self.console.print(Text(f"resumed session {new.session_id}", style="dim"))

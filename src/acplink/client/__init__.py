@@ -1,5 +1,6 @@
 """The client side: connect to any agent, drive sessions, serve its file/terminal/permission calls."""
 
+from ._recover import AgentRecovery, LostTurn, RecoveryReport
 from .client import Client, connect
 from .fs import FileSystemHandler
 from .mcp import McpProvider, McpRegistration
@@ -11,8 +12,10 @@ from .terminal import TerminalHandler
 from .workspace import WorkspaceServer, workspace_server
 
 __all__ = [
+    "AgentRecovery",
     "Client",
     "FileSystemHandler",
+    "LostTurn",
     "McpBridge",
     "McpBridgeError",
     "McpProvider",
@@ -20,6 +23,7 @@ __all__ = [
     "PermissionPolicy",
     "PermissionRule",
     "PromptTurn",
+    "RecoveryReport",
     "Session",
     "SessionState",
     "TerminalHandler",

@@ -68,6 +68,17 @@ class connect:
     version negotiation; it does not choose the protocol.) The other keyword arguments are
     those of :class:`Client`.
 
+    ``resume``: after ``initialize``, continue the agent's stored session of that id
+    (:meth:`Client.reopen_session`: ``session/resume`` where the agent advertises it, else
+    ``session/load``, else :class:`~acplink.errors.CapabilityError`) in ``cwd`` (default: the
+    current directory); the session is ``client.resumed``. ``recover`` (an agent command line):
+    when the agent process ends while the client runs (a crash, a kill), start it again,
+    ``initialize``, and reopen the open sessions (``session/load``, else ``session/resume``);
+    the turn that was running fails and is never sent again; ``client.recovery``
+    (:class:`~acplink.client.AgentRecovery`) reports what was lost. ``True``: at most 3
+    restarts within 60 s, an int: that many; past it, :class:`~acplink.errors.RecoveryFailed`.
+    See ``docs/client.md``.
+
     ``agent_id``: instead of ``agent``, an agent of the ACP registry, started as the registry
     says (a binary installed into the per-user cache first when needed, or its ``npx`` / ``uvx``
     package; the agent's environment variables added where ``env`` and this process's do not
@@ -102,6 +113,8 @@ class connect:
         reconnect: bool = False,
         protocol: ProtocolChoice = 1,
         workspace: bool | None = None,
+        resume: str | None = None,
+        recover: bool | int = False,
     ) -> None:
         if (agent is None) == (agent_id is None):
             raise UsageError("connect() takes an agent (a command line, URL, app or transport) or agent_id=, "
@@ -134,6 +147,9 @@ class connect:
             "client_info": client_info, "limits": limits, "check_capabilities": check_capabilities,
             "debug": debug, "protocol": protocol, "workspace": workspace}
         self.client: Client | None = None
+        self.resume = resume
+        self.recover = _recover_limit(recover, local=(not remote and isinstance(agent, (str, list, tuple)))
+                                      or agent_id is not None)
 
     async def _open(self) -> Client:
         agent = self.agent
@@ -152,8 +168,7 @@ class connect:
             cmd = [agent] if isinstance(agent, str) else list(agent)
             if not cmd:
                 raise UsageError("connect() needs an agent command line")
-            transport = SubprocessTransport(cmd, env=env, inherit_env=self.inherit_env, cwd=self.cwd,
-                                            stderr=self.stderr)
+            transport = self._spawn(cmd, env)
         elif agent is not None and hasattr(agent, "connection"):
             ours, theirs = memory_pair()
             agent_conn = agent.connection(theirs)
@@ -181,8 +196,28 @@ class connect:
                 transport.close_timeout = min(transport.close_timeout, _ABANDONED_GRACE)
             await client.aclose()
             raise
+        try:
+            await self._resume_and_watch(client, agent, env)
+        except BaseException:
+            await client.aclose()
+            raise
         self.client = client
         return client
+
+    def _spawn(self, cmd: list[str], env: dict[str, str] | None) -> SubprocessTransport:
+        return SubprocessTransport(cmd, env=env, inherit_env=self.inherit_env, cwd=self.cwd, stderr=self.stderr)
+
+    async def _resume_and_watch(self, client: Client, agent: Any, env: dict[str, str] | None) -> None:
+        """``resume=``: the session reopened; ``recover=``: the agent watched and restarted."""
+        if self.resume is not None:
+            client.resumed = await client.reopen_session(self.resume, self.cwd)
+        if self.recover and isinstance(agent, (str, list, tuple)):
+            from ._recover import AgentRecovery
+
+            cmd = [agent] if isinstance(agent, str) else list(agent)
+            client.recovery = AgentRecovery(client, lambda: self._spawn(cmd, env), limit=self.recover,
+                                            protocol_version=self.protocol_version)
+            client.recovery.start()
 
     async def __aenter__(self) -> Client:
         return await self._open()
@@ -193,6 +228,19 @@ class connect:
 
     def __await__(self) -> Generator[Any, None, Client]:
         return self._open().__await__()
+
+
+def _recover_limit(recover: bool | int, *, local: bool) -> int:
+    """``recover=``: the most restarts within a minute (0: none)."""
+    if recover is False or recover == 0:
+        return 0
+    if not local:
+        raise UsageError("recover= is for an agent command line (a process acplink starts)")
+    if recover is True:
+        return 3
+    if not isinstance(recover, int) or recover < 0:
+        raise UsageError(f"recover= takes True, False or a number of restarts, not {recover!r}")
+    return recover
 
 
 def _registry(registry: Registry | str | os.PathLike[str] | None) -> Registry:

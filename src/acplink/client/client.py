@@ -18,7 +18,14 @@ from .._version import __version__
 from ..connection.base import Router, advertises
 from ..connection.client_side import ClientSideConnection
 from ..connection.peer import PeerLimits
-from ..errors import InvalidParams, MethodNotFound, PeerOutputNotJson, ResourceNotFound, UsageError
+from ..errors import (
+    CapabilityError,
+    InvalidParams,
+    MethodNotFound,
+    PeerOutputNotJson,
+    ResourceNotFound,
+    UsageError,
+)
 from ..methods import MCP_CONNECT, MCP_DISCONNECT
 from ..protocol import PROTOCOL_VERSION, Protocol
 from ..protocol.initialize import Handshake, ProtocolChoice, check_choice
@@ -39,6 +46,7 @@ from .terminal import TerminalHandler
 
 if TYPE_CHECKING:
     from ..connection.agent_side import AgentSideConnection
+    from ._recover import AgentRecovery
 
 __all__ = ["Client", "QuestionObserver", "connect"]
 
@@ -100,16 +108,19 @@ class Client(ClientOn):
         self._owned: list[AgentSideConnection] = []
         #: handlers registered with :meth:`on`: (wire method, kind) -> handler
         self.handlers: dict[tuple[str, str], Callable[[Any], Awaitable[Any]]] = {}
+        self._connection_options: dict[str, Any] = {
+            "limits": limits, "check_capabilities": check_capabilities, "debug": debug}
         #: the connection to the agent (``conn`` is the same, its older name)
-        self.connection = ClientSideConnection(transport, self._router, limits=limits,
-                                               check_capabilities=check_capabilities, debug=debug)
-        self.connection.on_session_opened = self._session_opened
-        self.connection.on_prompt = self._prompt_sent
-        self.connection.on_cancel = self._cancel_sent
-        self.connection.on_invalid_update = self._invalid_update
+        self.connection = self._connect(transport)
         #: the MCP servers this client serves to the agent over the connection (MCP-over-ACP):
         #: ``client.mcp.register(name, handler)``, see :class:`acplink.client.mcp.McpProvider`
         self.mcp = McpProvider(self.connection)
+        #: ``connect(cmd, resume=ID)``: the session it resumed (see :meth:`reopen_session`)
+        self.resumed: Session | None = None
+        #: ``connect(cmd, recover=True)``: restarts a crashed agent and reopens its sessions
+        #: (:class:`acplink.client.AgentRecovery`; None: a lost agent ends the connection)
+        self.recovery: AgentRecovery | None = None
+        self._closing = False
         #: offer the built-in workspace server (None: when the protocol has no ``fs/*``; see
         #: :mod:`acplink.client._offer`); its registration once offered
         if workspace is not None and not isinstance(workspace, bool):
@@ -120,6 +131,15 @@ class Client(ClientOn):
         self._questions = Questions(self.connection.tasks)
         #: called when a pending question is answered "cancelled" by a session/cancel
         self.question_observers: list[QuestionObserver] = self._questions.observers
+
+    def _connect(self, transport: Transport) -> ClientSideConnection:
+        """A connection to the agent over ``transport``, reporting to this client."""
+        conn = ClientSideConnection(transport, self._router, **self._connection_options)
+        conn.on_session_opened = self._session_opened
+        conn.on_prompt = self._prompt_sent
+        conn.on_cancel = self._cancel_sent
+        conn.on_invalid_update = self._invalid_update
+        return conn
 
     @property
     def conn(self) -> ClientSideConnection:
@@ -163,7 +183,17 @@ class Client(ClientOn):
 
     @property
     def closed(self) -> bool:
-        return self.connection.closed
+        """Closed, or the agent is gone (with :attr:`recovery`: once it gave up restarting it)."""
+        if self._closing or self.recovery is None or self.recovery.failure is not None:
+            return self.connection.closed or self._closing
+        return False
+
+    async def _live_connection(self) -> ClientSideConnection:
+        """The connection to use now: while :attr:`recovery` restarts the agent, the restarted
+        agent's (:class:`RecoveryFailed` when it gives up)."""
+        if self.recovery is not None and self.connection.closed and not self._closing:
+            await self.recovery.wait()
+        return self.connection
 
     @property
     def protocol_version(self) -> int | None:
@@ -214,6 +244,9 @@ class Client(ClientOn):
 
     async def aclose(self) -> None:
         """Close the connection (the agent process is shut down) and release everything."""
+        self._closing = True
+        if self.recovery is not None:
+            await self.recovery.aclose()
         if isinstance(self.connection.peer.close_reason, PeerOutputNotJson) and isinstance(
                 self.transport, SubprocessTransport):
             self.transport.close_timeout = 0.1  # (not an agent: no grace for closing its input)
@@ -374,13 +407,18 @@ class Client(ClientOn):
         path = session_cwd(cwd)
         fields: dict[str, Any] = {"session_id": session_id, "cwd": path}
         if replay:
-            proto = self.connection.protocol
-            info = proto.info(proto.wire("resume_session"))
-            model = info.params_type if info is not None else None
-            if "replay_from" not in getattr(model, "model_fields", {}):
+            if not self._resume_replays():
+                proto = self.connection.protocol
                 raise UsageError(f"ACP v{proto.version}'s session/resume cannot replay the conversation")
             fields["replay_from"] = {"type": "start"}
         return await self._reopen(session_id, path, lambda: self._opening(session_id, "resume_session", fields))
+
+    def _resume_replays(self) -> bool:
+        """Whether this version's ``session/resume`` can replay the conversation (``replayFrom``)."""
+        proto = self.connection.protocol
+        info = proto.info(proto.wire("resume_session"))
+        model = info.params_type if info is not None else None
+        return "replay_from" in getattr(model, "model_fields", {})
 
     async def _reopen(self, session_id: str, cwd: str, call: Callable[[], Awaitable[Any]]) -> Session:
         """``session/load`` / ``session/resume`` of a known id: the session is registered before
@@ -418,16 +456,44 @@ class Client(ClientOn):
         out: list[s.SessionInfo] = []
         cursor: str | None = None
         while True:
-            fields: dict[str, Any] = {}
-            if cwd is not None:
-                fields["cwd"] = session_cwd(cwd)
-            if cursor:
-                fields["cursor"] = cursor
-            resp = await self._call("list_sessions", **fields)
-            out.extend(resp.sessions)
-            cursor = resp.next_cursor
+            page, cursor = await self.list_sessions_page(cwd, cursor=cursor)
+            out.extend(page)
             if not cursor:
                 return out
+
+    async def list_sessions_page(self, cwd: str | os.PathLike[str] | None = None, *,
+                                 cursor: str | None = None) -> tuple[list[s.SessionInfo], str | None]:
+        """One ``session/list`` page (the agent's order: newest first in acplink's stores) and
+        the cursor of the next one (None: the last page). :class:`CapabilityError` when the
+        agent does not advertise listing."""
+        if not self.offers("list_sessions"):
+            raise CapabilityError("the agent cannot list its sessions (it does not advertise session/list)",
+                                  capability="agent:sessionCapabilities.list")
+        fields: dict[str, Any] = {}
+        if cwd is not None:
+            fields["cwd"] = session_cwd(cwd)
+        if cursor:
+            fields["cursor"] = cursor
+        resp = await self._call("list_sessions", **fields)
+        return list(resp.sessions), resp.next_cursor or None
+
+    async def reopen_session(self, session_id: str, cwd: str | os.PathLike[str] | None = None, *,
+                             prefer: Literal["resume", "load"] = "resume") -> Session:
+        """Continue the stored session ``session_id``: ``session/resume`` where the agent
+        advertises it (``prefer="load"``: ``session/load`` first, which replays the
+        conversation into :attr:`Session.state`; and a resume then replays it too where the
+        version can, v2's ``replayFrom``), else the other one; :class:`CapabilityError` when
+        the agent advertises neither. An unknown id is the agent's error
+        (``ResourceNotFound`` from acplink agents)."""
+        can = {"resume": self.offers("resume_session"), "load": self.offers("load_session")}
+        order = ("resume", "load") if prefer == "resume" else ("load", "resume")
+        method = next((m for m in order if can[m]), None)
+        if method is None:
+            raise CapabilityError("the agent cannot reopen a session (it advertises neither session/resume "
+                                  "nor session/load)", capability="agent:sessionCapabilities.resume")
+        if method == "load":
+            return await self.load_session(session_id, cwd)
+        return await self.resume_session(session_id, cwd, replay=prefer == "load" and self._resume_replays())
 
     # -- handlers for the agent's calls ----------------------------------------------------------
 

@@ -122,6 +122,11 @@ class McpProvider:
         self._salt = secrets.token_hex(3)
         self._closed = False
 
+    def rebind(self, connection: ClientSideConnection) -> None:
+        """Serve over ``connection`` from now on (the client's agent was restarted: see
+        :class:`acplink.client.AgentRecovery`); the registrations stay."""
+        self._connection = connection
+
     @property
     def registrations(self) -> tuple[McpRegistration, ...]:
         return tuple(self._registrations)

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 from .._tasks import TaskSet
 from ..connection.rules import prompt_refusal
-from ..errors import AcpError, ProtocolError, RequestCancelled, RequestTimeout, UsageError
+from ..errors import AcpError, ConnectionClosed, ProtocolError, RequestCancelled, RequestTimeout, UsageError
 from ..protocol import Protocol
+from ..protocol.codec import ClientCodec
 from ..protocol.turns import TurnEnd
 from ..schema import _generated as s
 from .state import SessionState
@@ -72,13 +73,22 @@ class Session:
         self.state = SessionState()
         self.closed = False
         self._turn: PromptTurn | None = None
-        codec = self._codec = client.connection.protocol.client_codec
+        #: the turn started last (kept after it ended: a crash recovery asks whether it ended)
+        self.last_turn: PromptTurn | None = None
+        self._codec: ClientCodec | None = None
         #: the version's own state of the session (None for a version speaking acplink's vocabulary)
         self.native_state: Any = None
-        if codec is not None:
-            self.native_state = codec.new_state(session_id)
-            self.state.session_id = session_id
         self._views: list[Any] = []
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        """Start :attr:`state` afresh (before a reopening call replays the conversation)."""
+        self.state = SessionState()
+        codec = self._codec = self.client.connection.protocol.client_codec
+        self.native_state = None
+        if codec is not None:
+            self.native_state = codec.new_state(self.session_id)
+            self.state.session_id = self.session_id
 
     def __repr__(self) -> str:
         return f"<Session {self.session_id} cwd={self.cwd!r}>"
@@ -141,6 +151,9 @@ class Session:
         if self.closed:
             raise UsageError(f"session {self.session_id} is closed")
         if self.client.closed:
+            recovery = self.client.recovery
+            if recovery is not None and recovery.failure is not None:  # (it gave up restarting the agent)
+                raise recovery.failure
             raise UsageError("the client connection is closed")
 
     def prompt(self, prompt: str | Sequence[Any], *, timeout: float | None = None,
@@ -162,26 +175,29 @@ class Session:
         wait = self.cancel_wait if cancel_wait is None else cancel_wait
         if (timeout is not None and not timeout > 0) or not wait >= 0:
             raise UsageError(f"timeout must be positive and cancel_wait not negative (got {timeout!r}, {wait!r})")
-        proto, _wire, params_type, text_type = _prompt_types(self.client.connection.protocol)
+        _proto, _wire, params_type, text_type = _prompt_types(self.client.connection.protocol)
         blocks = [text_type(text=prompt)] if isinstance(prompt, str) else list(prompt)
         codec = self._codec
         refused = codec.prompt_refusal(blocks) if codec is not None else None
         if refused is not None:
             raise UsageError(refused)
         request = params_type(session_id=self.session_id, prompt=blocks, **fields)
-        if proto.turns.echo_kind is None and codec is None:
-            # the user's message is part of the conversation (the agent does not echo it back):
-            # record it, so the agent's reply starts a new message in :attr:`state` (a local id
-            # keeps two prompts in a row apart; it is not sent)
-            local_id = f"local-{uuid.uuid4().hex}"
-            for block in request.prompt:
-                self.state.apply(s.UserMessageChunk(content=block, message_id=local_id))
+        self._record_prompt(request)
         # the turn starts now, not when its task sends the prompt: a cancel in between must
         # not be undone by it (see cancel())
         self.client._questions.turn_started(self.session_id)
         turn = PromptTurn(self, request, timeout=timeout, cancel_wait=wait)
-        self._turn = turn
+        self._turn = self.last_turn = turn
         return turn
+
+    def _record_prompt(self, request: Any) -> None:
+        """The user's message is part of the conversation (where the agent does not echo it
+        back): it is recorded, so the agent's reply starts a new message in :attr:`state` (a
+        local id keeps two prompts in a row apart; it is not sent)."""
+        if self.protocol.turns.echo_kind is None and self._codec is None:
+            local_id = f"local-{uuid.uuid4().hex}"
+            for block in request.prompt:
+                self.state.apply(s.UserMessageChunk(content=block, message_id=local_id))
 
     async def cancel(self) -> None:
         """Send ``session/cancel``; the running turn ends with stopReason ``cancelled``."""
@@ -254,7 +270,7 @@ class Session:
             return
         self.closed = True
         self.client._forget(self.session_id)
-        if self.client.offers("close_session") and not self.client.closed:
+        if self.client.offers("close_session") and not self.client.connection.closed:  # (an agent gone: no call)
             conn = self.client.connection
             await conn.call(conn.protocol.wire("close_session"), session_id=self.session_id)
         turn = self._turn
@@ -307,6 +323,9 @@ class PromptTurn:
         self.timeout = timeout
         self.response: s.PromptResponse | None = None
         self._updates: collections.deque[s.SessionUpdate] = collections.deque()
+        #: the number of the session's updates that arrived during the turn
+        self.received = 0
+        self._sent_on: Any = None  # the connection the prompt went out on
         self._text: list[str] = []
         self._wakeup = asyncio.Event()
         #: owns the prompt request's task and the cancelling one (aclose cancels and awaits them)
@@ -337,7 +356,7 @@ class PromptTurn:
     async def _exchange(self) -> Any:
         """The prompt's exchange with the agent; what ends the turn: the response, or (after
         a receipt) the update that ends it."""
-        conn = self.session.client.connection
+        conn = self._sent_on = await self.session.client._live_connection()  # (an agent restarting: the new one)
         wire = _prompt_types(conn.protocol)[1]
         end = self._end
         if end is None:
@@ -349,6 +368,13 @@ class PromptTurn:
         early = self._early_ends.get(getattr(receipt, "message_id", None) if self._rules.echo_kind else None)
         if early is not None and not end.done():
             end.set_result(early)
+        if not end.done():  # (an update ends the turn: unless the connection closes first)
+            async with TaskSet("prompt turn end") as scope:
+                closing = scope.spawn(conn.wait_closed())
+                await asyncio.wait({end, closing}, return_when=asyncio.FIRST_COMPLETED)
+            if not end.done():
+                raise ConnectionClosed(f"the connection closed before the turn of session {self.session.session_id} "
+                                       "ended")
         return await end
 
     def _push(self, update: Any) -> None:
@@ -356,6 +382,7 @@ class PromptTurn:
         if end is not None and end.done():
             return
         self._updates.append(update)
+        self.received += 1
         text = _reply_text(update)
         if text is not None:
             self._text.append(text)
@@ -447,6 +474,11 @@ class PromptTurn:
 
     def __await__(self) -> Generator[Any, None, s.PromptResponse]:
         return self.result().__await__()
+
+    @property
+    def reply_text(self) -> str:
+        """The text of the agent's reply received so far."""
+        return "".join(self._text)
 
     async def text(self) -> str:
         """Wait for the end of the turn; the agent's reply: the text of the turn's
