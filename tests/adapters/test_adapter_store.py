@@ -10,7 +10,7 @@ import signal
 from pathlib import Path
 
 import pytest
-from adapter_kit import agent_cmd
+from adapter_kit import agent_cmd, check_passes
 
 from acplink import AcpError, PermissionPolicy, connect
 
@@ -71,3 +71,9 @@ async def test_langgraph_gets_its_thread_back_after_a_restart(tmp_path: Path) ->
         assert recall[6] == "human:pid" and len(recall) == 8
         # the thread goes on in the checkpointer from there: not rebuilt a second time
         assert await loaded.prompt("count").text() == "5 prompts on small"
+
+
+def test_acplink_check_passes_the_session_requirements_of_a_graph_on_a_store(tmp_path: Path) -> None:
+    """No session code in the app: list, load, resume, close, delete and fork are the store's."""
+    agent = [*agent_cmd("lg_agent.py"), "--store", str(tmp_path / "sessions.db")]
+    check_passes(agent, frozenset({"SESS-010", "SESS-012", "SESS-013", "SESS-014", "SESS-015", "SESS-016"}))
