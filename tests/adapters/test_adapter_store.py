@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import os
 import signal
+import sys
 from pathlib import Path
 
 import pytest
-from adapter_kit import agent_cmd, check_passes
+from adapter_kit import ROOT, agent_cmd, check_passes
 
 from acplink import AcpError, PermissionPolicy, connect
 
@@ -77,3 +78,19 @@ def test_acplink_check_passes_the_session_requirements_of_a_graph_on_a_store(tmp
     """No session code in the app: list, load, resume, close, delete and fork are the store's."""
     agent = [*agent_cmd("lg_agent.py"), "--store", str(tmp_path / "sessions.db")]
     check_passes(agent, frozenset({"SESS-010", "SESS-012", "SESS-013", "SESS-014", "SESS-015", "SESS-016"}))
+
+
+@pytest.mark.parametrize(("example", "reply"), [("pydantic_ai_agent.py", "That is 4 words."),
+                                                ("langgraph_agent.py", "That is 4 words. Published.")])
+async def test_the_examples_keep_their_sessions_in_the_file_they_are_given(tmp_path: Path, example: str,
+                                                                         reply: str) -> None:
+    agent = [sys.executable, str(ROOT / "examples" / example), str(tmp_path / "sessions.db")]
+    allow = PermissionPolicy(default="allow")
+    async with connect(agent, permission=allow) as client:
+        session = await client.new_session(cwd=tmp_path)
+        assert (await session.prompt("the quick brown fox")).stop_reason == "end_turn"
+    async with connect(agent, permission=allow) as again:  # (another process)
+        assert [info.session_id for info in await again.list_sessions()] == [session.session_id]
+        loaded = await again.load_session(session.session_id, cwd=tmp_path)
+        assert [m.text for m in loaded.state.messages] == ["the quick brown fox", reply]
+        assert (await loaded.prompt("jumps over")).stop_reason == "end_turn"
