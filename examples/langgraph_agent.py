@@ -2,6 +2,7 @@
 tool node, and a node that asks before it acts (``interrupt()`` → an ACP permission request).
 
     acplink chat -- python examples/langgraph_agent.py
+    acplink chat -- python examples/langgraph_agent.py sessions.db   # sessions kept in a file
 
 The model is LangChain's fake chat model here, scripted, so it runs with no network and no
 key: put your own chat model (``init_chat_model(...).bind_tools(TOOLS)``) in ``model``.
@@ -13,6 +14,7 @@ key: put your own chat model (``init_chat_model(...).bind_tools(TOOLS)``) in ``m
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,6 +25,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import interrupt
 
+from acplink import SqliteStore
 from acplink.adapters import serve_langgraph
 
 
@@ -68,4 +71,9 @@ builder.add_edge("publish", END)
 graph = builder.compile()
 
 if __name__ == "__main__":
-    serve_langgraph(graph)
+    # with a file: the sessions survive restarts (session/load, session/list, ...), and a thread
+    # the MemorySaver lost starts from the stored conversation
+    if len(sys.argv) > 1:
+        serve_langgraph(graph, store=SqliteStore(sys.argv[1]))
+    else:
+        serve_langgraph(graph)

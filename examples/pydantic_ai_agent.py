@@ -1,6 +1,7 @@
 """A Pydantic AI agent served over ACP (``pip install 'acplink[pydantic-ai]'``).
 
     acplink chat -- python examples/pydantic_ai_agent.py
+    acplink chat -- python examples/pydantic_ai_agent.py sessions.db   # sessions kept in a file
 
 With ``OPENAI_API_KEY`` set (and ``pip install 'pydantic-ai-slim[openai]'``) it runs on OpenAI;
 without a key, on a scripted stand-in model that calls the tool and answers, no network needed.
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 from collections.abc import AsyncIterator, Sequence
 
 from pydantic_ai import Agent
@@ -17,6 +19,7 @@ from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, T
 from pydantic_ai.models import Model
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 
+from acplink import SqliteStore
 from acplink.adapters import serve_pydantic_ai
 
 
@@ -49,4 +52,9 @@ def word_count(text: str) -> int:
 
 
 if __name__ == "__main__":
-    serve_pydantic_ai(agent)
+    # with a file: the sessions survive restarts (session/load, session/list, ...), and the
+    # agent's message history is rebuilt from the stored one
+    if len(sys.argv) > 1:
+        serve_pydantic_ai(agent, store=SqliteStore(sys.argv[1]))
+    else:
+        serve_pydantic_ai(agent)

@@ -49,15 +49,15 @@ async def load_refuses_an_unknown_session(client: Any, cwd: Path) -> None:
         await client.load_session("sess_never_seen", cwd=cwd)
 
 
-def check_passes(agent: list[str]) -> None:
+def check_passes(agent: list[str], also: frozenset[str] = frozenset()) -> None:
     """``acplink check`` (every requirement, the cancellation ones with the prompt ``slow``)
-    finds no "must" requirement failed, and passes the core ones and session/load."""
+    finds no "must" requirement failed, and passes the core ones, session/load and ``also``."""
     proc = subprocess.run([sys.executable, "-m", "acplink", "check", "--json", "--cancel-prompt", "slow", "--",
                            *agent], capture_output=True, text=True, timeout=400, cwd=ROOT)
     report = json.loads(proc.stdout)
     assert report["summary"]["must_failed"] == 0 and proc.returncode == 0, proc.stdout[-3000:]
     passed = {r["id"] for r in report["requirements"] if r["status"] == "pass"}
-    assert {"INIT-001", "PROMPT-001", "CANCEL-001", "SCHEMA-001", "SESS-011"} <= passed
+    assert {"INIT-001", "PROMPT-001", "CANCEL-001", "SCHEMA-001", "SESS-011", *also} <= passed, passed
 
 
 def ts_client(agent: list[str], cwd: Path, *prompts: str) -> tuple[str, list[str], list[dict[str, Any]]]:

@@ -12,11 +12,16 @@ The graph is model → (tools → model)*; the model node answers the last messa
   name       interrupt("What is your name?"): an ACP elicitation, then a greeting
   slow       streams a word, then works for a long time (to be cancelled)
   count      says how many user prompts the thread holds, and which model is chosen
+  recall     lists the thread's messages before this prompt (what the model is given)
+  pid        says the agent process's id
+
+With ``--store PATH`` the app keeps its sessions in ``SqliteStore(PATH)``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,6 +39,7 @@ from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.types import interrupt
 
+from acplink import SqliteStore
 from acplink.adapters import serve_langgraph
 
 NOTES = {"a.txt": "apples", "b.txt": "bananas"}
@@ -95,6 +101,10 @@ async def model(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
     elif first == "slow":
         reply = await say(messages, "working")
         await asyncio.sleep(60)
+    elif first == "recall":
+        reply = await say(messages, " | ".join(_described(m) for m in messages[:-1]))
+    elif first == "pid":
+        reply = await say(messages, str(os.getpid()))
     elif first == "count":
         prompts = sum(isinstance(m, HumanMessage) for m in messages)
         chosen = config.get("configurable", {}).get("model")
@@ -102,6 +112,17 @@ async def model(state: MessagesState, config: RunnableConfig) -> dict[str, Any]:
     else:
         reply = await say(messages, f"echo: {' '.join(words)}")
     return {"messages": [reply]}
+
+
+def _described(message: BaseMessage) -> str:
+    if isinstance(message, HumanMessage):
+        return f"human:{message.content}"
+    if isinstance(message, ToolMessage):
+        return f"tool:{message.name}={message.content}" + (" (error)" if message.status == "error" else "")
+    if isinstance(message, AIMessage):
+        calls = "".join(f" call:{c['name']}{c['args']}" for c in message.tool_calls)
+        return f"ai:{message.content}{calls}"
+    return type(message).__name__
 
 
 def route(state: MessagesState) -> str:
@@ -122,4 +143,5 @@ builder.add_edge("handled_tools", "model")
 graph = builder.compile(name="notes-graph")  # no checkpointer: the adapter gives it a MemorySaver
 
 if __name__ == "__main__":
-    serve_langgraph(graph, models=["small", "large"])
+    store = {"store": SqliteStore(sys.argv[2])} if sys.argv[1:2] == ["--store"] else {}
+    serve_langgraph(graph, models=["small", "large"], **store)

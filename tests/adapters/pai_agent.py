@@ -10,11 +10,16 @@ What the model does depends on the prompt's first word:
   slow       streams 200 chunks slowly (to be cancelled)
   count      says how many user prompts the session's history holds
   ACP P      reads P through the client (fs/read_text_file) with the tool client_read
+  recall     lists the model's input before this prompt, part by part (what the history gave it)
+  pid        says the agent process's id
+
+With ``--store PATH`` the app keeps its sessions in ``SqliteStore(PATH)``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,10 +27,18 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 
 from pydantic_ai import Agent, RunContext
-from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart, UserPromptPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    TextPart,
+    ThinkingPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_ai.models.function import AgentInfo, DeltaThinkingPart, DeltaToolCall, FunctionModel
 
-from acplink import PromptContext
+from acplink import PromptContext, SqliteStore
 from acplink.adapters import serve_pydantic_ai
 
 NOTES = {"a.txt": "apples", "b.txt": "bananas"}
@@ -56,12 +69,30 @@ def scripted(label: str) -> FunctionModel:
             for i in range(200):
                 yield f"{i} "
                 await asyncio.sleep(0.05)
+        elif first == "recall":
+            yield " | ".join(_described(p) for msg in messages[:-1] for p in msg.parts)
+        elif first == "pid":
+            yield str(os.getpid())
         elif first == "count":
             yield f"[{label}] {len(prompts)} prompts"
         else:
             yield f"[{label}] echo: {' '.join(words)}"
 
     return FunctionModel(stream_function=stream, model_name=label, profile={"context_window": 4096})
+
+
+def _described(part: object) -> str:
+    if isinstance(part, UserPromptPart):
+        return f"user:{part.content}"
+    if isinstance(part, TextPart):
+        return f"text:{part.content}"
+    if isinstance(part, ThinkingPart):
+        return f"thought:{part.content}"
+    if isinstance(part, ToolCallPart):
+        return f"call:{part.tool_name}{part.args_as_dict()}"
+    if isinstance(part, ToolReturnPart):
+        return f"return:{part.tool_name}={part.content}"
+    return type(part).__name__
 
 
 agent = Agent(name="notes-agent", deps_type=PromptContext)
@@ -93,4 +124,6 @@ async def client_read(ctx: RunContext[PromptContext], path: str) -> str:
 
 
 if __name__ == "__main__":
-    serve_pydantic_ai(agent, models={"alpha": scripted("alpha"), "beta": scripted("beta")}, deps=lambda ctx: ctx)
+    store = {"store": SqliteStore(sys.argv[2])} if sys.argv[1:2] == ["--store"] else {}
+    serve_pydantic_ai(agent, models={"alpha": scripted("alpha"), "beta": scripted("beta")}, deps=lambda ctx: ctx,
+                      **store)

@@ -1,5 +1,7 @@
 """What the framework adapters share: a tool call's ACP kind and title guessed from the tool's
-name and arguments, a run raced against ``session/cancel``, and the text of a failed run."""
+name and arguments, a run raced against ``session/cancel``, the text of a failed run, and the
+earlier turns of a stored session (``ctx.history``) from which an adapter rebuilds its
+framework's conversation after a restart."""
 
 from __future__ import annotations
 
@@ -7,12 +9,20 @@ import asyncio
 import dataclasses
 import re
 from collections.abc import Awaitable, Mapping
-from typing import Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from .._tasks import TaskSet
 from ..agent.context import PromptContext, ToolCallHandle
 
-__all__ = ["error_text", "json_safe", "run_or_cancel", "start_tool", "tool_kind", "tool_title"]
+if TYPE_CHECKING:
+    from ..agent.history import HistoryEntry
+
+__all__ = ["TOOL_META", "earlier_turns", "error_text", "framework_tool", "json_safe", "run_or_cancel",
+           "start_tool", "tool_kind", "tool_title"]
+
+#: the ``_meta`` key of an adapter's ``tool_call`` naming the framework's tool: a stored
+#: session's tool calls are given back to the framework by that name after a restart
+TOOL_META = "acplink/tool"
 
 T = TypeVar("T")
 
@@ -96,7 +106,31 @@ async def start_tool(ctx: PromptContext, name: str, args: Mapping[str, Any], *,
 
         extra["locations"] = [location(path)]
     return await ctx.start_tool_call(tool_title(name, args), kind=tool_kind(name), status=status,
-                                     raw_input=json_safe(dict(args)), **extra)
+                                     raw_input=json_safe(dict(args)), meta={TOOL_META: name}, **extra)
+
+
+def earlier_turns(ctx: PromptContext) -> list[HistoryEntry]:
+    """The stored history of the turn's session before this turn (``ctx.history`` without the
+    prompt being answered): empty unless the app's store keeps histories."""
+    history = ctx.history
+    if history and history[-1].kind == "user_message":
+        running = history[-1].turn
+        return [e for e in history if e.turn != running]
+    return history
+
+
+def framework_tool(entry: HistoryEntry) -> tuple[str, str, dict[str, Any], Any, bool] | None:
+    """``(id, tool name, arguments, output, failed)`` of a stored tool call an adapter made for a
+    framework's tool (None for other calls: an ``interrupt()``'s permission, say). ``output``
+    is the call's ``rawOutput`` (None: the turn ended before the tool did)."""
+    update = entry.update or {}
+    meta = update.get("_meta")
+    name = meta.get(TOOL_META) if isinstance(meta, Mapping) else None
+    if entry.kind != "tool_call" or not isinstance(name, str):
+        return None
+    args = update.get("rawInput")
+    return (str(update.get("toolCallId")), name, dict(args) if isinstance(args, Mapping) else {},
+            update.get("rawOutput"), update.get("status") == "failed")
 
 
 def error_text(exc: BaseException) -> str:

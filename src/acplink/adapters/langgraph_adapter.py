@@ -9,20 +9,37 @@ the tool's name and arguments), its ``ToolMessage`` → ``tool_call_update`` (fa
 node reports an error). An ``interrupt(value)`` pauses the graph: the value is asked of the user
 (see :func:`_ask`) and the graph resumed with the answer (``Command(resume=...)``). The
 checkpointer keeps each thread, so ``session/load`` replays it (a :class:`MemorySaver` when the
-graph has none). LangGraph is imported when an app is built, not before."""
+graph has none). With a session store (``store=SqliteStore(path)``, given to :class:`AgentApp`)
+acplink answers ``session/load`` from the store, and a session whose thread the checkpointer
+does not have (the agent restarted with a ``MemorySaver``; a forked session) starts its thread
+with the conversation rebuilt from the stored history (``ctx.history``). LangGraph is imported
+when an app is built, not before."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from .._extras import require
 from ..agent.app import AgentApp
 from ..agent.context import Context, PromptContext, ToolCallHandle
 from ..agent.serve import run_agent
+from ..agent.store import HistoryStore
 from ..errors import ResourceNotFound
 from ..schema import _generated as s
-from ._common import error_text, json_safe, run_or_cancel, start_tool, tool_kind, tool_title
+from ._common import (
+    earlier_turns,
+    error_text,
+    framework_tool,
+    json_safe,
+    run_or_cancel,
+    start_tool,
+    tool_kind,
+    tool_title,
+)
+
+if TYPE_CHECKING:
+    from ..agent.history import HistoryEntry
 
 __all__ = ["langgraph_app", "serve_langgraph"]
 
@@ -164,7 +181,8 @@ def langgraph_app(
     checkpointer (a ``MemorySaver`` is given to a graph compiled without one). ``models``: ids the
     user may choose from (a ``category: model`` config option), passed to the graph as
     ``configurable.model``. ``config(ctx)``: more of the run's config (``configurable`` entries are
-    merged). Other keywords go to :class:`AgentApp`."""
+    merged). Other keywords go to :class:`AgentApp`: with ``store=`` a session store, a thread
+    the checkpointer lacks starts from the session's stored history (see the module)."""
     require("the LangGraph adapter", "langgraph", "langgraph", "langchain_core")
     from langchain_core.messages import HumanMessage
     from langgraph.checkpoint.memory import MemorySaver
@@ -194,7 +212,7 @@ def langgraph_app(
     async def prompt(ctx: PromptContext) -> str:
         turn = _Turn(ctx)
         cfg = run_config(ctx, ctx.session.session_id)
-        graph_input: Any = {input_key: [HumanMessage(content=ctx.text)]}
+        graph_input: Any = {input_key: [*await earlier(ctx, cfg), HumanMessage(content=ctx.text)]}
         try:
             while True:
                 done, _ = await run_or_cancel(ctx, stream(turn, graph_input, cfg))
@@ -214,6 +232,19 @@ def langgraph_app(
             await turn.fail_open(text)
             await ctx.send_text(f"\n\n[error] {text}" if turn.streamed_text else f"[error] {text}")
             return "end_turn"
+
+    async def earlier(ctx: PromptContext, cfg: dict[str, Any]) -> list[Any]:
+        """The stored conversation to start the thread with, when the checkpointer has none."""
+        if not stored:
+            return []
+        state = await graph.aget_state(cfg)
+        if state is not None and (state.values or {}).get(input_key):
+            return []
+        return _rebuild(earlier_turns(ctx))
+
+    stored = isinstance(app.sessions, HistoryStore)
+    if stored:
+        return app  # (the session store answers session/load, replaying its own history)
 
     @app.load_session
     async def load_session(ctx: Context[s.LoadSessionRequest]) -> s.LoadSessionResponse:
@@ -260,3 +291,48 @@ async def _replay(ctx: Context[Any], messages: Sequence[Any]) -> None:
                                                 kind=tool_kind(call["name"]), status=status,
                                                 raw_input=json_safe(args),
                                                 raw_output=None if result is None else json_safe(result.content)))
+
+
+def _rebuild(history: list[HistoryEntry]) -> list[Any]:
+    """LangChain messages for a stored history: each prompt a ``HumanMessage``, what the agent
+    said and called an ``AIMessage`` (with its ``tool_calls``; a message ends at the text that
+    follows a tool call), each call's result a ``ToolMessage`` after it. Thoughts, and calls
+    that are not a tool's (an ``interrupt()``'s permission), are left out."""
+    import json
+
+    from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+
+    out: list[Any] = []
+    said: list[str] = []
+    calls: list[dict[str, Any]] = []
+    results: list[Any] = []
+
+    def flush() -> None:
+        if said or calls:
+            out.append(AIMessage(content="".join(said), tool_calls=list(calls)))
+        out.extend(results)
+        said.clear()
+        calls.clear()
+        results.clear()
+
+    for entry in history:
+        if entry.kind == "user_message":
+            flush()
+            out.append(HumanMessage(content=entry.text))
+        elif entry.kind == "agent_message" and entry.text:
+            if calls:
+                flush()
+            said.append(entry.text)
+        elif entry.kind == "tool_call" and (call := framework_tool(entry)) is not None:
+            tcid, name, args, output, failed = call
+            if isinstance(output, Mapping) and failed and "error" in output:
+                output = output["error"]
+            text = ("(no result: the turn ended before the tool did)" if output is None else
+                    output if isinstance(output, str) else json.dumps(output, ensure_ascii=False))
+            calls.append({"name": name, "args": args, "id": tcid, "type": "tool_call"})
+            results.append(ToolMessage(content=text, tool_call_id=tcid, name=name,
+                                       status="error" if failed else "success"))
+        elif entry.kind == "turn_end":
+            flush()
+    flush()
+    return out

@@ -8,7 +8,11 @@ each function tool call → ``tool_call`` (kind and title from the tool's name a
 approval (``requires_approval=True`` / ``ApprovalRequired``) end the run with
 ``DeferredToolRequests``: each is an ACP permission request with its tool call, and the run
 resumes with the answers. The message history is kept per ACP session (a :class:`HistoryStore`);
-``session/cancel`` cancels the run; the last request's tokens go out as ``usage_update``.
+with a session store (``store=SqliteStore(path)``, given to :class:`AgentApp`) acplink answers
+``session/load`` and the other session methods, and a session this process does not hold is
+rebuilt from the stored history (``ctx.history``: prompts, replies, thinking, tool calls with
+their arguments and results) after a restart. ``session/cancel`` cancels the run; the last
+request's tokens go out as ``usage_update``.
 Pydantic AI is imported when an app is built, not before."""
 
 from __future__ import annotations
@@ -20,13 +24,16 @@ from .._extras import require
 from ..agent.app import AgentApp
 from ..agent.context import Context, PromptContext, ToolCallHandle
 from ..agent.serve import run_agent
+from ..agent.store import HistoryStore as SessionHistoryStore
 from ..errors import ResourceNotFound, UsageError
 from ..schema import _generated as s
-from ._common import error_text, json_safe, run_or_cancel, start_tool
+from ._common import earlier_turns, error_text, framework_tool, json_safe, run_or_cancel, start_tool
 from .history import HistoryStore, MemoryHistory
 
 if TYPE_CHECKING:
     from pydantic_ai import Agent as PydanticAgent
+
+    from ..agent.history import HistoryEntry
 
 __all__ = ["pydantic_ai_app", "serve_pydantic_ai"]
 
@@ -138,7 +145,8 @@ def pydantic_ai_app(
     or a list of them (ids from their names); by default the agent's own model is the one
     choice. ``deps(ctx)`` gives each run its dependencies (``ctx`` is the turn's
     :class:`PromptContext`: the client's files and terminal are there). ``history``: where each
-    session's messages are kept (default: in memory). ``context_window``: the context size
+    session's messages are kept (default: in memory; with a session store, ``store=``, a
+    session missing there is rebuilt from the store's history). ``context_window``: the context size
     reported in ``usage_update`` (default: the model profile's, when it knows one). Other
     keywords go to :class:`AgentApp`."""
     require("the Pydantic AI adapter", "pydantic-ai", "pydantic_ai")
@@ -179,7 +187,9 @@ def pydantic_ai_app(
             options["model"] = model
         if deps is not None:
             options["deps"] = deps(ctx)
-        messages = store.get(sid) or []
+        messages = store.get(sid)
+        if messages is None:  # (a session this process never ran: a stored one, after a restart)
+            messages = _rebuild(earlier_turns(ctx))
         run_args: dict[str, Any] = {"user_prompt": ctx.text}
         try:
             while True:
@@ -203,6 +213,9 @@ def pydantic_ai_app(
             await ctx.send_text(out if isinstance(out, str) else _dump(out))
         await _send_usage(ctx, result, model if model is not None else agent.model, context_window)
         return "end_turn"
+
+    if isinstance(app.sessions, SessionHistoryStore):
+        return app  # (the session store answers session/load, replaying its own history)
 
     @app.load_session
     async def load_session(ctx: Context[s.LoadSessionRequest]) -> s.LoadSessionResponse:
@@ -284,3 +297,45 @@ async def _replay(ctx: Context[Any], messages: list[Any]) -> None:
                 await ctx.send_update(tool_call(part.tool_call_id, title=tool_title(part.tool_name, args),
                                                 kind=tool_kind(part.tool_name), status="completed",
                                                 raw_input=json_safe(args)))
+
+
+_NO_RESULT = "(no result: the turn ended before the tool did)"
+
+
+def _rebuild(history: list[HistoryEntry]) -> list[Any]:
+    """Pydantic AI's message list for a stored history: each prompt a ``ModelRequest``, what
+    the agent said, thought and called a ``ModelResponse`` (a response ends at a tool call's
+    text that follows it), each call's result a ``ToolReturnPart`` in the request after it.
+    Calls that are not a tool's (none here) are left out."""
+    from pydantic_ai import messages as m
+
+    out: list[Any] = []
+    parts: list[Any] = []
+    returns: list[Any] = []
+
+    def flush() -> None:
+        if parts:
+            out.append(m.ModelResponse(parts=list(parts)))
+        if returns:
+            out.append(m.ModelRequest(parts=list(returns)))
+        parts.clear()
+        returns.clear()
+
+    for entry in history:
+        if entry.kind == "user_message":
+            flush()
+            out.append(m.ModelRequest(parts=[m.UserPromptPart(content=entry.text)]))
+        elif entry.kind in ("agent_message", "agent_thought") and entry.text:
+            if returns:
+                flush()
+            parts.append(m.TextPart(content=entry.text) if entry.kind == "agent_message"
+                         else m.ThinkingPart(content=entry.text))
+        elif entry.kind == "tool_call" and (call := framework_tool(entry)) is not None:
+            tcid, name, args, output, _failed = call
+            parts.append(m.ToolCallPart(tool_name=name, args=args, tool_call_id=tcid))
+            returns.append(m.ToolReturnPart(tool_name=name, tool_call_id=tcid,
+                                            content=_NO_RESULT if output is None else output))
+        elif entry.kind == "turn_end":
+            flush()
+    flush()
+    return out

@@ -14,6 +14,7 @@ from ..client import Client, PermissionPolicy, Session, connect
 from ..client.session import PromptTurn
 from ..client.state import SessionState
 from ..errors import AcpError, ConnectionClosed, TransportError, UsageError
+from ..protocol.initialize import ProtocolChoice, check_choice
 from ..schema import _generated as s
 from ..transports.subprocess import SubprocessTransport
 
@@ -99,7 +100,8 @@ class AgentHolder:
 
     def __init__(self, command: Sequence[str], *, cwd: str | os.PathLike[str] | None = None,
                  env: dict[str, str] | None = None, permission: str = "elicit",
-                 ask: AskHost | None = None, startup_timeout: float = 30.0) -> None:
+                 ask: AskHost | None = None, startup_timeout: float = 30.0,
+                 protocol: ProtocolChoice = 1) -> None:
         if not command:
             raise UsageError("no agent command given")
         self.command = [str(part) for part in command]
@@ -108,6 +110,7 @@ class AgentHolder:
         self.env = env
         self.policy = permission_policy(permission, ask or _deny)
         self.startup_timeout = startup_timeout
+        self.protocol: ProtocolChoice = check_choice(protocol)
         self._opening: connect | None = None
         self._client: Client | None = None
         self._lock = asyncio.Lock()
@@ -123,7 +126,8 @@ class AgentHolder:
             if client is not None and not client.closed:
                 return client
             await self._drop()
-            opening = connect(self.command, cwd=self.cwd, env=self.env, stderr="capture", permission=self.policy)
+            opening = connect(self.command, cwd=self.cwd, env=self.env, stderr="capture", permission=self.policy,
+                              protocol=self.protocol)
             try:
                 async with asyncio.timeout(self.startup_timeout):
                     client = await opening.__aenter__()

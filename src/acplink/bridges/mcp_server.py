@@ -35,6 +35,7 @@ from .._tasks import TaskSet
 from .._text import sanitize_for_terminal
 from ..client import Session
 from ..errors import AcpError, UsageError
+from ..protocol.initialize import ProtocolChoice
 from ..schema import _generated as s
 from .agent_holder import AgentGone, AgentHolder, TurnReport, is_agent_failure
 
@@ -85,9 +86,9 @@ class _Bridge:
     request is asked)."""
 
     def __init__(self, command: Sequence[str], *, cwd: str | os.PathLike[str] | None, env: dict[str, str] | None,
-                 permission: str, startup_timeout: float) -> None:
+                 permission: str, startup_timeout: float, protocol: ProtocolChoice) -> None:
         self.agent = AgentHolder(command, cwd=cwd, env=env, permission=permission, ask=self.ask,
-                                 startup_timeout=startup_timeout)
+                                 startup_timeout=startup_timeout, protocol=protocol)
         self.tasks = TaskSet("acplink mcp-server turns")
         self.running: dict[str, _Held] = {}  # session id -> its turn
         self.held: dict[str, _Held] = {}  # request state -> a turn waiting for the host's answer
@@ -217,10 +218,13 @@ def _option(params: s.RequestPermissionRequest, decision: str) -> str | None:
 
 def build_mcp_server(command: Sequence[str], *, cwd: str | os.PathLike[str] | None = None,
                      env: dict[str, str] | None = None, permission: str = "elicit",
-                     startup_timeout: float = 30.0, name: str | None = None) -> MCPServer:
+                     startup_timeout: float = 30.0, name: str | None = None,
+                     protocol: ProtocolChoice = 1) -> MCPServer:
     """The ``mcp`` package server (an ``MCPServer``) whose tools drive the ACP agent ``command``
-    (a list of arguments). The agent starts on the first call and stops with the server."""
-    bridge = _Bridge(command, cwd=cwd, env=env, permission=permission, startup_timeout=startup_timeout)
+    (a list of arguments) over ACP ``protocol`` (1, 2 or ``"auto"``). The agent starts on the
+    first call and stops with the server."""
+    bridge = _Bridge(command, cwd=cwd, env=env, permission=permission, startup_timeout=startup_timeout,
+                     protocol=protocol)
     agent = bridge.agent
 
     @contextlib.asynccontextmanager
@@ -264,11 +268,13 @@ def build_mcp_server(command: Sequence[str], *, cwd: str | os.PathLike[str] | No
 
 async def run_mcp_server(command: Sequence[str], *, http: tuple[str, int] | None = None,
                        cwd: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None,
-                       permission: str = "elicit", startup_timeout: float = 30.0) -> None:
+                       permission: str = "elicit", startup_timeout: float = 30.0,
+                       protocol: ProtocolChoice = 1) -> None:
     """Serve the ACP agent ``command`` as an MCP server until the MCP host goes away (stdio,
     the default) or the task is cancelled (``http=(host, port)``: streamable HTTP on
     ``http://host:port/mcp``)."""
-    server = build_mcp_server(command, cwd=cwd, env=env, permission=permission, startup_timeout=startup_timeout)
+    server = build_mcp_server(command, cwd=cwd, env=env, permission=permission, startup_timeout=startup_timeout,
+                              protocol=protocol)
     if http is None:
         await server.run_stdio_async()
     else:

@@ -196,8 +196,14 @@ async def choose_option(session: PromptSession[str], options: Sequence[s.Permiss
         parts.append(("", f"choose 1-{len(options)}: "))
         return FormattedText(parts)
 
-    while True:
-        answer = await session.prompt_async(message, key_bindings=bindings, handle_sigint=False)
-        picked = pick_option(options, answer.strip())
-        if picked is not None:
-            return picked
+    # prompt_async keeps the bindings it is given on the session, which asks the chat's next
+    # question too (an elicitation's field): put the session's own back
+    kept = session.key_bindings
+    try:
+        while True:
+            answer = await session.prompt_async(message, key_bindings=bindings, handle_sigint=False)
+            picked = pick_option(options, answer.strip())
+            if picked is not None:
+                return picked
+    finally:
+        session.key_bindings = kept

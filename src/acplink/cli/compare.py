@@ -1,8 +1,9 @@
 """``acplink prompt --agent A --agent B ... TEXT``: one prompt, several agents, side by side.
 
 Each ``--agent`` is a registry ID or a command line (:func:`~acplink.cli.common.is_agent_command`).
-Each agent runs in its own working copy of ``--cwd`` (a temporary copy; the user's tree only
-with ``--in-place``), all at once, behind the recorder (``acplink record``), so every run is a
+Each agent runs in its own working copy of ``--cwd`` (in a git repository a ``git worktree`` at
+``HEAD`` with the user's uncommitted work applied, :mod:`.compare_worktree`; elsewhere a
+temporary copy; the user's tree only with ``--in-place``), all at once, behind the recorder (``acplink record``), so every run is a
 trace, imported into the devtools database afterwards: ``acplink devtools`` shows them, and its
 Diff view compares them. An agent that cannot start, fails or dies is reported in its column;
 the others still run."""
@@ -32,6 +33,7 @@ from ..client.permissions import PermissionPolicy
 from ..errors import AcpError, TransportError
 from ..transports.subprocess import SubprocessTransport
 from .common import agent_argv, fail, is_agent_command, one_line, protocol_choice, registry_of
+from .compare_worktree import GitRepo, WorktreeError, find_repo
 
 __all__ = ["compare_usage_error", "run_compare"]
 
@@ -68,6 +70,9 @@ class _Run:
         self.duration = 0.0
         self.files: list[dict[str, str]] = []
         self.workdir = ""
+        #: how the working copy was made: "git worktree", "copy" or "in place"
+        self.workcopy = ""
+        self.worktree: Path | None = None  # (the worktree's root, to remove)
         self.trace = ""
         self.recording: int | None = None
 
@@ -81,7 +86,7 @@ class _Run:
                 "stopReason": report.stop_reason if report else None, "reply": report.text() if report else "",
                 "toolCalls": list(report.tool_calls.values()) if report else [],
                 "durationSeconds": round(self.duration, 3), "filesChanged": self.files,
-                "workdir": self.workdir if keep else None, "trace": self.trace or None,
+                "workdir": self.workdir if keep else None, "workcopy": self.workcopy, "trace": self.trace or None,
                 "recording": self.recording}
 
 
@@ -91,6 +96,8 @@ def _snapshot(root: Path) -> dict[str, str]:
     for folder, dirs, files in os.walk(root):
         dirs[:] = [d for d in dirs if d != ".git"]
         for name in files:
+            if name == ".git":  # (a worktree's link to its repository)
+                continue
             path = Path(folder, name)
             try:
                 digest = hashlib.sha256(path.read_bytes()).hexdigest() if not path.is_symlink() else \
@@ -115,13 +122,31 @@ async def _command(run: _Run, args: argparse.Namespace) -> tuple[list[str], dict
     return list(launch.command), dict(launch.env or {}) or None
 
 
-async def _run_one(run: _Run, args: argparse.Namespace, scratch: Path, policy: PermissionPolicy) -> None:
+async def _workcopy(run: _Run, args: argparse.Namespace, scratch: Path, repo: GitRepo | None) -> Path:
+    """The folder ``run``'s agent works in: ``--cwd`` itself (``--in-place``), a worktree of its
+    repository, or a copy (not in a repository, or the worktree could not be made)."""
     cwd = Path(args.cwd).resolve()
     if args.in_place:
-        work = cwd
-    else:
-        work = scratch / f"{run.index + 1}-{_safe(run.name)}"
-        await asyncio.to_thread(shutil.copytree, cwd, work, symlinks=True)
+        run.workcopy = "in place"
+        return cwd
+    dest = scratch / f"{run.index + 1}-{_safe(run.name)}"
+    if repo is not None:
+        try:
+            work = await repo.add(dest)
+        except (WorktreeError, OSError) as exc:
+            print(f"acplink: {run.name}: no git worktree ({one_line(exc)}): a copy of {cwd} instead",
+                  file=sys.stderr)
+        else:
+            run.workcopy, run.worktree = "git worktree", dest
+            return work
+    run.workcopy = "copy"
+    await asyncio.to_thread(shutil.copytree, cwd, dest, symlinks=True)
+    return dest
+
+
+async def _run_one(run: _Run, args: argparse.Namespace, scratch: Path, policy: PermissionPolicy,
+                   repo: GitRepo | None) -> None:
+    work = await _workcopy(run, args, scratch, repo)
     run.workdir = str(work)
     before = await asyncio.to_thread(_snapshot, work)
     started = time.monotonic()
@@ -272,16 +297,27 @@ async def _compare(args: argparse.Namespace) -> list[_Run]:
         if seen[run.name] > 1:
             run.name += f" #{seen[run.name]}"
     policy = PermissionPolicy.allow_all() if args.allow else PermissionPolicy.deny_all()
+    repo = None if args.in_place else await find_repo(Path(args.cwd).resolve())
     scratch = Path(tempfile.mkdtemp(prefix="acplink-compare-"))
     try:
-        await asyncio.gather(*(_run_one(run, args, scratch, policy) for run in runs))
+        await asyncio.gather(*(_run_one(run, args, scratch, policy, repo) for run in runs))
         await asyncio.to_thread(_record, runs, args)
     finally:
         if not args.keep:
+            for run in runs:
+                if repo is not None and run.worktree is not None:
+                    await _forget(repo, run.worktree)
             await asyncio.to_thread(shutil.rmtree, scratch, True)
             for run in runs:
                 run.trace = ""
     return runs
+
+
+async def _forget(repo: GitRepo, worktree: Path) -> None:
+    try:
+        await repo.remove(worktree)
+    except WorktreeError as exc:
+        print(f"acplink: could not remove the git worktree {worktree}: {one_line(exc)}", file=sys.stderr)
 
 
 def run_compare(args: argparse.Namespace) -> int:
@@ -311,5 +347,7 @@ def run_compare(args: argparse.Namespace) -> int:
                   file=sys.stderr)
         if args.keep:
             print("working copies: " + ", ".join(r.workdir for r in runs), file=sys.stderr)
+            if any(r.worktree is not None for r in runs):
+                print("(git worktrees: `git worktree remove --force PATH` removes one)", file=sys.stderr)
     sys.stdout.flush()
     return 0 if all(r.ok for r in runs) else EXIT_SOME_FAILED

@@ -1,4 +1,4 @@
-"""``acplink mcp-server [--http [HOST:]PORT] [--allow|--deny|--permission P] -- AGENT_CMD``:
+"""``acplink mcp-server [--http [HOST:]PORT] [--allow|--deny|--permission P] [--protocol V] -- AGENT_CMD``:
 any ACP agent as an MCP server (docs/mcp-server.md)."""
 
 from __future__ import annotations
@@ -9,13 +9,22 @@ import os
 import sys
 from typing import Any
 
-from .common import DEFAULT_STARTUP_TIMEOUT, _AgentAfterDashDash, fail, given_command, positive_seconds
+from .common import (
+    DEFAULT_STARTUP_TIMEOUT,
+    _AgentAfterDashDash,
+    add_protocol_option,
+    fail,
+    given_command,
+    positive_seconds,
+    protocol_choice,
+)
 
 HELP = "serve an ACP agent as an MCP server (tools: prompt, new_session, list_sessions, cancel)"
 EXAMPLES = """examples:
   acplink mcp-server -- my-agent --acp              # stdio: the MCP host starts this command
   acplink mcp-server --http 127.0.0.1:8765 -- my-agent --acp   # streamable HTTP on /mcp
   acplink mcp-server --allow -- my-agent --acp      # allow every permission request
+  acplink mcp-server --protocol 2 -- my-agent --acp # speak ACP v2 (draft) to the agent
   acplink mcp-server                                # the built-in demo agent
 Permission requests: --permission elicit (the default) asks the MCP host (MCP elicitation) and
 denies when the host cannot be asked; --allow and --deny answer every request (--deny also
@@ -55,6 +64,7 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--startup-timeout", type=positive_seconds, default=DEFAULT_STARTUP_TIMEOUT, metavar="S",
                    help=f"a start of the agent fails after S seconds without an answer to initialize "
                         f"(default {DEFAULT_STARTUP_TIMEOUT:g})")
+    add_protocol_option(p)
     p.add_argument("agent", nargs="*", default=[], metavar="-- AGENT_CMD",
                    help="the agent command line, after `--` (default: the built-in demo agent)")
     p.set_defaults(run=run, permission=None)
@@ -71,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
               file=sys.stderr, flush=True)
     try:
         asyncio.run(serve_as_mcp(command, http=args.http, cwd=args.cwd, permission=args.permission or "elicit",
-                                 startup_timeout=args.startup_timeout))
+                                 startup_timeout=args.startup_timeout, protocol=protocol_choice(args)))
     except KeyboardInterrupt:
         return 130
     return 0

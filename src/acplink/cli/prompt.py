@@ -70,7 +70,8 @@ def add_parser(sub: Any) -> None:
     add_otel_option(p)
     c = p.add_argument_group("several agents (--agent A --agent B ...: the same prompt to each, side by side)")
     c.add_argument("--in-place", action="store_true",
-                   help="run them all in --cwd itself (default: each in a temporary copy of it)")
+                   help="run them all in --cwd itself (default: each in a git worktree of its repository, with the "
+                        "uncommitted changes; outside a repository a temporary copy of it)")
     c.add_argument("--keep", action="store_true", help="keep the working copies and the traces (their paths "
                                                        "are printed)")
     c.add_argument("--db", metavar="FILE", help="the devtools database the runs are recorded into (default: "
