@@ -21,8 +21,10 @@ BIN = str(Path(sys.executable).parent)
 
 def _env(tmp_path: Path) -> dict[str, str]:
     # the virtualenv's scripts (acplink, python) first; the demo agent's store in the test's folder
+    # (HOME too: the MCP SDK starts a stdio server with HOME and PATH only, so the demo agent behind
+    # `acplink mcp-server` keeps its sessions under HOME, which must not be the user's)
     return {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
-            "ACPLINK_DEMO_STORE": str(tmp_path / "demo-store")}
+            "ACPLINK_DEMO_STORE": str(tmp_path / "demo-store"), "HOME": str(tmp_path / "home")}
 
 
 def _clean(name: str, hint: str = "") -> None:
