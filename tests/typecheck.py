@@ -23,11 +23,17 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pytest
 from doc_snippets import ROOT, snippets
 
 EXAMPLES = ROOT / "examples"
 CASES = Path(__file__).resolve().parent / "typing_cases"
 TIMEOUT = 600  # generous: both checkers over every file, on a loaded 2-core machine
+
+#: the timeout of a test that asks for :func:`results`: the first one runs both checkers (at once,
+#: each bounded by TIMEOUT), and under pytest-xdist another worker's test may first wait for them
+#: (the suite's default per-test timeout is shorter)
+WAITS_FOR_RESULTS = pytest.mark.timeout(2 * TIMEOUT + 60)
 
 MYPY_INI = """\
 [mypy]
