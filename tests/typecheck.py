@@ -126,10 +126,25 @@ def finish_pyright(proc: subprocess.Popen[str]) -> dict[str, list[tuple[int, str
     return out
 
 
+#: why the checkers failed in this process, once they have: later tests fail at once with it
+#: instead of running both checkers again (and timing out again on a machine that is too busy)
+_failed: list[str] = []
+
+
 @functools.cache
 def results() -> Results:
     """Both checkers' diagnostics over :func:`files`, computed once per test session (once per
     run under pytest-xdist: the workers share them through a locked file)."""
+    if _failed:
+        raise RuntimeError(f"the type checkers failed earlier in this session: {_failed[0]}")
+    try:
+        return _shared_results()
+    except BaseException as e:  # (a test's timeout too)
+        _failed.append(f"{type(e).__name__}: {e}"[:2000])
+        raise
+
+
+def _shared_results() -> Results:
     run = os.environ.get("PYTEST_XDIST_TESTRUNUID")
     if not run:
         return _check()
