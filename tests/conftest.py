@@ -6,6 +6,8 @@ from __future__ import annotations
 import asyncio
 import inspect
 import os
+import shutil
+import tempfile
 import threading
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -13,6 +15,18 @@ from collections.abc import AsyncIterator, Iterator
 import pytest
 
 SETTLE = 2.0  # seconds a test's leftovers get to go away (waitpid threads, closing pipes)
+
+# The suite's processes (and every agent, server and CLI they start, which inherit the
+# environment) keep their state in a folder of this run's own, never in the user's
+# ~/.local/state: the demo agent's default session store and devtools' database would otherwise
+# be one file shared by every test, by the pytest-xdist workers and by concurrent runs.
+# A test that needs a state folder of its own still sets XDG_STATE_HOME / ACPLINK_DEMO_STORE.
+_STATE_HOME = tempfile.mkdtemp(prefix="acplink-tests-state-")
+os.environ["XDG_STATE_HOME"] = _STATE_HOME
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    shutil.rmtree(_STATE_HOME, ignore_errors=True)
 
 
 def _fds() -> set[tuple[int, str]]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from doc_snippets import ROOT, Snippet, snippets
-from typecheck import EXAMPLES, have_node, results
+from typecheck import EXAMPLES, WAITS_FOR_RESULTS, have_node, results
 
 from acplink import connect
 
@@ -21,8 +21,10 @@ BIN = str(Path(sys.executable).parent)
 
 def _env(tmp_path: Path) -> dict[str, str]:
     # the virtualenv's scripts (acplink, python) first; the demo agent's store in the test's folder
+    # (HOME too: the MCP SDK starts a stdio server with HOME and PATH only, so the demo agent behind
+    # `acplink mcp-server` keeps its sessions under HOME, which must not be the user's)
     return {**os.environ, "PATH": BIN + os.pathsep + os.environ.get("PATH", ""),
-            "ACPLINK_DEMO_STORE": str(tmp_path / "demo-store")}
+            "ACPLINK_DEMO_STORE": str(tmp_path / "demo-store"), "HOME": str(tmp_path / "home")}
 
 
 def _clean(name: str, hint: str = "") -> None:
@@ -32,11 +34,13 @@ def _clean(name: str, hint: str = "") -> None:
     assert not report, "\n".join(report) + f"\n(the checked file: {res.folder / name}){hint}"
 
 
+@WAITS_FOR_RESULTS
 @pytest.mark.parametrize("path", sorted(EXAMPLES.glob("*.py")), ids=lambda p: p.name)
 def test_example_type_checks(path: Path) -> None:
     _clean(path.name)
 
 
+@WAITS_FOR_RESULTS
 @pytest.mark.parametrize("snippet", SNIPPETS, ids=lambda s: s.name)
 def test_snippet_type_checks(snippet: Snippet) -> None:
     _clean(f"{snippet.name}.py", f"\nsnippet at {snippet.where}, setup {snippet.setup!r}; a fragment names its "
@@ -74,6 +78,7 @@ def test_every_page_is_covered() -> None:
     assert len(SNIPPETS) == fences
 
 
+@WAITS_FOR_RESULTS
 def test_pyright_is_there() -> None:
     if not have_node():
         pytest.skip("node missing: pyright cannot run (the snippets are checked with mypy only)")

@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import json
+import os
 import shlex
 import shutil
 import subprocess
@@ -255,8 +256,10 @@ async def test_proxy_context_example_in_a_chain(tmp_path: Path) -> None:
     assert [u.content.text for u in updates] == ["You said: Context from examples/proxy_context.py.hi there"]
 
 
-def test_mcp_host_drives_an_acp_agent_through_acplink_mcp_server() -> None:
-    done = run(example("mcp_host.py"))
+def test_mcp_host_drives_an_acp_agent_through_acplink_mcp_server(tmp_path: Path) -> None:
+    # (the MCP SDK starts its stdio server with HOME and PATH only: the demo agent's sessions go
+    # under this HOME, not the user's, whatever other runs left there)
+    done = run(example("mcp_host.py"), env={**os.environ, "HOME": str(tmp_path / "home")})
     assert done.returncode == 0, done.stderr
     lines = done.stdout.splitlines()
     assert lines[0] == "You said: hello | streamed: You said: hello"

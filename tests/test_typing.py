@@ -8,7 +8,7 @@ import inspect
 from pathlib import Path
 
 import pytest
-from typecheck import CASES, results
+from typecheck import CASES, WAITS_FOR_RESULTS, results
 
 import acplink.schema
 from acplink import Client, connect
@@ -20,6 +20,7 @@ def _marked(path: Path) -> set[int]:
     return {i for i, line in enumerate(path.read_text().splitlines(), 1) if line.rstrip().endswith("# error")}
 
 
+@WAITS_FOR_RESULTS
 @pytest.mark.parametrize("path", CASE_FILES, ids=lambda p: p.stem)
 def test_typing_case(path: Path) -> None:
     res = results()
