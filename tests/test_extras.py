@@ -40,7 +40,7 @@ OPTIONAL = ("rich", "prompt_toolkit", "pygments", "markdown_it", "wcwidth", "uvi
 #: ``require()`` checked its extra (the pytest plugin: only pytest loads it)
 OPTIONAL_AT_IMPORT = {
     "cli/chat_app.py", "cli/chat_ask.py", "cli/chat_commands.py", "cli/chat_content.py", "cli/chat_input.py",
-    "cli/chat_reconnect.py", "cli/chat_render.py", "cli/chat_stream.py", "tools/console.py", "tools/inspect.py",
+    "cli/chat_reconnect.py", "cli/chat_render.py", "cli/chat_resume.py", "cli/chat_stream.py", "tools/console.py", "tools/inspect.py",
     "devtools/server.py", "testing/pytest_plugin.py",
     # OpenTelemetry: imported only once the application imported it and configured an SDK
     # (connection/_otel_hook.py), or after require() (cli/otel.py)

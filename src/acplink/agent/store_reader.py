@@ -77,6 +77,11 @@ def open_store_reader(target: str, *, timeout: float = 5.0) -> StoreReader:
         return _open_postgres(target, timeout)
     return _open_sqlite(target)
 
+#: the store schema versions that added a column this reader asks for (older stores are read
+#: as they are: never migrated)
+_ARCHIVED_SINCE = 2
+_PRINCIPALS_SINCE = 3
+
 
 class StoreReader:
     """A session store, read-only (see the module): :meth:`sessions`, :meth:`session`,
@@ -98,8 +103,8 @@ class StoreReader:
 
     def sessions(self, *, principal: str | None = None, session_id: str | None = None) -> list[StoredSession]:
         """The stored sessions, newest first (``principal``: only that one's)."""
-        archived = "archived" if self.schema_version >= 2 else "0"
-        owner = "principal" if self.schema_version >= 3 else f"'{LOCAL_PRINCIPAL}'"
+        archived = "archived" if self.schema_version >= _ARCHIVED_SINCE else "0"
+        owner = "principal" if self.schema_version >= _PRINCIPALS_SINCE else f"'{LOCAL_PRINCIPAL}'"
         where, args = [], []
         if principal is not None:
             where.append(f"{owner}=?")
