@@ -10,14 +10,13 @@ import contextlib
 import hashlib
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
-from dtutil import ACPLINK, env
+from dtutil import ACPLINK, Devtools, env
 
 from acplink import connect
 from acplink.agent.store_sqlite import APPLICATION_ID, SCHEMA_VERSION
@@ -61,25 +60,12 @@ def test_a_store_devtools_cannot_read_stops_it_with_one_line(tmp_path: Path) -> 
 @contextlib.contextmanager
 def _serving(store: str, tmp_path: Path) -> Iterator[str]:
     """``acplink devtools --store STORE`` until the block ends: its URL."""
-    proc = _devtools("--db", str(tmp_path / "rec.sqlite"), "--store", store, cwd=tmp_path)
-    assert proc.stdout is not None
-    line: list[bytes] = []
-    reader = threading.Thread(target=lambda: line.append(proc.stdout.readline()))  # type: ignore[union-attr]
-    reader.start()
-    reader.join(60)
-    url = line[0].decode().strip() if line else ""
+    devtools = Devtools(tmp_path / "rec.sqlite", tmp_path, ["--store", store])
     try:
-        assert url.startswith("http://127.0.0.1:") and "/?token=" in url
-        yield url
+        assert devtools.url.startswith("http://127.0.0.1:") and "/?token=" in devtools.url
+        yield devtools.url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        proc.stdout.close()
-        proc.stderr.close()  # type: ignore[union-attr]
+        devtools.stop()
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ import psycopg
 from psycopg import conninfo
 
 from ..errors import StoreError
-from ._sqlite_file import _OPEN, EVENT_INSERT, SCHEMA_VERSION, _Database
+from ._sqlite_file import _OPEN, EVENT_INSERT, SCHEMA_VERSION, _Database, refuse_newer
 
 __all__ = ["PG_MIGRATIONS"]
 
@@ -279,9 +279,7 @@ def _migrate(conn: _Connection, shown: str) -> None:
             conn.execute("CREATE TABLE acplink_store (version INTEGER NOT NULL)")
             conn.execute("INSERT INTO acplink_store VALUES (0)")
             version = 0
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"session store {shown}: schema version {version} was written by a newer acplink "
-                             f"(this one reads versions up to {SCHEMA_VERSION}); nothing was changed")
+        refuse_newer(shown, version)
         while version < SCHEMA_VERSION:
             for statement in PG_MIGRATIONS[version].split(";"):
                 if statement.strip():

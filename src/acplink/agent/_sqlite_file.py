@@ -62,6 +62,14 @@ EVENT_INSERT = "INSERT INTO events (session, seq, turn, kind, body) VALUES (?,?,
 _OPEN: dict[str, _Database] = {}
 
 
+def refuse_newer(name: str, version: int) -> None:
+    """Refuse a store (SQLite or PostgreSQL, ``name`` as messages show it) whose schema
+    ``version`` a newer acplink wrote."""
+    if version > SCHEMA_VERSION:
+        raise StoreError(f"session store {name}: schema version {version} was written by a newer acplink "
+                         f"(this one reads versions up to {SCHEMA_VERSION}); nothing was changed")
+
+
 class _Database:
     """One SQLite file open in this process, shared by the stores that use it: one
     connection, one open transaction (two stores of a process never wait on each other's
@@ -192,9 +200,7 @@ class _Database:
             raise StoreError(f"session store {path}: a SQLite database of another application "
                              f"(application id {app_id:#x}, {tables} schema objects), not an acplink "
                              "session store; nothing was changed")
-        if version > SCHEMA_VERSION:
-            raise StoreError(f"session store {path}: schema version {version} was written by a newer "
-                             f"acplink (this one reads versions up to {SCHEMA_VERSION}); nothing was changed")
+        refuse_newer(path, version)
 
     @staticmethod
     def _migrate(db: sqlite3.Connection) -> None:

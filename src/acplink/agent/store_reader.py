@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from ..errors import StoreError
-from ._sqlite_file import APPLICATION_ID, SCHEMA_VERSION
+from ._sqlite_file import APPLICATION_ID, refuse_newer
 from .history import HistoryEntry, fold_rows
 from .store import LOCAL_PRINCIPAL
 
@@ -159,12 +159,6 @@ def describe_entry(e: HistoryEntry) -> tuple[str, str]:
     return e.kind.replace("_", " "), e.text
 
 
-def _refuse_newer(name: str, version: int) -> None:
-    if version > SCHEMA_VERSION:
-        raise StoreError(f"session store {name}: schema version {version} was written by a newer acplink "
-                         f"(this one reads versions up to {SCHEMA_VERSION}); nothing was changed")
-
-
 def _open_sqlite(path: str) -> StoreReader:
     if not os.path.exists(path):
         raise StoreError(f"session store {path}: no such file")
@@ -182,7 +176,7 @@ def _open_sqlite(path: str) -> StoreReader:
         if app_id != APPLICATION_ID:
             raise StoreError(f"session store {path}: not an acplink session store (application id {app_id:#x}); "
                              "nothing was changed")
-        _refuse_newer(path, version)
+        refuse_newer(path, version)
         db.execute("SELECT count(*) FROM sessions").fetchone()  # (a corrupt file fails here)
     except sqlite3.DatabaseError as exc:
         db.close()
@@ -214,7 +208,7 @@ def _open_postgres(dsn: str, timeout: float) -> StoreReader:
                              "nothing was changed")
         row = conn.execute("SELECT max(version) FROM acplink_store").fetchone()
         version = int(row[0] or 0) if row else 0
-        _refuse_newer(shown, version)
+        refuse_newer(shown, version)
     except psycopg.Error as exc:
         conn.close()
         raise StoreError(f"session store {shown}: {one_line(exc)}") from None
