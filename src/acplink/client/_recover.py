@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from .._tasks import TaskSet
-from ..errors import AcpError, PeerOutputNotJson, RecoveryFailed
+from ..errors import AcpError, PeerOutputNotJson, RecoveryFailed, UsageError
 from ..transports.base import Transport
 from ..transports.subprocess import SubprocessTransport
 from ._questions import Questions
@@ -114,7 +114,7 @@ class AgentRecovery:
     def __init__(self, client: Client, spawn: Callable[[], Transport], *, limit: int = 3,
                  window: float = 60.0, protocol_version: int | None = None) -> None:
         if limit < 1 or window <= 0:
-            raise ValueError("recover: limit must be at least 1 and window positive")
+            raise UsageError("recover: limit must be at least 1 and window positive")
         self.client = client
         self.spawn = spawn
         self.limit = limit

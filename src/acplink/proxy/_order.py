@@ -104,14 +104,7 @@ async def call_through(peer: Any, tasks: TaskSet, method: str, data: bytes | Non
             await peer.written(written, fut)
         return await asyncio.shield(fut)
     except asyncio.CancelledError:
-        if fut.done() or peer.closed:
-            raise
-        try:
-            await forward_notification(peer, CANCEL_REQUEST, orjson.dumps({"requestId": rid}))
-        except AcpError:
-            pass
-        done, _ = await asyncio.wait((fut,), timeout=grace)
-        if not done:
+        if fut.done() or peer.closed or not await _cancelled_on_hop(peer, rid, fut, grace):
             raise
         return fut.result()
     finally:
@@ -126,15 +119,18 @@ async def _call_in_task(peer: Any, tasks: TaskSet, method: str, data: bytes | No
     try:
         return await asyncio.shield(task)
     except asyncio.CancelledError:
-        if task.done() or not sent or peer.closed:
-            task.cancel()
-            raise
-        try:
-            await forward_notification(peer, CANCEL_REQUEST, orjson.dumps({"requestId": sent[0]}))
-        except AcpError:
-            pass
-        done, _ = await asyncio.wait((task,), timeout=grace)
-        if not done:
+        if task.done() or not sent or peer.closed or not await _cancelled_on_hop(peer, sent[0], task, grace):
             task.cancel()
             raise
         return task.result()
+
+
+async def _cancelled_on_hop(peer: Any, rid: int | str, answer: asyncio.Future[Any], grace: float) -> bool:
+    """The forwarder was cancelled: ask ``peer`` to cancel request ``rid`` and wait up to
+    ``grace`` seconds for its ``answer`` (True: it came, a result or ``-32800``)."""
+    try:
+        await forward_notification(peer, CANCEL_REQUEST, orjson.dumps({"requestId": rid}))
+    except AcpError:
+        pass
+    done, _ = await asyncio.wait((answer,), timeout=grace)
+    return bool(done)
