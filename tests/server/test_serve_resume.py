@@ -52,7 +52,7 @@ async def test_chat_over_a_ws_cut_three_times_shows_the_whole_turn_once() -> Non
     async with serve("--ws", "--retention-messages", str(2 * UPDATES), "--retention-seconds", "60",
                      "--keepalive", "1") as served:
         url = served.urls["ws"]
-        async with connect(url) as client:  # the retention is advertised as given
+        async with connect(url, reconnect=True) as client:  # the retention is advertised as given
             caps = client.agent_capabilities
             extra = (caps.model_extra if caps is not None else None) or {}
             assert extra["transport"]["resumable"] == {"retentionMessages": 2 * UPDATES, "retentionSeconds": 60.0}

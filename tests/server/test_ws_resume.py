@@ -206,12 +206,17 @@ async def test_a_client_that_does_not_resume_ends_its_connection_when_its_socket
         cid = ws.response.headers["acp-connection-id"]
         await ws.send(json.dumps(INIT))
         [init] = await until(ws, 0)
+        # (nothing kept for it: no cursors, no resumable stream advertised)
+        assert "acp/cursor" not in init["result"]["_meta"] and "transport" not in init["result"]["agentCapabilities"]
+        await ws.send(json.dumps(msg(1, "session/new", cwd="/", mcpServers=[])))
+        [new] = await until(ws, 1)
+        assert "acp/cursor" not in new["result"].get("_meta", {})
         ws.transport.abort()
         async with asyncio.timeout(BOUND):  # (a hang guard)
             while app.connection_count:
                 await asyncio.sleep(0.02)
         async with ws_connect(url, additional_headers=RESUMES) as again:
-            await again.send(_resume("r", cid, _cursor(init)))
+            await again.send(_resume("r", cid, "cursor.1"))
             [answer] = await until(again, "r")
             assert answer["error"]["code"] == RESUME_FAILED_CODE
 

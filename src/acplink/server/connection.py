@@ -81,7 +81,9 @@ class Mailbox:
         self.free.set()
         limits = owner.limits
         #: what was sent (as sent: a WebSocket's messages with their cursor), for a resume
-        self.retention: Retention | None = Retention(limits.retention_messages, limits.retention_seconds)
+        #: (None: a WebSocket whose client does not resume, whose connection ends with it)
+        self.retention: Retention | None = Retention(limits.retention_messages, limits.retention_seconds) \
+            if owner.resumable else None
 
     def push(self, data: bytes) -> None:
         if self.finished:
@@ -165,8 +167,11 @@ class RemoteConnection:
     """A remote client's connection: its agent, its streams, its routes."""
 
     def __init__(self, registry: Registry, kind: Kind, peer: str, *, cid: str | None = None,
-                 principal: str | None = None, credentials: str = "") -> None:
+                 principal: str | None = None, credentials: str = "", resumable: bool = True) -> None:
         self.id = cid or str(uuid.uuid4())
+        #: its streams keep what they sent for a resume (HTTP always; a WebSocket when its
+        #: client said it resumes: see server/ws.py)
+        self.resumable = resumable
         #: whom the client's token identifies (None: the server needs no token); its agent
         #: serves that principal's sessions, and only that token reaches the connection
         self.principal = principal
@@ -475,8 +480,9 @@ class Registry:
         return self.closing or len(self.connections) + self.opening >= self.limits.max_connections
 
     def create(self, kind: Kind, peer: str, *, cid: str | None = None, principal: str | None = None,
-               credentials: str = "") -> RemoteConnection:
-        conn = RemoteConnection(self, kind, peer, cid=cid, principal=principal, credentials=credentials)
+               credentials: str = "", resumable: bool = True) -> RemoteConnection:
+        conn = RemoteConnection(self, kind, peer, cid=cid, principal=principal, credentials=credentials,
+                                resumable=resumable)
         self.connections[conn.id] = conn
         log.info("connection %s opened (%s from %s)", conn.id, "WebSocket" if kind == "ws" else "HTTP", peer)
         return conn

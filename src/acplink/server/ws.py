@@ -211,7 +211,7 @@ class _Socket:
             RemoteConnection, Mailbox, None] | None:
         registry = self.registry
         conn = registry.create("ws", peer_of(self.scope), cid=cid, principal=self.principal,
-                               credentials=self.credentials)
+                               credentials=self.credentials, resumable=self.resumes)
         box = conn.open_stream(None)
         assert box is not None
         try:
@@ -246,8 +246,8 @@ class _Socket:
         except BaseException:
             conn.close("the WebSocket ended while its agent started")
             raise
-        else:  # (the answer advertises the resumable stream, as over HTTP)
-            conn.stream.push(advertise(reply, limits))
+        else:  # (the answer advertises the resumable stream, as over HTTP, to a client that resumes)
+            conn.stream.push(advertise(reply, limits) if conn.resumable else reply)
         return conn, box, None
 
     async def _resume(self, msg: dict[str, Any]) -> tuple[RemoteConnection, Mailbox, _Resumed] | None:
@@ -261,10 +261,10 @@ class _Socket:
             cid = header_map(self.scope).get("acp-connection-id")
         conn = self.registry.get(cid, "ws") if isinstance(cid, str) else None
         try:
-            if conn is None or conn.closed or conn.credentials != self.credentials or not isinstance(cursor, str):
+            old = conn.stream if conn is not None else None
+            if conn is None or conn.closed or conn.credentials != self.credentials or not isinstance(cursor, str) \
+                    or old is None or old.retention is None:
                 raise ResumeRefused(_REFUSED)
-            old = conn.stream
-            assert old.retention is not None
             number = old.retention.check(cursor)
             if old.has_reader:  # a socket the server has not seen drop yet: this one replaces it
                 conn.generation += 1
@@ -289,15 +289,15 @@ class _Socket:
         conn.generation += 1
         generation = conn.generation
         retention = box.retention
-        assert retention is not None
 
         async def frame(data: bytes) -> bytes:
-            data = with_cursor(data, box.head_cursor())
+            if retention is not None:  # (each message's cursor: only for a client that resumes)
+                data = with_cursor(data, box.head_cursor())
             await self.frame(data)
             return data
 
         async def send_all() -> None:
-            if resumed is not None:
+            if resumed is not None and retention is not None:
                 for _, data in resumed.replay:  # what the client missed, as it was sent
                     await self.frame(data)
                 # the resume's answer: where the turns stand now (the v1 shim of state_update)
