@@ -23,14 +23,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from scenario_agent import app  # (the scenario agent's AgentApp)
 
 from acplink import tune_gc
-from acplink.cli.serve import _bind, _serve  # (acplink serve's own uvicorn setup)
+from acplink._listen import listening_socket  # (acplink serve's own socket and uvicorn setup)
+from acplink.cli.serve import _serve
 from acplink.server import AcpServer, ServerLimits
 
 
 def main() -> None:
     tune_gc()  # as run_agent does for the scenario agent process
     server = AcpServer(lambda: app, limits=ServerLimits(max_connections=64))
-    sock = _bind("127.0.0.1", 0)
+    sock = listening_socket("127.0.0.1", 0)
     try:
         asyncio.run(_serve(server, sock, ("ws", "http"), None))  # (loopback, no token)
     finally:

@@ -18,6 +18,7 @@ RANK = {
     "_tasks": 0,
     "_lazy": 0,
     "_extras": 0,
+    "_listen": 0,  # the listening socket of acplink's servers (standard library only)
     "_record": 0,
     "_mcp_relay": 0,  # the stdio relay: a program of its own, standard library only
     "schema": 1,

@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import errno
 import secrets
-import socket
 import sys
 from collections.abc import Awaitable, Callable, Hashable
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from typing import Any
 import orjson
 
 from .._extras import require
+from .._listen import listening_socket
 from .._tasks import TaskSet
 from .._version import __version__
 from ..errors import AcpError, McpError, RequestError, TransportError, UsageError
@@ -126,20 +126,13 @@ class McpHttpBridge:
 
         if self._serving is not None:
             raise UsageError("the MCP HTTP bridge is already started")
-        # (IPPROTO_TCP named: asyncio sets TCP_NODELAY on accepted sockets only then; without it
-        # a response written in two parts waits for the client's delayed ACK, ~40 ms a request)
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            sock.bind(("127.0.0.1", self.bind_port))
-            sock.listen(128)
+            sock = listening_socket("127.0.0.1", self.bind_port)  # (TCP_NODELAY: see _listen.py)
         except OSError as exc:
-            sock.close()
             raise TransportError(f"the MCP HTTP bridge cannot listen on 127.0.0.1:{self.bind_port}: "
                                  f"{exc.strerror or exc}" + (" (another process uses that port; give another, "
                                                              "or 0 for any free one)"
                                                              if exc.errno == errno.EADDRINUSE else "")) from None
-        sock.setblocking(False)
         self.port = int(sock.getsockname()[1])
         config = uvicorn.Config(self._app, interface="asgi3", log_config=None, access_log=False, log_level="warning",
                                 lifespan="off",

@@ -14,6 +14,7 @@ from collections.abc import Generator
 from typing import Any
 
 from .._extras import require
+from .._listen import listening_socket
 from .._tasks import TaskSet
 from .common import fail, port_number, positive_seconds
 from .otel import add_otel_option
@@ -114,7 +115,7 @@ def run(args: argparse.Namespace) -> int:
                     allow_origins=args.allow_origin, allowed_hosts=LOOPBACK_HOSTS if loopback else None,
                     limits=limits)
     try:
-        sock = _bind(args.host, args.port)
+        sock = listening_socket(args.host, args.port)
     except OSError as exc:
         return fail(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}")
     _log_to_stderr()
@@ -150,20 +151,6 @@ def _app_factory(spec: str) -> Any:
     if callable(found):
         return found
     raise ValueError(f"{attr} is neither an acplink agent app nor a function that makes one")
-
-
-def _bind(host: str, port: int) -> socket.socket:
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host.strip("[]"), port))
-        sock.listen(128)
-        sock.set_inheritable(False)
-    except OSError:
-        sock.close()
-        raise
-    return sock
 
 
 #: addresses that mean "every interface": not an address a client can connect to

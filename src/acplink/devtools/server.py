@@ -15,7 +15,6 @@ import os
 import secrets
 import shlex
 import signal
-import socket
 import sys
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, MutableMapping, Sequence
@@ -31,6 +30,7 @@ from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingR
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from .._listen import listening_socket
 from .cache import warm_all
 from .compare import diff_page
 from .connect import Chats
@@ -400,16 +400,7 @@ async def serve(store: Store, *, host: str = "127.0.0.1", port: int = 0, agent: 
     app = build_app(store, agent=agent, cwd=cwd, session_stores=session_stores)
     chats: Chats = app.state.chats
     guard = Guard(app, token)
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    try:
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    sock.listen(128)
-    sock.setblocking(False)
+    sock = listening_socket(host, port)
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     names = {shown, "localhost", "127.0.0.1"} if _is_loopback(host) else {shown}
