@@ -130,6 +130,22 @@ def test_retention_keeps_the_last_messages_for_their_time(monkeypatch: pytest.Mo
         kept.after(kept.check(kept.cursor(4)))
 
 
+def test_retention_keeps_at_most_its_bytes() -> None:
+    """Memory stays bounded by bytes too: a stream of large messages keeps only the newest
+    that fit (a cursor before them is refused), never fewer than the message just sent."""
+    from acplink.server import resume
+
+    kept = resume.Retention(max_messages=1000, max_seconds=60, max_bytes=250)
+    for i in range(1, 11):
+        kept.keep(bytes([48 + i]) * 100)
+    assert kept.kept_bytes == 200 and [n for n, _, _ in kept.kept] == [9, 10]
+    assert kept.after(kept.check(kept.cursor(8))) == [(9, b"9" * 100), (10, b":" * 100)]
+    with pytest.raises(resume.ResumeRefused, match=r"no longer kept.*250 bytes"):
+        kept.after(kept.check(kept.cursor(7)))
+    kept.keep(b"x" * 300)  # (larger than the bound: nothing of it can be resumed)
+    assert kept.kept_bytes == 0 and not kept.kept
+
+
 def test_reconnect_is_for_a_remote_url() -> None:
     from acplink import UsageError
 

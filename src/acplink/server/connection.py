@@ -82,8 +82,8 @@ class Mailbox:
         limits = owner.limits
         #: what was sent (as sent: a WebSocket's messages with their cursor), for a resume
         #: (None: a WebSocket whose client does not resume, whose connection ends with it)
-        self.retention: Retention | None = Retention(limits.retention_messages, limits.retention_seconds) \
-            if owner.resumable else None
+        self.retention: Retention | None = Retention(limits.retention_messages, limits.retention_seconds,
+                                                     limits.max_buffered_bytes) if owner.resumable else None
 
     def push(self, data: bytes) -> None:
         if self.finished:

@@ -25,14 +25,19 @@ class ResumeRefused(Exception):
 
 
 class Retention:
-    """The sent messages of one stream, kept for a resume."""
+    """The sent messages of one stream, kept for a resume: the last ``max_messages``, at most
+    ``max_bytes`` of them (the oldest go first: memory stays bounded whatever the stream
+    carries), for ``max_seconds``."""
 
-    def __init__(self, max_messages: int, max_seconds: float) -> None:
+    def __init__(self, max_messages: int, max_seconds: float, max_bytes: int = 64 * 1024 * 1024) -> None:
         self.token = secrets.token_urlsafe(12)
         self.max_messages = max_messages
         self.max_seconds = max_seconds
+        self.max_bytes = max_bytes
         #: (number, when sent, message), oldest first
         self.kept: deque[tuple[int, float, bytes]] = deque()
+        #: the size of the kept messages
+        self.kept_bytes = 0
         #: the number of the last message sent (0: none yet)
         self.sent = 0
 
@@ -44,14 +49,15 @@ class Retention:
         self.sent += 1
         kept = self.kept
         kept.append((self.sent, time.monotonic(), data))
-        if len(kept) > self.max_messages:
-            kept.popleft()
+        self.kept_bytes += len(data)
+        while len(kept) > self.max_messages or self.kept_bytes > self.max_bytes:
+            self.kept_bytes -= len(kept.popleft()[2])
 
     def _expire(self) -> None:
         horizon = time.monotonic() - self.max_seconds
         kept = self.kept
         while kept and kept[0][1] < horizon:
-            kept.popleft()
+            self.kept_bytes -= len(kept.popleft()[2])
 
     def check(self, cursor: str) -> int:
         """The number of ``cursor`` when it is one of this stream's; else :class:`ResumeRefused`."""
@@ -72,7 +78,7 @@ class Retention:
         if not kept or kept[0][0] > number + 1:
             raise ResumeRefused(
                 f"what followed the cursor is no longer kept (retention: {self.max_messages} messages, "
-                f"{self.max_seconds:g} s)")
+                f"{self.max_seconds:g} s, {self.max_bytes} bytes)")
         start = number + 1 - kept[0][0]
         return [(n, data) for n, _, data in list(kept)[start:]]
 
