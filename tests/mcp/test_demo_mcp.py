@@ -31,6 +31,8 @@ class Server:
         self.tag = tag
         self.calls: list[McpCall] = []
         self.cancelled = asyncio.Event()
+        #: set when a ``hang`` call is running (its handler started)
+        self.hanging = asyncio.Event()
 
     async def __call__(self, call: McpCall) -> Any:
         self.calls.append(call)
@@ -50,6 +52,7 @@ class Server:
         if name == "fail":
             return {"content": [{"type": "text", "text": "it went wrong"}], "isError": True}
         if name == "hang":
+            self.hanging.set()
             try:
                 await asyncio.Event().wait()
             except asyncio.CancelledError:
@@ -157,6 +160,9 @@ async def test_cancelling_the_turn_cancels_the_mcp_call(version: int, tmp_path: 
         async for update in turn:
             if getattr(update, "tool_call_id", None) and not sent:
                 sent = True
+                # (the tool call is announced before the agent makes the MCP call: cancelling
+                # at once could end the turn before the call exists; cancel the running call)
+                await asyncio.wait_for(server.hanging.wait(), 10)
                 await turn.cancel()
         assert turn.stop_reason == "cancelled"
         await asyncio.wait_for(server.cancelled.wait(), 10)  # ($/cancel_request reached the provider)

@@ -55,7 +55,8 @@ async def test_round_trips_import_nothing_once_warm(scheme: str, tmp_path: Path)
 class _Owner:
     """The connection a mailbox reports its queued bytes to (flow control is not under test)."""
 
-    kind = "ws"  # (an HTTP stream also keeps what it sent: not under test)
+    kind = "ws"
+    resumable = False  # (a stream that keeps what it sent for a resume: not under test)
     limits = ServerLimits()
 
     def __init__(self) -> None:
