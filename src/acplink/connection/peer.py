@@ -64,6 +64,7 @@ from ._delivery import (
 from ._failures import failure_answer
 from ._noise import BadInput, WarningLimiter
 from ._outbound import Outbound
+from ._relay import Relayed, abandon_all, cancel, relay
 
 if TYPE_CHECKING:
     from ._otel import ConnectionTelemetry
@@ -192,6 +193,10 @@ class Peer(Outbound):
         self.close_reason: BaseException | None = None
         #: OpenTelemetry's hooks, when it is configured (``_otel_hook.py``); None: each is one test
         self.telemetry = telemetry
+        #: the dispatcher's router of requests it passes on unchanged (``_relay.py``), if any
+        self._router = getattr(dispatcher, "route_request", None)
+        #: inbound requests relayed to another connection and not answered yet, by id
+        self.relays: dict[int | str, Relayed] = {}
 
     # -- lifecycle -----------------------------------------------------------------------------
 
@@ -228,6 +233,8 @@ class Peer(Outbound):
             self.telemetry.closed()
         self._warnings.flush()
         self.delivery.closed = True
+        if self.relays:
+            abandon_all(self)
         # (a stream that could not be resumed keeps its class: the caller reopens the session)
         kind = StreamResumeFailed if isinstance(reason, StreamResumeFailed) else ConnectionClosed
         self.calls.shut(reason if isinstance(reason, PeerOutputNotJson) else kind(
@@ -317,6 +324,7 @@ class Peer(Outbound):
             # the requests held back (backpressure) start as others end: wait for them too
             while (left := deadline - loop.time()) > 0:
                 running = [t for t in self.tasks.keyed.values() if not t.done()]
+                running += [r.ended() for r in self.relays.values()]
                 if running:
                     await asyncio.wait(running, timeout=left, return_when=asyncio.FIRST_COMPLETED)
                 elif delivery.held:
@@ -352,7 +360,7 @@ class Peer(Outbound):
             # (the buffer's state matters only while nothing is held: see Delivery.admit)
             decision = delivery.request(ev, not delivery.held and self.transport.writing_paused)
             if decision is START:
-                self.tasks.spawn_keyed(self.run_request(ev), ev.id)
+                self.start_request(ev)
             elif decision is not HOLD:  # (held: a later release starts it)
                 self._do(decision)
         else:
@@ -373,7 +381,7 @@ class Peer(Outbound):
             return
         t = type(decision)
         if t is IncomingRequest:  # (released: start it)
-            self.tasks.spawn_keyed(self.run_request(decision), decision.id)  # type: ignore[arg-type, union-attr]
+            self.start_request(decision)  # type: ignore[arg-type]
         elif t is Refuse:
             self.reply_error(decision.id, decision.error)  # type: ignore[union-attr]
         elif t is Cancel:
@@ -382,6 +390,8 @@ class Peer(Outbound):
             if task is not None and not task.done():
                 task.cancel(msg=_CANCELLED_BY_PEER)
                 task.add_done_callback(functools.partial(self._cancelled, rid))
+            elif (relayed := self.relays.get(rid)) is not None:
+                cancel(relayed)
         elif decision is QUEUE_FULL:
             self._wake()
             self.transport.pause_reading()
@@ -400,7 +410,7 @@ class Peer(Outbound):
         """Start the held requests that may run now (RELEASE; called directly as a request ends)."""
         decided = self.delivery.release(self.transport.writing_paused)
         if type(decided) is IncomingRequest:  # (the common case: it takes the slot of one that ended)
-            self.tasks.spawn_keyed(self.run_request(decided), decided.id)
+            self.start_request(decided)
         elif isinstance(decided, list):
             for d in decided:
                 self._do(d)
@@ -446,7 +456,7 @@ class Peer(Outbound):
             elif t is IncomingRequest:  # (its turn in the order is now)
                 decision = delivery.admit(item, not delivery.held and self.transport.writing_paused)
                 if decision is START:
-                    self.tasks.spawn_keyed(self.run_request(item), item.id)
+                    self.start_request(item)
                 elif decision is not HOLD:
                     self._do(decision)
             elif item is RESUME_READING:
@@ -548,6 +558,27 @@ class Peer(Outbound):
         self.mark_closed(err)
 
     # -- inbound requests ----------------------------------------------------------------------
+
+    def start_request(self, ev: IncomingRequest) -> None:
+        """Start an admitted inbound request: relayed when the dispatcher routes it on
+        (``_relay.py``), else in a task of its own (:meth:`run_request`)."""
+        router = self._router
+        if router is not None and self.telemetry is None:
+            route = router(ev.method, ev.params)
+            if route is not None and relay(self, ev, route):
+                return
+        self.tasks.spawn_keyed(self.run_request(ev), ev.id)
+
+    def relay_answered(self, rid: int | str, data: bytes) -> None:
+        """Write the answer of relayed request ``rid`` (as :meth:`run_request` ends)."""
+        if not self._closed:
+            self.sent_bytes += len(data)
+            try:
+                self.transport.send(data, MessageMeta(reply_to=rid) if self._reply_meta else None)
+            except Exception as exc:  # a transport that cannot write any more: the connection is over
+                self.mark_closed(exc)
+        if self.delivery.request_ended(rid) is RELEASE:
+            self._release()
 
     async def run_request(self, ev: IncomingRequest) -> None:
         """Handle one inbound request and write its answer (a task of its own)."""

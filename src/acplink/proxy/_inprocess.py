@@ -70,6 +70,11 @@ class InProcessProxy(_ProxyConnection):
                 raise self.conductor.own_error(self.index, f"did not answer {method} within {timeout:g} s") from None
             raise failure_answer(exc, method, self.app.name, self.conductor.debug, False) from None
 
+    def passes(self, from_predecessor: bool, method: str) -> bool:
+        """Whether a request ``method`` from that side goes straight on, as it is (no hook of
+        the proxy's and none of its MCP servers' business)."""
+        return self.app._passes("client" if from_predecessor else "agent", method, self.mcp is not None)
+
     async def notify(self, from_predecessor: bool, method: str, params: Any) -> None:
         """A notification for the proxy (a hook that fails is logged, as a connection would)."""
         handle = self.dispatch if self.app._hooks or self.mcp is not None else self._forward

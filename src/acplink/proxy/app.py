@@ -31,8 +31,9 @@ import orjson
 from pydantic import BaseModel
 
 from ..connection._otel_hook import telemetry_for
+from ..connection._relay import Route
 from ..connection.peer import Peer, PeerLimits
-from ..errors import InvalidRequest
+from ..errors import InvalidParams, InvalidRequest
 from ..mcp import McpCall
 from ..methods import INITIALIZE, MCP_MESSAGE, SESSION_LOAD, SESSION_NEW, SESSION_RESUME
 from ..protocol import PROTOCOL_VERSION, get_protocol
@@ -156,6 +157,14 @@ class ProxyApp:
             return fn
         return deco
 
+    def _passes(self, side: Side, method: str, mcp: bool) -> bool:
+        """Whether a request ``method`` from ``side`` goes straight on, as it is: no hook for it
+        and (``mcp``: the connection offers MCP servers) none of their business."""
+        hooks = self._hooks
+        if hooks and ((side, method) in hooks or (side, "*") in hooks):
+            return False
+        return not mcp or method not in _MCP_SEEN
+
     async def serve(self, transport: Transport | None = None) -> None:
         """Serve the proxy on ``transport`` (default: stdio) until its conductor hangs up."""
         conn = _ProxyConnection(self)
@@ -196,6 +205,8 @@ class ProxyApp:
 
 #: the requests whose params declare a session's MCP servers
 _OPENERS = frozenset({SESSION_NEW, SESSION_LOAD, SESSION_RESUME})
+#: the requests a proxy with MCP servers looks at even without a hook
+_MCP_SEEN = _OPENERS | {MCP_MESSAGE, INITIALIZE}
 
 
 class _ProxyConnection:
@@ -219,6 +230,30 @@ class _ProxyConnection:
                f"it got {method} first")
         log.error("%s", msg)
         return InvalidRequest(msg)
+
+    def route_request(self, method: str, params: Any) -> Route | None:
+        """A request that goes straight on is relayed without a task (``connection/_relay.py``):
+        from the predecessor, wrapped to the successor; from the successor, unwrapped to the
+        predecessor (both over this one connection)."""
+        peer, ours = self.peer, self.dialect
+        if peer is None or ours is None or self.gate.holding:
+            return None
+        mcp = self.mcp is not None
+        dialect = dialect_of(method)
+        if dialect is None:
+            if method == INITIALIZE or not self.app._passes("client", method, mcp):
+                return None
+            return Route(peer, ours.successor, orjson.dumps(wrap(method, params)))
+        if method != dialect.successor:
+            return None
+        try:
+            wrapped = unwrap(params, envelope=method)
+        except InvalidParams:
+            return None
+        inner = wrapped.method
+        if inner == INITIALIZE or dialect_of(inner) is not None or not self.app._passes("agent", inner, mcp):
+            return None
+        return Route(peer, inner, None if wrapped.params is None else orjson.dumps(wrapped.params))
 
     async def to_successor(self, method: str, params: Any, *, request: bool) -> Any:
         dialect = self.dialect or MODERN

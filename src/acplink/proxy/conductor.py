@@ -34,6 +34,7 @@ pending on it at once, and the chain shuts down.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import shlex
@@ -44,6 +45,7 @@ import orjson
 
 from .._tasks import TaskSet
 from ..connection._otel_hook import telemetry_for
+from ..connection._relay import Route
 from ..connection.peer import Peer, PeerLimits
 from ..errors import (
     InternalError,
@@ -302,6 +304,29 @@ class Conductor:
         """The in-process proxy driven directly at node ``index`` (None: a connection)."""
         return self.nodes[index].direct if 0 <= index < len(self.nodes) else None
 
+    def relay_route(self, src: int, dst: int, method: str, params: Any) -> Route | None:
+        """Where a request from node ``src`` for node ``dst`` is relayed without a task
+        (``connection/_relay.py``): to the connection of the first node on the way that is not an
+        in-process proxy passing the method straight on. None: forwarded by :meth:`call` (a
+        trace or a timeout to keep, a proxy hook on the way, a node not ready)."""
+        if self.trace is not None or self.request_timeout is not None:
+            return None
+        step = 1 if dst > src else -1
+        while (direct := self._direct(dst)) is not None:
+            if not direct.passes(src < dst, method) or (src < dst and dst + 1 not in self.answers):
+                return None
+            src, dst = dst, dst + step
+        node = self.nodes[dst] if 0 <= dst < len(self.nodes) else None
+        if node is not None and (node.peer is None or node.peer.closed):
+            return None  # (call() says what became of it)
+        peer, wmethod, wparams = self._route(src, dst, method, params)
+        return Route(peer, wmethod, None if wparams is None else orjson.dumps(wparams),
+                     functools.partial(self._relay_failed, dst))
+
+    def _relay_failed(self, dst: int, exc: BaseException) -> BaseException:
+        """A relayed request's connection failed it (see :meth:`call`)."""
+        return self.own_error(dst, self._gone(dst)) if isinstance(exc, TransportError) else exc
+
     async def request(self, src: int, dst: int, method: str, params: Any) -> bytes:
         """Forward a request from node ``src`` to node ``dst``; the JSON of its result."""
         return orjson.dumps(await self.call(src, dst, method, params))
@@ -442,6 +467,18 @@ def _telemetry(side: str) -> Any:
     return telemetry_for(side, get_protocol(PROTOCOL_VERSION))
 
 
+def _plain(params: Any, envelope: str) -> tuple[str, Any] | None:
+    """The method and params a ``proxy/successor`` envelope carries, when the message may be
+    relayed (None: a broken envelope or a wrapped initialize, which the task path answers)."""
+    try:
+        wrapped = unwrap(params, envelope=envelope)
+    except RequestError:
+        return None
+    if wrapped.method == INITIALIZE or dialect_of(wrapped.method) is not None:
+        return None
+    return wrapped.method, wrapped.params
+
+
 def _not_initialize_first(method: str) -> InvalidRequest:
     return InvalidRequest(f"{method} before initialize: the conductor starts the chain on initialize; "
                           "send initialize first")
@@ -452,6 +489,18 @@ class _Upstream:
 
     def __init__(self, conductor: Conductor) -> None:
         self.c = conductor
+
+    def route_request(self, method: str, params: Any) -> Route | None:
+        c = self.c
+        if c.upstream_gate.holding or c._started is None or not c._started.done() or method == INITIALIZE:
+            return None
+        dialect = dialect_of(method)
+        if dialect is None:
+            return c.relay_route(-1, 0, method, params)
+        if c.as_proxy and method == dialect.successor:  # from our successor: up the chain
+            inner = _plain(params, method)
+            return None if inner is None else c.relay_route(len(c.nodes), len(c.nodes) - 1, *inner)
+        return None
 
     async def handle_request(self, method: str, params: Any) -> bytes:
         c = self.c
@@ -493,6 +542,19 @@ class _Hop:
     def __init__(self, conductor: Conductor, index: int) -> None:
         self.c = conductor
         self.index = index
+
+    def route_request(self, method: str, params: Any) -> Route | None:
+        c, i = self.c, self.index
+        node = c.nodes[i]
+        if node.gate.holding:
+            return None
+        dialect = dialect_of(method)
+        if dialect is None:
+            return c.relay_route(i, i - 1, method, params)  # to its predecessor
+        if method != dialect.successor or not node.has_successor or i + 1 not in c.answers:
+            return None
+        inner = _plain(params, method)
+        return None if inner is None else c.relay_route(i, i + 1, *inner)
 
     async def handle_request(self, method: str, params: Any) -> bytes:
         c, i = self.c, self.index

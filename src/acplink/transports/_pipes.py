@@ -7,6 +7,7 @@ import os
 import stat
 
 from .base import FlowControl, TransportSink
+from .stream import deliver
 
 #: the kernel buffer asked for on the pipes we read and write (Linux; 64 KiB by default)
 PIPE_SIZE = 256 * 1024
@@ -41,7 +42,7 @@ class ReadProtocol(asyncio.Protocol):
         self._ended = False
 
     def data_received(self, data: bytes) -> None:
-        self.sink.data_received(data)
+        deliver(self.sink, data)
 
     def _end(self, exc: BaseException | None) -> None:
         if not self._ended:  # asyncio reports both eof_received and connection_lost

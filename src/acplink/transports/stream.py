@@ -11,16 +11,49 @@ implements :meth:`StreamTransport.write` and the reading side.
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 
 from .base import MessageMeta, Transport, TransportSink
 
-__all__ = ["FLUSH_AT", "StreamTransport"]
+__all__ = ["FLUSH_AT", "StreamTransport", "deliver"]
 
 #: a write batch goes to the stream at once when it reaches this size. Small enough that the
 #: peer starts on a burst while the rest is still being produced (both processes busy at
 #: once), big enough that a flood costs one system call per ~100 messages.
 FLUSH_AT = 16 * 1024
+
+
+class _Reading(threading.local):
+    """The chunk being handed to a sink on this thread's loop (see :func:`deliver`)."""
+
+    depth = 0
+
+    def __init__(self) -> None:
+        #: the stream transports that batched messages while it was handled
+        self.pending: list[StreamTransport] = []
+
+
+_reading = _Reading()
+
+
+def deliver(sink: TransportSink, data: bytes) -> None:
+    """Hand a chunk read from a stream to ``sink``; what the sink sends on stream transports
+    while it handles the chunk (a proxy passing a request on, answers made at once) is batched
+    and written as soon as it is done with the chunk: one write per transport, in the same turn
+    of the loop (no turn to wait for, no callback to schedule)."""
+    reading = _reading
+    reading.depth += 1
+    try:
+        sink.data_received(data)
+    finally:
+        reading.depth -= 1
+        if not reading.depth and reading.pending:
+            pending = reading.pending
+            reading.pending = []
+            for transport in pending:
+                transport._in_chunk = False
+                transport._flush_batch()
 
 
 class StreamTransport(Transport):
@@ -47,12 +80,24 @@ class StreamTransport(Transport):
         self._batch: list[bytes] = []
         self._batch_size = 0
         self._flush_scheduled = False
+        #: messages were batched while a chunk was handled (see :func:`deliver`)
+        self._in_chunk = False
 
     def write(self, data: bytes) -> None:
         """Write raw bytes to the stream now (never blocks; see :meth:`drain`)."""
         raise NotImplementedError
 
     def send(self, message: bytes, meta: MessageMeta | None = None) -> bool:
+        if _reading.depth:  # (sent while a chunk read is handled: written when it is done)
+            self._batch.append(message)
+            self._batch_size += len(message)
+            if not self._in_chunk:
+                self._in_chunk = True
+                _reading.pending.append(self)
+            if self._batch_size >= self.flush_at:
+                self._flush_batch()
+                return False
+            return True
         if not self._flush_scheduled:
             self._flush_scheduled = True
             asyncio.get_running_loop().call_soon(self.flush)
@@ -68,6 +113,10 @@ class StreamTransport(Transport):
 
     def flush(self) -> None:
         self._flush_scheduled = False
+        self._flush_batch()
+
+    def _flush_batch(self) -> None:
+        """Write what is batched (nothing to write: nothing happens)."""
         batch = self._batch
         if not batch:
             return

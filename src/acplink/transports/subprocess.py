@@ -20,11 +20,29 @@ from typing import Literal
 from ..errors import ConnectionClosed, PeerOutputNotJson, TransportError
 from ._pipes import PIPE_SIZE, enlarge_pipe
 from .base import FlowControl, TransportSink
-from .stream import StreamTransport
+from .stream import StreamTransport, deliver
 
 __all__ = ["SubprocessTransport", "describe_start_failure", "stderr_report"]
 
 StderrMode = Literal["inherit", "capture", "discard"] | Callable[[bytes], None]
+
+
+class _Stdout(asyncio.Protocol):
+    """The child's stdout pipe, read without asyncio's extra turn (see connection_made); its
+    end still goes the usual way (asyncio's subprocess transport tracks its pipes)."""
+
+    def __init__(self, child: _ChildProtocol, inner: asyncio.BaseProtocol) -> None:
+        self.child = child
+        self.inner = inner
+
+    def data_received(self, data: bytes) -> None:
+        self.child.pipe_data_received(1, data)
+
+    def eof_received(self) -> bool | None:
+        return self.inner.eof_received()  # type: ignore[attr-defined, no-any-return]
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.inner.connection_lost(exc)
 
 
 class _ChildProtocol(FlowControl, asyncio.SubprocessProtocol):
@@ -38,6 +56,12 @@ class _ChildProtocol(FlowControl, asyncio.SubprocessProtocol):
         # (before any output is delivered: pause_reading works from the first byte on, e.g.
         # when the connection gives up on a child whose output is not JSON-RPC)
         self.owner._transport = transport  # type: ignore[assignment]
+        # The child's stdout straight to us: asyncio hands a subprocess pipe's data on with
+        # call_soon, a turn of the loop per read. (Output read before now was queued that way
+        # already and runs before any later read: the order holds.)
+        stdout = transport.get_pipe_transport(1)  # type: ignore[attr-defined]
+        if stdout is not None:
+            stdout.set_protocol(_Stdout(self, stdout.get_protocol()))
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         if fd == 1:
@@ -45,7 +69,7 @@ class _ChildProtocol(FlowControl, asyncio.SubprocessProtocol):
                 self.owner._take_head(data)
             sink = self.owner._sink
             if sink is not None:
-                sink.data_received(data)
+                deliver(sink, data)
         else:
             self.owner._on_stderr(data)
 
