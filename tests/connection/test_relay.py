@@ -13,7 +13,7 @@ from connhelpers import guard
 
 from acplink.connection import _relay
 from acplink.connection._relay import Route
-from acplink.connection.peer import CANCEL_REQUEST, Peer
+from acplink.connection.peer import CANCEL_REQUEST, Peer, PeerLimits
 from acplink.errors import InternalError, InvalidParams, RequestCancelled, TransportError
 from acplink.transports import memory_pair
 
@@ -53,10 +53,12 @@ class Middle:
     def __init__(self) -> None:
         self.down: Peer | None = None
         self.failed: list[BaseException] = []
+        self.holding = asyncio.Event()
+        self.release = asyncio.Event()
 
     def route_request(self, method: str, params: Any) -> Route | None:
         assert self.down is not None
-        if method == "local":
+        if method in ("local", "held"):
             return None
         return Route(self.down, method, orjson.dumps(params), self._failed)
 
@@ -65,6 +67,9 @@ class Middle:
         return InternalError(f"middle: the far side is gone ({type(exc).__name__})")
 
     async def handle_request(self, method: str, params: Any) -> bytes:
+        if method == "held":
+            self.holding.set()
+            await self.release.wait()
         return orjson.dumps("answered in a task")
 
     async def handle_notification(self, method: str, params: Any, typed: bool = False) -> None:
@@ -72,14 +77,14 @@ class Middle:
 
 
 class Chain:
-    def __init__(self) -> None:
+    def __init__(self, down_limits: PeerLimits | None = None) -> None:
         self.far = Downstream()
         self.middle = Middle()
         a, b = memory_pair()
         c, d = memory_pair()
         self.up = Peer(a, Middle(), name="up")  # (its own router is never asked: nothing calls it)
         self.mid_up = Peer(b, self.middle, name="middle-up")
-        self.mid_down = Peer(c, Downstream(), name="middle-down")
+        self.mid_down = Peer(c, Downstream(), name="middle-down", limits=down_limits)
         self.down = Peer(d, self.far, name="down")
         self.middle.down = self.mid_down
 
@@ -178,3 +183,22 @@ async def test_the_target_closing_fails_the_relay_through_on_error() -> None:
         # the target is closed now: a new request takes the task path, which the router's
         # connection answers (it cannot be relayed any more)
         assert await guard(ch.up.request("echo", orjson.dumps(2))) == "answered in a task"
+
+
+async def test_a_request_behind_one_running_in_a_task_is_not_relayed_past_it() -> None:
+    async with Chain() as ch:
+        held = asyncio.create_task(ch.up.request("held", None))  # (declined by the router: a task)
+        await guard(ch.middle.holding.wait())
+        _, fut = await ch.open("echo", 3)
+        assert await guard(fut) == "answered in a task"  # not relayed past the running task
+        ch.middle.release.set()
+        assert await guard(held) == "answered in a task"
+        assert await guard(ch.up.request("echo", orjson.dumps(4))) == {"echo": 4}  # relayed again
+
+
+async def test_a_request_too_large_for_the_next_connection_is_not_relayed() -> None:
+    async with Chain(down_limits=PeerLimits(max_message_size=1000)) as ch:
+        # (the task path is the one that says why: here the test's router answers itself)
+        assert await guard(ch.up.request("echo", orjson.dumps("x" * 2000))) == "answered in a task"
+        assert await guard(ch.up.request("echo", orjson.dumps("small"))) == {"echo": "small"}
+        assert not ch.mid_down.engine.pending

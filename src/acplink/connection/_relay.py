@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 
-from ..errors import RequestCancelled, RequestError
+from ..errors import AcpError, RequestCancelled, RequestError
 from ..rpc.engine import IncomingRequest
 from ._calls import DONE
 from ._failures import failure_answer
@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from .peer import Peer
 
 __all__ = ["CANCEL_GRACE", "Relayed", "Route", "abandon_all", "cancel", "relay"]
-
-CANCEL_REQUEST = "$/cancel_request"
 
 #: how long a relay (or a forwarder) waits for the answer to a request it cancelled on the next
 #: hop before it answers ``-32800`` itself
@@ -98,8 +96,12 @@ def relay(source: Peer, ev: IncomingRequest, route: Route) -> bool:
     if (target.closed or target.telemetry is not None or target.transport.writing_paused
             or target.engine.awaited >= target.calls.limit):
         return False  # (the task path waits for the slot or the drain, and says what failed)
+    try:
+        out_id, data = target.engine.request(route.method, route.params)
+    except AcpError:  # (too large for the target: the task path answers why)
+        return False
     r = Relayed(source, ev, target, route.on_error)
-    r.out_id, data = target.engine.request(route.method, route.params)
+    r.out_id = out_id
     target.calls.futures[r.out_id] = r  # type: ignore[assignment]
     source.relays[ev.id] = r
     written = target._write(data)  # (a failed write fails the call: answered at once)
@@ -142,6 +144,8 @@ def cancel(r: Relayed) -> None:
     if target.closed:
         _answered(r, None, RequestCancelled("Request cancelled"))
         return
+    from .peer import CANCEL_REQUEST  # (peer.py names it; it imports this module)
+
     written = target.notify(CANCEL_REQUEST, orjson.dumps({"requestId": r.out_id}))
     if written is not DONE and isinstance(written, Coroutine):
         written.close()

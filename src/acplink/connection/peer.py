@@ -561,12 +561,18 @@ class Peer(Outbound):
 
     def start_request(self, ev: IncomingRequest) -> None:
         """Start an admitted inbound request: relayed when the dispatcher routes it on
-        (``_relay.py``), else in a task of its own (:meth:`run_request`)."""
+        (``_relay.py``), else in a task of its own (:meth:`run_request`). Only while no request
+        of this connection runs in a task: one that has not written what it forwards yet must
+        not be overtaken by a later one relayed at once (requests run concurrently, but a proxy
+        passes them on in the order they came)."""
         router = self._router
-        if router is not None and self.telemetry is None:
-            route = router(ev.method, ev.params)
-            if route is not None and relay(self, ev, route):
-                return
+        if router is not None and self.telemetry is None and not self.tasks.keyed:
+            try:
+                route = router(ev.method, ev.params)
+                if route is not None and relay(self, ev, route):
+                    return
+            except Exception as exc:  # (a router's bug: the request still runs, in a task)
+                log.debug("%s: relaying %s failed: %r", self.name, ev.method, exc)
         self.tasks.spawn_keyed(self.run_request(ev), ev.id)
 
     def relay_answered(self, rid: int | str, data: bytes) -> None:
