@@ -46,7 +46,7 @@ class _RemoteTransport(BatchingTransport):
         if self.closed:
             raise ConnectionClosed("the remote connection is closed")
         if self.before_write is not None:  # (journaled: committed per batch, then handed over)
-            return BatchingTransport.send(self, message, meta)
+            return super().send(message, meta)
         self.deliver(message.rstrip(b"\n"))
         # handed over whole: the writer waits (drain) only while the client is behind, and
         # otherwise awaits no coroutine per message (a flood's updates)
