@@ -77,8 +77,9 @@ async def test_a_flood_is_committed_in_groups_and_arrives_whole(tmp_path: Path, 
         assert chunks == [f"{i}," for i in range(N)]  # (complete, in order, each once)
         commits = int(await session.prompt("commits").text()) - before
         sid = session.session_id
-    # one commit per update would be N; a batch (16 KB, 256 KB on PostgreSQL) is one
-    assert 0 < commits <= N // 50, commits
+    # one commit per update would be N; a batch (16 KB, 256 KB on PostgreSQL) is one: some 60
+    # commits on SQLite, under 10 on PostgreSQL
+    assert 0 < commits <= N // 20, commits
     assert _stored_chunks(db, sid) == list(range(N))
 
 
@@ -95,7 +96,7 @@ async def test_sigkill_mid_flood_leaves_what_the_client_received_stored(
             assert int(await session.prompt("pid").text()) == served.proc.pid  # (the app runs in serve)
             sid = session.session_id
             try:
-                async for update in session.prompt(f"stream {N}"):  # (streams, then waits for the kill)
+                async for update in session.prompt(f"stream {4 * N}"):  # (paced; then waits for the kill)
                     if isinstance(update, schema.AgentMessageChunk):
                         received.append(update.content.text)  # type: ignore[union-attr]
                         if len(received) == kill_at:
@@ -110,7 +111,7 @@ async def test_sigkill_mid_flood_leaves_what_the_client_received_stored(
     stored = _stored_chunks(pg_dsn, sid)
     # every chunk received is stored, in order, none twice (perhaps a few stored, not delivered)
     assert stored == list(range(len(stored))) and len(stored) >= len(got), (len(stored), len(got))
-    assert len(stored) < N  # (killed mid-flood)
+    assert len(stored) < 4 * N  # (killed mid-flood)
 
 
 # -- in process: when the messages of a turn go out ------------------------------------------------
