@@ -39,3 +39,16 @@ def test_store_cost_quick_with_postgres(tmp_path: Path) -> None:
     figures = json.loads(out.read_text())
     for scenario in ("flood", "rtt"):
         assert figures[scenario]["postgres"] > 0 and figures[scenario]["ratio_postgres"] > 0
+
+
+def test_store_cost_quick_served_in_process(tmp_path: Path) -> None:
+    """``--serve-app http``: the scenario agent served in process by ``acplink serve --app``, the
+    client over streamable HTTP; ``--rtt 0`` runs the flood alone."""
+    out = tmp_path / "store.json"
+    proc = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "store_cost.py"), "--quick", "--serve-app",
+                           "http", "--rtt", "0", "--json", str(out)], cwd=ROOT, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    figures = json.loads(out.read_text())
+    assert figures["serve_app"] == "http" and figures["reopen"] is None and "rtt" not in figures
+    assert figures["flood"]["memory"] > 0 and figures["flood"]["sqlite"] > 0

@@ -11,6 +11,8 @@ Prompt behaviours (first word of the prompt text):
     wait             waits until the turn is cancelled
     burst N          streams chunks ``0,1,...,N-1,`` as fast as it can, and ends the turn
     title TEXT       sets the session title (``session_info_update``)
+    commits          replies with how many commits that carried writes the store's database
+                     made in this process so far (``counted_app_from_env``'s store only)
     anything else    "turn K: TEXT" (K: the turn's number from ctx.history), and a tool call
 """
 
@@ -19,21 +21,49 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+from typing import Any
 
 from acplink import AgentApp, PromptContext, run_agent
 from acplink.agent import HistoryStore, SqliteStore
 
+#: the commits that carried writes, made by the counting stores' databases in this process
+COMMITS = [0]
 
-def store(db: str) -> HistoryStore:
+
+def _counted(found: Any) -> Any:
+    """The store's database (one per file or DSN in a process), its commits counted."""
+    if not getattr(found, "counted", False):
+        real = found.commit
+
+        def commit() -> None:
+            if found.pending:  # (a transaction is open: something was written)
+                COMMITS[0] += 1
+            real()
+
+        found.commit = commit
+        found.counted = True
+    return found
+
+
+def store(db: str, *, counted: bool = False) -> HistoryStore:
     if db.startswith("postgresql://"):
         from acplink.agent import PostgresStore
 
-        return PostgresStore(db)
-    return SqliteStore(db)
+        class CountedPostgresStore(PostgresStore):
+            def _open_database(self) -> Any:
+                return _counted(super()._open_database())
+
+        return (CountedPostgresStore if counted else PostgresStore)(db)
+
+    class CountedSqliteStore(SqliteStore):
+        def _open_database(self) -> Any:
+            return _counted(super()._open_database())
+
+    return (CountedSqliteStore if counted else SqliteStore)(db)
 
 
-def build(path: str) -> AgentApp:
-    app = AgentApp("store-agent", protocols=(1, 2), store=store(path))
+def build(path: str, *, counted: bool = False) -> AgentApp:
+    app = AgentApp("store-agent", protocols=(1, 2), store=store(path, counted=counted))
 
     @app.prompt
     async def prompt(ctx: PromptContext) -> None:
@@ -62,6 +92,8 @@ def build(path: str) -> AgentApp:
                 await ctx.send_text(f"{i},")
         elif word == "title":
             await ctx.send_title(rest)
+        elif word == "commits":
+            await ctx.send_text(str(COMMITS[0]))
         else:
             turn = sum(1 for e in ctx.history if e.kind == "user_message")
             await ctx.send_text(f"turn {turn}: ")
@@ -76,6 +108,12 @@ def app_from_env() -> AgentApp:
     """The app of one connection of ``acplink serve --app store_agent:app_from_env``: its store
     is ``$ACPLINK_TEST_STORE`` (tests/server/test_store_scaleout.py)."""
     return build(os.environ["ACPLINK_TEST_STORE"])
+
+
+def counted_app_from_env() -> AgentApp:
+    """:func:`app_from_env` with a store that counts its commits (prompt ``commits``:
+    tests/server/test_store_group_commit.py)."""
+    return build(os.environ["ACPLINK_TEST_STORE"], counted=True)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """The official TypeScript SDK 2.4.0's remote clients (experimental/ws-client with `ws`,
 experimental/http-client; our peer program tests/interop/js/remote_client.mjs) against
-``acplink serve -- acplink demo-agent`` and against the ASGI app under uvicorn."""
+``acplink serve -- acplink demo-agent``, against the ASGI app under uvicorn, and against
+``acplink serve --app`` with a ``PostgresStore`` (a flood, committed in groups)."""
 
 from __future__ import annotations
 
@@ -84,3 +85,29 @@ async def test_against_the_asgi_app(transport: str, tmp_path: Path) -> None:
         events = await ts_client(url, transport, "--cwd", str(tmp_path), "--prompt", "write a.txt x")
         assert ends(events) == [{"event": "stop", "stopReason": "end_turn"}]
         assert (tmp_path / "a.txt").read_text() == "x\n"
+
+
+async def test_a_flood_from_an_app_with_a_postgres_store_served_in_process(
+        transport: str, tmp_path: Path, pg_dsn: str) -> None:
+    """``acplink serve --app`` with a ``PostgresStore`` (tests/agent/store_agent.py, counting its
+    commits): the TS client gets a flood whole and in order, committed in groups, and a fresh
+    TS client's ``session/load`` replays all of it."""
+    import os
+
+    agents = str(Path(__file__).resolve().parents[1] / "agent")
+    env = {**env_without_token(), "ACPLINK_TEST_STORE": pg_dsn,
+           "PYTHONPATH": os.pathsep.join(filter(None, [agents, os.environ.get("PYTHONPATH")]))}
+    n = 3000
+    flood = "".join(f"{i}," for i in range(n))
+    async with serve(f"--{transport}", "--app", "store_agent:counted_app_from_env", agent=(), env=env) as served:
+        url = served.urls[transport]
+        events = await ts_client(url, transport, "--cwd", str(tmp_path), "--prompt", "commits",
+                                 "--prompt", f"burst {n}", "--prompt", "commits")
+        assert ends(events) == [{"event": "stop", "stopReason": "end_turn"}] * 3
+        stops = [i for i, e in enumerate(events) if e["event"] == "stop"]
+        before, burst, after = (chunks(events[a + 1:b]) for a, b in zip([-1, *stops], stops, strict=False))
+        assert burst == flood
+        assert 0 < int(after) - int(before) <= n // 20  # (one commit per update would be n)
+        sid = next(e["sessionId"] for e in events if e["event"] == "session")
+        loaded = await ts_client(url, transport, "--cwd", str(tmp_path), "--load", sid)
+        assert flood in chunks(loaded)

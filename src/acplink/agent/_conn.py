@@ -39,7 +39,7 @@ from ..errors import (
 )
 from ..protocol import Protocol
 from ..protocol.rules import session_refusal
-from ..transports.stream import StreamTransport
+from ..transports.batch import BatchingTransport
 from .history import KEPT
 from .mcp import McpCalls, check_declared
 from .store import LOCAL_PRINCIPAL, HistoryStore, current_principal
@@ -78,8 +78,9 @@ class AppConnection(AgentSideConnection):
         self.custom_stop_reasons = False
         ref: list[AgentSideConnection] = [self]
         #: the store that journals what this connection's sessions send (an app with a
-        #: HistoryStore), made durable before the transport writes (``before_write``), or at
-        #: once on a transport without that hook
+        #: HistoryStore), made durable before the transport writes (``before_write`` of a
+        #: batching transport: stdio, pipes, in memory, an app served in process), or at once
+        #: on a transport without that hook
         store = app.sessions
         self.journal: HistoryStore | None = store if isinstance(store, HistoryStore) else None
         self._journal_at_once = True
@@ -89,7 +90,7 @@ class AppConnection(AgentSideConnection):
         self.opened: set[str] = set()
         if self.journal is not None:
             self.journal.attach()
-        if self.journal is not None and isinstance(transport, StreamTransport) and transport.before_write is None:
+        if self.journal is not None and isinstance(transport, BatchingTransport) and transport.before_write is None:
             transport.before_write = self._commit_journal
             self._journal_at_once = False
             group = self.journal.group_commit_bytes

@@ -10,22 +10,29 @@ from collections.abc import Callable
 from ..agent.app import AgentBase
 from ..connection.agent_side import AgentSideConnection
 from ..errors import ConnectionClosed
-from ..transports.base import MessageMeta, Transport, TransportSink
+from ..transports.base import MessageMeta, TransportSink
+from ..transports.batch import BatchingTransport
 from .backends import AgentBackend, AgentChannel, Deliver, Ended
 
 __all__ = ["InProcessAgent"]
 
 
-class _RemoteTransport(Transport):
+class _RemoteTransport(BatchingTransport):
     """The app's side of one remote connection: what the app sends goes to the connection's
-    router, what the client sends is handed to the app whole."""
+    router, what the client sends is handed to the app whole.
+
+    Each message is handed over at once, unless the app journals what it sends (a
+    ``SqliteStore`` / ``PostgresStore``: its connection sets ``before_write``): then the
+    messages of one turn of the event loop are batched (:class:`BatchingTransport`: the first
+    at once, the rest at the next turn or every ``flush_at`` bytes), and each batch is
+    committed once before its messages go on: group commit, as over a pipe."""
 
     framed = True
 
     def __init__(self, deliver: Deliver, ended: Ended) -> None:
+        super().__init__()
         self.deliver = deliver
         self.ended = ended
-        self.sink: TransportSink | None = None
         self.closed = False
         self.inbound: deque[bytes] = deque()
         self.reading = True
@@ -33,15 +40,30 @@ class _RemoteTransport(Transport):
         self.room.set()
 
     async def start(self, sink: TransportSink) -> None:
-        self.sink = sink
+        self._sink = sink
 
     def send(self, message: bytes, meta: MessageMeta | None = None) -> bool:
         if self.closed:
             raise ConnectionClosed("the remote connection is closed")
+        if self.before_write is not None:  # (journaled: committed per batch, then handed over)
+            return super().send(message, meta)
         self.deliver(message.rstrip(b"\n"))
         # handed over whole: the writer waits (drain) only while the client is behind, and
         # otherwise awaits no coroutine per message (a flood's updates)
         return self.room.is_set()
+
+    def _write_message(self, message: bytes) -> None:
+        self.deliver(message.rstrip(b"\n"))
+
+    def _write_batch(self, batch: list[bytes]) -> None:
+        if self.closed:  # (the turn's batch, after the connection closed)
+            raise ConnectionClosed("the remote connection is closed")
+        deliver = self.deliver
+        for message in batch:
+            deliver(message.rstrip(b"\n"))
+
+    def write_buffer_size(self) -> int:
+        return self.batched_size()
 
     async def drain(self) -> None:
         await self.room.wait()  # cleared while the remote client is behind on its output
@@ -51,10 +73,10 @@ class _RemoteTransport(Transport):
         return not self.room.is_set()
 
     def to_app(self, message: bytes) -> None:
-        if self.closed or self.sink is None:
+        if self.closed or self._sink is None:
             raise ConnectionClosed("the agent app is closed")
         if self.reading and not self.inbound:
-            self.sink.message_received(message, None)
+            self._sink.message_received(message, None)
         else:
             self.inbound.append(message)
 
@@ -63,16 +85,17 @@ class _RemoteTransport(Transport):
 
     def resume_reading(self) -> None:
         self.reading = True
-        while self.reading and self.inbound and self.sink is not None:
-            self.sink.message_received(self.inbound.popleft(), None)
+        while self.reading and self.inbound and self._sink is not None:
+            self._sink.message_received(self.inbound.popleft(), None)
 
     def end_input(self) -> None:
         """The remote client is gone: the app sees the end of its input."""
-        if self.sink is not None and not self.closed:
-            self.sink.eof_received(None)
+        if self._sink is not None and not self.closed:
+            self._sink.eof_received(None)
 
     async def aclose(self) -> None:
         if not self.closed:
+            self.flush()  # (what the app sent before it closed goes out, committed first)
             self.closed = True
             self.room.set()
             self.ended("the agent app closed the connection")

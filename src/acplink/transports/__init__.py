@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from .._lazy import lazy_getattr as _lazy_getattr
 from .base import MessageMeta, Transport, TransportSink
+from .batch import BatchingTransport
 from .stream import StreamTransport
 
 if TYPE_CHECKING:
@@ -22,6 +23,7 @@ _LAZY = {"MemoryTransport": ".memory", "memory_pair": ".memory", "RecordingTrans
          "TraceTap": ".recording", "StdioTransport": ".stdio", "SubprocessTransport": ".subprocess"}
 
 __all__ = [
+    "BatchingTransport",
     "MemoryTransport",
     "MessageMeta",
     "RecordingTransport",
