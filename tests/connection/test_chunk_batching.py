@@ -134,3 +134,33 @@ async def test_a_childs_output_arrives_whole_and_in_order_before_its_end() -> No
         await transport.aclose()
     expected = b"".join(b"early %d\n" % i for i in range(2000)) + b"".join(b"late %d\n" % i for i in range(2000))
     assert bytes(sink.data) == expected
+
+
+async def test_a_childs_output_is_not_handed_on_through_a_scheduled_callback() -> None:
+    # asyncio's subprocess transport passes each read of a child's pipe on with call_soon (a
+    # turn of the loop later); acplink reads the child's stdout itself. Output produced once the
+    # child is running (after it read a line from us) must reach the sink without that hop.
+    loop = asyncio.get_running_loop()
+    scheduled: list[Any] = []
+    call_soon = loop.call_soon
+
+    def recording(callback: Any, *args: Any, **kw: Any) -> Any:
+        scheduled.append((getattr(callback, "__name__", ""), args))
+        return call_soon(callback, *args, **kw)
+
+    child = "import sys\nsys.stdin.readline()\nsys.stdout.write('after\\n' * 100)\nsys.stdout.flush()\n"
+    sink = Collect()
+    transport = SubprocessTransport([sys.executable, "-c", child])
+    await transport.start(sink)
+    try:
+        await asyncio.sleep(0.05)  # (whatever start-up scheduled has run)
+        loop.call_soon = recording  # type: ignore[method-assign]
+        try:
+            transport.send(b"go\n")
+            await guard(sink.eof.wait())
+        finally:
+            del loop.call_soon
+    finally:
+        await transport.aclose()
+    assert bytes(sink.data) == b"after\n" * 100
+    assert not [args for name, args in scheduled if name == "pipe_data_received" and args[:1] == (1,)]

@@ -158,3 +158,76 @@ async def test_a_hook_that_does_not_answer_in_time_fails_naming_the_proxy() -> N
         with pytest.raises(asyncio.CancelledError):
             await pending
         assert (await call(peer, "_probe/echo", {"y": 2}))["params"] == {"y": 2, "seen": "hooks"}
+
+
+class SlowClient(Client):
+    """Answers the agent's question only once told to (so the relay can be seen in flight)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.asked = asyncio.Event()
+        self.answer = asyncio.Event()
+
+    async def handle_request(self, method: str, params: Any) -> bytes:
+        self.asked.set()
+        await self.answer.wait()
+        return await super().handle_request(method, params)
+
+
+async def test_requests_no_hook_takes_are_relayed_through_the_in_process_proxies() -> None:
+    app = build(ProxyApp)
+    conductor = Conductor([Component(serve=app.serve, name="hooks"), Component(serve=ProxyApp("plain").serve),
+                           PROBE])
+    ours, theirs = memory_pair()
+    served = asyncio.ensure_future(conductor.serve(theirs))
+    client = SlowClient()
+    peer = Peer(ours, client, name="test-client")
+    await peer.start()
+    try:
+        assert await call(peer, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        upstream, agent_hop = conductor.upstream, conductor.nodes[2].peer
+        assert upstream is not None and agent_hop is not None
+        # client -> agent, through both proxies (no hook for it): one relay, no task
+        hang = asyncio.ensure_future(peer.request("_probe/hang", b"{}", timeout=30))
+        for _ in range(200):
+            if upstream.relays:
+                break
+            await asyncio.sleep(0.01)
+        assert len(upstream.relays) == 1 and not upstream.tasks.keyed
+        # agent -> client (its question), the same way up
+        ask = asyncio.ensure_future(call(peer, "_probe/ask", {}))
+        await asyncio.wait_for(client.asked.wait(), 10)
+        assert len(agent_hop.relays) == 1 and not agent_hop.tasks.keyed
+        client.answer.set()
+        assert await asyncio.wait_for(ask, 10) == {"answer": {"answer": "yes"}}
+        hang.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await hang
+        # a method the first proxy hooks runs in a task, as before
+        assert (await call(peer, "_probe/echo", {"x": 1}))["params"]["seen"] == "hooks"
+    finally:
+        await peer.aclose()
+        await asyncio.wait_for(served, 10)
+
+
+async def test_a_proxy_on_its_own_connection_routes_what_it_passes_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    from acplink.proxy import app as app_module
+
+    routed: list[tuple[str, str | None]] = []
+    route_request = app_module._ProxyConnection.route_request
+
+    def recording(self: Any, method: str, params: Any) -> Any:
+        route = route_request(self, method, params)
+        routed.append((method, None if route is None else route.method))
+        return route
+
+    monkeypatch.setattr(app_module._ProxyConnection, "route_request", recording)
+    async with chain(ServedProxy) as (peer, _client, _conductor):
+        assert await call(peer, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        assert await call(peer, "_probe/ask", {}) == {"answer": {"answer": "yes"}}
+        assert (await call(peer, "_probe/echo", {"x": 1}))["params"]["seen"] == "hooks"
+    # from the predecessor, wrapped for the successor; the agent's question, unwrapped for the
+    # predecessor; the hooked method and initialize: not routed (their hook / the handshake)
+    assert ("_probe/ask", "proxy/successor") in routed
+    assert ("proxy/successor", "_probe/question") in routed
+    assert ("_probe/echo", None) in routed and ("proxy/initialize", None) in routed

@@ -11,7 +11,7 @@ import os
 import socket
 import sqlite3
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..errors import StoreError
@@ -68,6 +68,20 @@ def refuse_newer(name: str, version: int) -> None:
     if version > SCHEMA_VERSION:
         raise StoreError(f"session store {name}: schema version {version} was written by a newer acplink "
                          f"(this one reads versions up to {SCHEMA_VERSION}); nothing was changed")
+
+
+@contextlib.contextmanager
+def usable(db: sqlite3.Connection, path: str) -> Iterator[None]:
+    """Check or prepare a just-opened store inside: on failure ``db`` is closed, and a database
+    error (not SQLite, corrupt) becomes one :class:`StoreError` line naming the file."""
+    try:
+        yield
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise StoreError(f"session store {path}: not a usable SQLite database ({exc}); nothing was changed") from None
+    except BaseException:
+        db.close()
+        raise
 
 
 class _Database:
@@ -177,17 +191,11 @@ class _Database:
             db = sqlite3.connect(path, timeout=timeout, isolation_level=None, check_same_thread=False)
         except sqlite3.Error as exc:
             raise StoreError(f"session store {path}: cannot open it ({exc})") from None
-        try:
+        with usable(db, path):
             _Database._check(db, path)
             db.execute("PRAGMA journal_mode=WAL")
             db.execute("PRAGMA synchronous=NORMAL")
             _Database._migrate(db)
-        except sqlite3.DatabaseError as exc:
-            db.close()
-            raise StoreError(f"session store {path}: not a usable SQLite database ({exc}); nothing was changed") from None
-        except BaseException:
-            db.close()
-            raise
         return db
 
     @staticmethod

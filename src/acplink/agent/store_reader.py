@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 
 from ..errors import StoreError
-from ._sqlite_file import APPLICATION_ID, refuse_newer
+from ._sqlite_file import APPLICATION_ID, refuse_newer, usable
 from .history import HistoryEntry, fold_rows
 from .store import LOCAL_PRINCIPAL
 
@@ -170,7 +170,7 @@ def _open_sqlite(path: str) -> StoreReader:
         db = sqlite3.connect(f"file:{quote(os.path.abspath(path))}?mode=ro", uri=True, check_same_thread=False)
     except sqlite3.Error as exc:
         raise StoreError(f"session store {path}: cannot open it ({exc})") from None
-    try:
+    with usable(db, path):
         app_id = db.execute("PRAGMA application_id").fetchone()[0]
         version = db.execute("PRAGMA user_version").fetchone()[0]
         if app_id != APPLICATION_ID:
@@ -178,12 +178,6 @@ def _open_sqlite(path: str) -> StoreReader:
                              "nothing was changed")
         refuse_newer(path, version)
         db.execute("SELECT count(*) FROM sessions").fetchone()  # (a corrupt file fails here)
-    except sqlite3.DatabaseError as exc:
-        db.close()
-        raise StoreError(f"session store {path}: not a usable SQLite database ({exc}); nothing was changed") from None
-    except BaseException:
-        db.close()
-        raise
     return StoreReader(path, db, int(version))
 
 

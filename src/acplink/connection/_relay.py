@@ -25,7 +25,6 @@ import orjson
 
 from ..errors import AcpError, RequestCancelled, RequestError
 from ..rpc.engine import IncomingRequest
-from ._calls import DONE
 from ._failures import failure_answer
 
 if TYPE_CHECKING:
@@ -72,9 +71,6 @@ class Relayed:
     def done(self) -> bool:
         return self.finished
 
-    def cancelled(self) -> bool:
-        return False
-
     def set_result(self, value: Any) -> None:
         _answered(self, value, None)
 
@@ -105,20 +101,29 @@ def relay(source: Peer, ev: IncomingRequest, route: Route) -> bool:
     target.calls.futures[r.out_id] = r  # type: ignore[assignment]
     source.relays[ev.id] = r
     written = target._write(data)  # (a failed write fails the call: answered at once)
-    if written is not DONE and isinstance(written, Coroutine):
+    if isinstance(written, Coroutine):
         written.close()  # (over the high-water mark now: the next request takes the task path)
+    return True
+
+
+def _finish(r: Relayed) -> bool:
+    """End the relay (False: it had ended already): no timer, no entry, its waiters woken."""
+    if r.finished:
+        return False
+    r.finished = True
+    if r.timer is not None:
+        r.timer.cancel()
+    r.source.relays.pop(r.rid, None)
+    if r._ended is not None and not r._ended.done():
+        r._ended.set_result(None)
     return True
 
 
 def _answered(r: Relayed, value: Any, exc: BaseException | None) -> None:
     """The target settled the call: answer the source's request with what came back."""
-    if r.finished:
+    if not _finish(r):
         return
-    r.finished = True
-    if r.timer is not None:
-        r.timer.cancel()
     source = r.source
-    source.relays.pop(r.rid, None)
     try:
         if exc is not None:
             raise exc
@@ -129,8 +134,6 @@ def _answered(r: Relayed, value: Any, exc: BaseException | None) -> None:
         answer = err if isinstance(err, RequestError) else failure_answer(
             err, r.method, source.name, source.debug, source.closed)
         data = source.engine.error(r.rid, answer)
-    if r._ended is not None and not r._ended.done():
-        r._ended.set_result(None)
     source.relay_answered(r.rid, data)
 
 
@@ -147,7 +150,7 @@ def cancel(r: Relayed) -> None:
     from .peer import CANCEL_REQUEST  # (peer.py names it; it imports this module)
 
     written = target.notify(CANCEL_REQUEST, orjson.dumps({"requestId": r.out_id}))
-    if written is not DONE and isinstance(written, Coroutine):
+    if isinstance(written, Coroutine):
         written.close()
     r.timer = asyncio.get_running_loop().call_later(CANCEL_GRACE, _give_up, r)
 
@@ -162,12 +165,6 @@ def _give_up(r: Relayed) -> None:
 
 def abandon_all(source: Peer) -> None:
     """The source connection closed: the requests its relays caused are cancelled."""
-    relays = list(source.relays.values())
-    source.relays.clear()
-    for r in relays:
-        r.finished = True
-        if r.timer is not None:
-            r.timer.cancel()
-        if r._ended is not None and not r._ended.done():
-            r._ended.set_result(None)
+    for r in list(source.relays.values()):
+        _finish(r)
         r.target.end_call(r.out_id)  # (a closed target: nothing is written)

@@ -19,6 +19,7 @@ from typing import Any
 import orjson
 
 from .._tasks import TaskSet
+from ..connection._relay import CANCEL_GRACE
 from ..connection.peer import CANCEL_REQUEST, DONE
 from ..errors import AcpError
 
@@ -78,9 +79,6 @@ async def forward_notification(peer: Any, method: str, data: bytes | None) -> No
         written.close()  # (the drain it would have awaited has nothing to wait for)
 
 
-#: how long a hop waits for the answer to a request it cancelled downstream before it answers
-#: ``-32800`` itself
-CANCEL_GRACE = 3.0
 
 
 async def call_through(peer: Any, tasks: TaskSet, method: str, data: bytes | None, *,
