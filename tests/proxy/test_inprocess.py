@@ -63,13 +63,14 @@ class Client:
 
 
 @asynccontextmanager
-async def chain(cls: type[ProxyApp], trace: io.BytesIO | None = None, **kw: Any) -> AsyncIterator[tuple[Peer, Client, Conductor]]:
+async def chain(cls: type[ProxyApp], trace: io.BytesIO | None = None, client: Client | None = None,
+                **kw: Any) -> AsyncIterator[tuple[Peer, Client, Conductor]]:
     app = build(cls)
     conductor = Conductor([Component(serve=app.serve, name="hooks"), Component(serve=ProxyApp("plain").serve),
                            PROBE], trace=trace, **kw)
     ours, theirs = memory_pair()
     served = asyncio.ensure_future(conductor.serve(theirs))
-    client = Client()
+    client = client or Client()
     peer = Peer(ours, client, name="test-client")
     await peer.start()
     try:
@@ -175,15 +176,8 @@ class SlowClient(Client):
 
 
 async def test_requests_no_hook_takes_are_relayed_through_the_in_process_proxies() -> None:
-    app = build(ProxyApp)
-    conductor = Conductor([Component(serve=app.serve, name="hooks"), Component(serve=ProxyApp("plain").serve),
-                           PROBE])
-    ours, theirs = memory_pair()
-    served = asyncio.ensure_future(conductor.serve(theirs))
     client = SlowClient()
-    peer = Peer(ours, client, name="test-client")
-    await peer.start()
-    try:
+    async with chain(ProxyApp, client=client) as (peer, _client, conductor):
         assert await call(peer, "initialize", {"protocolVersion": 1, "clientCapabilities": {}})
         upstream, agent_hop = conductor.upstream, conductor.nodes[2].peer
         assert upstream is not None and agent_hop is not None
@@ -205,9 +199,6 @@ async def test_requests_no_hook_takes_are_relayed_through_the_in_process_proxies
             await hang
         # a method the first proxy hooks runs in a task, as before
         assert (await call(peer, "_probe/echo", {"x": 1}))["params"]["seen"] == "hooks"
-    finally:
-        await peer.aclose()
-        await asyncio.wait_for(served, 10)
 
 
 async def test_a_proxy_on_its_own_connection_routes_what_it_passes_on(monkeypatch: pytest.MonkeyPatch) -> None:
